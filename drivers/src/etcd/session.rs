@@ -1,0 +1,178 @@
+//! One client's etcd session: a lazily granted lease kept alive at TTL/3, plus the
+//! key-value operations. Lock recipes are in [`super::lock`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use etcd_client::{Client, GetOptions};
+use tokio::task::JoinHandle;
+
+use super::map_error;
+use crate::{
+    ClientCounters, Consistency, CounterHandle, DriverError, LockGuard, LockRecipe, Session,
+};
+
+/// A granted lease and the task that refreshes it.
+struct Lease {
+    id: i64,
+    keepalive: JoinHandle<()>,
+    /// Set by the keep-alive task when the server reports the lease gone.
+    expired: Arc<AtomicBool>,
+}
+
+pub(super) struct EtcdSession {
+    pub(super) client: Client,
+    pub(super) client_id: usize,
+    pub(super) counters: CounterHandle,
+    ttl: Duration,
+    lease: Option<Lease>,
+    /// A lock key this session created whose acquisition was abandoned (the lock future was
+    /// dropped, e.g. on timeout). It is deleted before the next lock attempt so the queue does
+    /// not wait on a client that stopped waiting.
+    pub(super) pending_key: Option<Vec<u8>>,
+}
+
+impl EtcdSession {
+    pub(super) fn new(client: Client, client_id: usize, ttl: Duration) -> Self {
+        EtcdSession {
+            client,
+            client_id,
+            counters: CounterHandle::default(),
+            ttl,
+            lease: None,
+            pending_key: None,
+        }
+    }
+
+    /// The session's lease, granted on first use. Fails if the lease has expired: locks held
+    /// under it are gone and the caller must know.
+    pub(super) async fn lease_id(&mut self) -> Result<i64, DriverError> {
+        if let Some(lease) = &self.lease {
+            if lease.expired.load(Ordering::Relaxed) {
+                return Err(DriverError::SessionExpired(format!("lease {:x} expired", lease.id)));
+            }
+            return Ok(lease.id);
+        }
+        // etcd's TTLs are whole seconds (and the server raises them to its minimum).
+        let ttl_s = (self.ttl.as_millis() as i64 + 999) / 1000;
+        self.counters.request();
+        let granted = self.client.lease_grant(ttl_s.max(1), None).await.map_err(map_error)?;
+        let id = granted.id();
+        let expired = Arc::new(AtomicBool::new(false));
+        let keepalive = tokio::spawn(keep_alive(
+            self.client.clone(),
+            id,
+            self.ttl / 3,
+            self.counters.clone(),
+            expired.clone(),
+        ));
+        self.lease = Some(Lease { id, keepalive, expired });
+        Ok(id)
+    }
+
+    async fn delete_pending_key(&mut self) -> Result<(), DriverError> {
+        if let Some(key) = self.pending_key.take() {
+            self.counters.request();
+            self.client.delete(key, None).await.map_err(map_error)?;
+        }
+        Ok(())
+    }
+}
+
+/// Refreshes the lease every `interval` until the task is aborted or the lease is gone.
+async fn keep_alive(
+    mut client: Client,
+    id: i64,
+    interval: Duration,
+    counters: CounterHandle,
+    expired: Arc<AtomicBool>,
+) {
+    let Ok((mut keeper, mut responses)) = client.lease_keep_alive(id).await else {
+        expired.store(true, Ordering::Relaxed);
+        return;
+    };
+    let mut tick = tokio::time::interval(interval.max(Duration::from_millis(100)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        counters.keepalive();
+        if keeper.keep_alive().await.is_err() {
+            // The stream broke (member down); a later tick on a new stream may still succeed,
+            // but this simple client treats it as loss of the session, as etcd's Session does.
+            expired.store(true, Ordering::Relaxed);
+            return;
+        }
+        match responses.message().await {
+            Ok(Some(resp)) if resp.ttl() > 0 => {}
+            _ => {
+                expired.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Session for EtcdSession {
+    async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), DriverError> {
+        self.counters.request();
+        self.client.put(key, value, None).await.map_err(map_error)?;
+        Ok(())
+    }
+
+    async fn get(
+        &mut self,
+        key: &str,
+        consistency: Consistency,
+    ) -> Result<Option<Vec<u8>>, DriverError> {
+        let options = match consistency {
+            Consistency::Linearizable => None,
+            Consistency::Serializable => Some(GetOptions::new().with_serializable()),
+        };
+        self.counters.request();
+        let mut resp = self.client.get(key, options).await.map_err(map_error)?;
+        Ok(resp.take_kvs().into_iter().next().map(|kv| kv.value().to_vec()))
+    }
+
+    async fn lock(&mut self, name: &str, recipe: LockRecipe) -> Result<LockGuard, DriverError> {
+        self.delete_pending_key().await?;
+        match recipe {
+            LockRecipe::HerdFree => super::lock::lock_mutex(self, name).await,
+            LockRecipe::Naive => super::lock::lock_naive(self, name).await,
+        }
+    }
+
+    async fn unlock(&mut self, guard: LockGuard) -> Result<(), DriverError> {
+        super::lock::unlock(self, guard).await
+    }
+
+    fn counters(&self) -> ClientCounters {
+        self.counters.snapshot()
+    }
+
+    fn abandon(&mut self) {
+        if let Some(lease) = self.lease.take() {
+            lease.keepalive.abort();
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), DriverError> {
+        if let Some(lease) = self.lease.take() {
+            lease.keepalive.abort();
+            self.counters.request();
+            // Revoking deletes every key attached to the lease, including held locks.
+            self.client.lease_revoke(lease.id).await.map_err(map_error)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for EtcdSession {
+    fn drop(&mut self) {
+        if let Some(lease) = &self.lease {
+            lease.keepalive.abort();
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The driver seam of coordbench: one [`Coordinator`] per API family.
+//!
+//! A workload talks only to the traits in [`coordinator`]; it never learns which server it
+//! runs against. The etcd driver speaks etcd's v3 gRPC API (real etcd and the built-in Raft
+//! engine); the null driver runs in-process and measures the load generator itself.
+//! Lock recipes live with their API family, because a recipe is a protocol over that API.
+
+pub mod coordinator;
+pub mod counters;
+pub mod error;
+pub mod etcd;
+pub mod null;
+pub mod recipe;
+
+pub use coordinator::{Consistency, Coordinator, LockGuard, Session, SessionOptions};
+pub use counters::{ClientCounters, CounterHandle};
+pub use error::DriverError;
+pub use recipe::{ApiFamily, LockRecipe};

@@ -1,0 +1,170 @@
+//! The command line: `coordbench run` and its options.
+//!
+//! Parsing only turns text into typed values (durations, enums, numbers > 0); whether a
+//! combination makes sense is decided in [`crate::config`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::provision::DiskKind;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "coordbench",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("COORDBENCH_GIT_COMMIT"), ")"),
+    about = "Benchmarks coordination services: locks, leader election, service discovery and \
+             config watches on etcd, ZooKeeper and built-in engines",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one workload against one target and write its results.
+    Run(RunArgs),
+}
+
+/// What to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TargetKind {
+    /// In-process target that does nothing: measures the load generator itself.
+    Null,
+    /// Real etcd: a local cluster started from Debian's etcd-server package, or --endpoints.
+    Etcd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WorkloadKind {
+    /// Writes of random keys.
+    KvPut,
+    /// Reads of random keys (see --consistency).
+    KvGet,
+    /// Clients contend for locks, hold, release (see --locks, --hold, --recipe).
+    Lock,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConsistencyArg {
+    Linearizable,
+    Serializable,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The system to measure.
+    #[arg(long, value_enum, default_value = "etcd")]
+    pub target: TargetKind,
+
+    /// The workload every client runs.
+    #[arg(long, value_enum, default_value = "lock")]
+    pub workload: WorkloadKind,
+
+    /// Concurrent clients (closed loop: each waits for its last operation).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub clients: u32,
+
+    /// Connections shared by the clients (default: one per client).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub conns: Option<u32>,
+
+    /// Open loop: operations per second in total, scheduled at intended start times.
+    #[arg(long, value_parser = parse_rate)]
+    pub rate: Option<f64>,
+
+    /// Length of the measured window (e.g. 10s, 2m).
+    #[arg(long, default_value = "10s", value_parser = parse_positive_duration)]
+    pub duration: Duration,
+
+    /// Warm-up before the measured window; its operations are not reported.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub warmup: Duration,
+
+    /// Stop after this many operations in the measured window.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub ops: Option<u64>,
+
+    /// An operation that takes longer counts as a timeout error with this latency.
+    #[arg(long, default_value = "5s", value_parser = parse_positive_duration)]
+    pub op_timeout: Duration,
+
+    /// kv workloads: number of distinct keys.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub keys: u64,
+
+    /// kv workloads: value size in bytes.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    pub value_size: u64,
+
+    /// kv-get: read consistency.
+    #[arg(long, value_enum, default_value = "linearizable")]
+    pub consistency: ConsistencyArg,
+
+    /// lock: number of lock names the clients contend for (client c takes lock c % locks).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub locks: u32,
+
+    /// lock: how long a holder keeps the lock.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    pub hold: Duration,
+
+    /// lock: recipe (etcd: etcd-mutex | naive). Default: the target's herd-free recipe.
+    #[arg(long)]
+    pub recipe: Option<String>,
+
+    /// Session / lease TTL; sessions are refreshed at TTL/3.
+    #[arg(long, default_value = "10s", value_parser = parse_positive_duration)]
+    pub ttl: Duration,
+
+    /// Members of the cluster coordbench starts.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
+    pub cluster_size: u32,
+
+    /// Where started members keep their data: tmpfs (/dev/shm), disk (the local
+    /// filesystem, synced), nofsync (local filesystem, syncs disabled).
+    #[arg(long, value_enum, default_value = "disk")]
+    pub disk: DiskKind,
+
+    /// Attach to a running cluster instead of starting one (host:port,...).
+    #[arg(long, value_delimiter = ',')]
+    pub endpoints: Vec<String>,
+
+    /// The etcd binary to start (default: etcd on PATH).
+    #[arg(long)]
+    pub etcd_bin: Option<PathBuf>,
+
+    /// First port for started members (default: free ports).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1024..))]
+    pub base_port: Option<u16>,
+
+    /// Results directory (default: results/<UTC time>-<target>-<workload>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+
+    /// Seed for every client's random choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// No live status line.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (write e.g. 10s, 500ms, 2m)"))?;
+    if d.is_zero() {
+        return Err("must be greater than zero".into());
+    }
+    Ok(d)
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 && r <= 10_000_000.0 => Ok(r),
+        _ => Err("must be a number of operations per second in (0, 10000000]".into()),
+    }
+}

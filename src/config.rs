@@ -1,0 +1,186 @@
+//! A validated run configuration: the command line checked for combinations that make no
+//! sense, with every value the results need to describe themselves. Stored in run.json.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use coordbench_drivers::{ApiFamily, Consistency, LockRecipe};
+use serde::Serialize;
+
+use crate::cli::{ConsistencyArg, RunArgs, TargetKind, WorkloadKind};
+use crate::provision::DiskKind;
+use crate::runner::{LoadMode, LoadPlan};
+
+/// A configuration error: one line that says what to change.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(String);
+
+/// Everything that defines a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunConfig {
+    pub target: String,
+    pub workload: String,
+    /// Lock recipe name as the target's family calls it; empty for non-lock workloads.
+    pub recipe: String,
+    /// "closed" or "open".
+    pub mode: String,
+    pub rate: Option<f64>,
+    pub clients: usize,
+    pub conns: usize,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub ops: Option<u64>,
+    pub op_timeout_ms: u64,
+    pub keys: usize,
+    pub value_size: usize,
+    pub consistency: String,
+    pub locks: usize,
+    pub hold_ms: f64,
+    pub ttl_ms: u64,
+    pub cluster_size: usize,
+    pub disk: DiskKind,
+    /// Non-empty when attached to a cluster the user runs.
+    pub endpoints: Vec<String>,
+    pub etcd_bin: Option<PathBuf>,
+    pub base_port: Option<u16>,
+    pub seed: u64,
+    #[serde(skip)]
+    pub target_kind: TargetKind,
+    #[serde(skip)]
+    pub workload_kind: WorkloadKind,
+    #[serde(skip)]
+    pub lock_recipe: LockRecipe,
+    #[serde(skip)]
+    pub read_consistency: Consistency,
+    #[serde(skip)]
+    pub plan: LoadPlan,
+}
+
+impl RunConfig {
+    pub fn from_args(args: &RunArgs) -> Result<Self, ConfigError> {
+        let family = family_of(args.target);
+        let lock_recipe = family.parse_recipe(args.recipe.as_deref()).map_err(ConfigError)?;
+        if args.workload != WorkloadKind::Lock && args.recipe.is_some() {
+            return Err(ConfigError("--recipe applies only to --workload lock".into()));
+        }
+        if args.target == TargetKind::Null && !args.endpoints.is_empty() {
+            return Err(ConfigError("--endpoints cannot be used with --target null".into()));
+        }
+        if args.ttl < Duration::from_secs(1) && family == ApiFamily::Etcd {
+            return Err(ConfigError("--ttl must be at least 1s on the etcd API (leases are whole seconds)".into()));
+        }
+        let clients = args.clients as usize;
+        let mode = match args.rate {
+            Some(rate) => LoadMode::Open { rate },
+            None => LoadMode::Closed,
+        };
+        let read_consistency = match args.consistency {
+            ConsistencyArg::Linearizable => Consistency::Linearizable,
+            ConsistencyArg::Serializable => Consistency::Serializable,
+        };
+        let plan = LoadPlan {
+            clients,
+            mode,
+            warmup: args.warmup,
+            duration: args.duration,
+            max_ops: args.ops,
+            op_timeout: args.op_timeout,
+            interval: Duration::from_secs(1),
+            ttl: args.ttl,
+        };
+        Ok(RunConfig {
+            target: value_name(args.target),
+            workload: value_name(args.workload),
+            recipe: if args.workload == WorkloadKind::Lock {
+                family.recipe_name(lock_recipe).to_string()
+            } else {
+                String::new()
+            },
+            mode: if args.rate.is_some() { "open" } else { "closed" }.to_string(),
+            rate: args.rate,
+            clients,
+            conns: args.conns.map_or(clients, |c| c as usize),
+            duration_s: args.duration.as_secs_f64(),
+            warmup_s: args.warmup.as_secs_f64(),
+            ops: args.ops,
+            op_timeout_ms: args.op_timeout.as_millis() as u64,
+            keys: args.keys as usize,
+            value_size: args.value_size as usize,
+            consistency: value_name(args.consistency),
+            locks: args.locks as usize,
+            hold_ms: args.hold.as_secs_f64() * 1000.0,
+            ttl_ms: args.ttl.as_millis() as u64,
+            cluster_size: args.cluster_size as usize,
+            disk: args.disk,
+            endpoints: args.endpoints.clone(),
+            etcd_bin: args.etcd_bin.clone(),
+            base_port: args.base_port,
+            seed: args.seed,
+            target_kind: args.target,
+            workload_kind: args.workload,
+            lock_recipe,
+            read_consistency,
+            plan,
+        })
+    }
+
+    /// True when the run uses a cluster the user runs.
+    pub fn attached(&self) -> bool {
+        !self.endpoints.is_empty()
+    }
+}
+
+/// The client protocol a target speaks.
+pub fn family_of(target: TargetKind) -> ApiFamily {
+    match target {
+        TargetKind::Null => ApiFamily::Null,
+        TargetKind::Etcd => ApiFamily::Etcd,
+    }
+}
+
+/// The name clap shows for an enum value (`kv-put`, `etcd`, ...).
+fn value_name<T: clap::ValueEnum>(value: T) -> String {
+    value.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn config(args: &[&str]) -> Result<RunConfig, ConfigError> {
+        let mut argv = vec!["coordbench", "run"];
+        argv.extend_from_slice(args);
+        let Command::Run(run) = Cli::try_parse_from(argv).expect("arguments parse").command;
+        RunConfig::from_args(&run)
+    }
+
+    #[test]
+    fn defaults_describe_a_closed_loop_lock_run_with_the_herd_free_recipe() {
+        let c = config(&[]).unwrap();
+        assert_eq!((c.target.as_str(), c.workload.as_str(), c.recipe.as_str()), ("etcd", "lock", "etcd-mutex"));
+        assert_eq!((c.mode.as_str(), c.clients, c.conns), ("closed", 16, 16));
+    }
+
+    #[test]
+    fn combinations_that_make_no_sense_are_refused_in_one_line() {
+        for args in [
+            &["--recipe", "zk-recipe"][..],
+            &["--workload", "kv-put", "--recipe", "naive"],
+            &["--target", "null", "--endpoints", "127.0.0.1:1"],
+            &["--ttl", "500ms"],
+        ] {
+            let err = config(args).unwrap_err().to_string();
+            assert!(!err.is_empty() && !err.contains('\n'), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_rate_makes_the_run_open_loop() {
+        let c = config(&["--target", "null", "--rate", "500"]).unwrap();
+        assert_eq!(c.mode, "open");
+        assert_eq!(c.plan.mode, LoadMode::Open { rate: 500.0 });
+    }
+}

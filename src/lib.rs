@@ -1,0 +1,18 @@
+//! coordbench: a benchmarking and workload-comparison suite for coordination services.
+//!
+//! The binary (`src/main.rs`) is a thin shell over this library. The pieces, in the order a
+//! run uses them: [`cli`] parses, [`config`] validates, [`targets`] starts or attaches the
+//! cluster ([`provision`]) and connects its driver, [`runner`] drives the workload and
+//! records, [`results`] writes the files, [`console`] shows progress and the summary.
+//! See ARCHITECTURE.md for the seams.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod console;
+pub mod environment;
+pub mod provision;
+pub mod results;
+pub mod runner;
+pub mod signals;
+pub mod targets;

@@ -1,0 +1,57 @@
+//! The `coordbench` command. Parses arguments, runs the command on a tokio runtime, and
+//! turns the outcome into an exit code: 0 complete, 1 failed, 2 bad input or environment,
+//! 130 interrupted. Every error is one line on stderr.
+
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::Parser;
+use coordbench::app::{self, one_line, Outcome};
+use coordbench::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("{}", usage_line(&e));
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Run(args) => app::run(args).await,
+        }
+    });
+    match result {
+        Ok(Outcome::Complete) => ExitCode::SUCCESS,
+        Ok(Outcome::Failed) => ExitCode::from(1),
+        Ok(Outcome::Interrupted) => ExitCode::from(130),
+        Err(e) => {
+            eprintln!("error: {}", e.0);
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// clap's error as one line: its first line, plus the accepted values when it lists them.
+fn usage_line(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("error: invalid arguments").to_string();
+    let possible = lines.find(|l| l.starts_with("[possible values:"));
+    match possible {
+        Some(p) => one_line(&format!("{first} {p}; see coordbench run --help")),
+        None => one_line(&format!("{first}; see --help")),
+    }
+}

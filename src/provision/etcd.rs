@@ -1,0 +1,322 @@
+//! Starting a local etcd cluster: members m1..mN on 127.0.0.1, ready when every member
+//! answers Status and all agree on a leader.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use etcd_client::{Client, ConnectOptions};
+
+use super::disk::{self, DiskKind};
+use super::process::ManagedProcess;
+use super::{ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
+
+const TARGET: &str = "etcd";
+const INSTALL_HINT: &str =
+    "install Debian's etcd-server package (apt-get install etcd-server) or pass --etcd-bin PATH";
+/// Bound on waiting for a leader; a healthy local cluster elects one in a few seconds.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_millis(100);
+/// Per-request bound while polling, so a member that accepts but never answers cannot
+/// stall the wait past `READY_TIMEOUT`.
+const STATUS_TIMEOUT: Duration = Duration::from_secs(1);
+/// `etcd --help` should print instantly; bound it in case the binary is something else.
+const HELP_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone)]
+pub struct EtcdOptions {
+    /// The etcd server binary; `None` means `etcd` on PATH, else /usr/bin/etcd.
+    pub binary: Option<PathBuf>,
+    pub heartbeat_ms: u64,
+    pub election_ms: u64,
+}
+
+impl Default for EtcdOptions {
+    fn default() -> Self {
+        EtcdOptions {
+            binary: None,
+            heartbeat_ms: 100,
+            election_ms: 1000,
+        }
+    }
+}
+
+/// Finds the etcd binary: an explicit path must be an executable file (a bare name is
+/// looked up on PATH); with none, `etcd` on PATH, else /usr/bin/etcd.
+pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError> {
+    let not_found = |b: &Path| ProvisionError::BinaryNotFound {
+        binary: format!("etcd binary {}", b.display()),
+        hint: INSTALL_HINT.to_string(),
+    };
+    let candidate = match explicit {
+        Some(p) if p.components().count() > 1 => Some(p.to_path_buf()),
+        Some(name) => find_on_path(name),
+        None => find_on_path(Path::new("etcd")).or_else(|| Some(PathBuf::from("/usr/bin/etcd"))),
+    };
+    match candidate {
+        Some(p) if is_executable(&p) => Ok(p),
+        Some(p) => Err(not_found(&p)),
+        None => Err(not_found(explicit.unwrap_or(Path::new("etcd")))),
+    }
+}
+
+fn find_on_path(name: &Path) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// Flags of the installed etcd that change how it is launched, read from `etcd --help`
+/// (flag sets differ across 3.4/3.5/3.6 and there is no machine-readable list).
+#[derive(Debug, Clone, Copy)]
+struct Capabilities {
+    no_fsync: bool,
+    logger: bool,
+}
+
+async fn capabilities(binary: &Path) -> Result<Capabilities, ProvisionError> {
+    let out = tokio::process::Command::new(binary)
+        .arg("--help")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = match tokio::time::timeout(HELP_TIMEOUT, out).await {
+        Ok(Ok(out)) => out,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ProvisionError::BinaryNotFound {
+                binary: format!("etcd binary {}", binary.display()),
+                hint: INSTALL_HINT.to_string(),
+            })
+        }
+        Ok(Err(e)) => return Err(ProvisionError::io(format!("running {} --help", binary.display()), e)),
+        Err(_) => {
+            return Err(ProvisionError::Unsupported(format!(
+                "{} --help did not finish within {}s; is it an etcd server binary? pass --etcd-bin PATH",
+                binary.display(),
+                HELP_TIMEOUT.as_secs()
+            )))
+        }
+    };
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    if !text.contains("--initial-cluster") {
+        return Err(ProvisionError::Unsupported(format!(
+            "{} does not look like an etcd server (its --help lacks --initial-cluster); pass --etcd-bin PATH",
+            binary.display()
+        )));
+    }
+    Ok(Capabilities {
+        no_fsync: text.contains("--unsafe-no-fsync"),
+        logger: text.contains("--logger"),
+    })
+}
+
+/// Starts an etcd cluster of `spec.size` members and waits until it has a leader.
+///
+/// Call from a tokio worker or the main thread (not `spawn_blocking`): members die with
+/// the thread that spawned them, see [`super::process`]. On any error everything started
+/// so far is stopped before returning.
+pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, ProvisionError> {
+    if spec.size == 0 {
+        return Err(ProvisionError::Unsupported(
+            "an etcd cluster needs at least 1 member".into(),
+        ));
+    }
+    if opts.heartbeat_ms == 0 || opts.election_ms < 5 * opts.heartbeat_ms {
+        return Err(ProvisionError::Unsupported(format!(
+            "etcd needs a non-zero heartbeat and an election timeout at least 5x the heartbeat (got {} ms and {} ms)",
+            opts.heartbeat_ms, opts.election_ms
+        )));
+    }
+    let binary = resolve_binary(opts.binary.as_deref())?;
+    let caps = capabilities(&binary).await?;
+    if spec.disk == DiskKind::Nofsync && !caps.no_fsync {
+        return Err(ProvisionError::Unsupported(format!(
+            "{} has no --unsafe-no-fsync flag (added in etcd 3.5); use --disk tmpfs, where fsync is a no-op, or a newer --etcd-bin",
+            binary.display()
+        )));
+    }
+
+    // Member i listens for clients on ports[2i] and for peers on ports[2i+1].
+    let ports = ports::allocate(spec.base_port, 2 * spec.size)?;
+    let root = disk::create_data_root(spec, TARGET)?;
+    let root_path = root.path.clone();
+    let fsync = match spec.disk {
+        DiskKind::Disk => "on",
+        DiskKind::Tmpfs => "on (no-op on tmpfs)",
+        DiskKind::Nofsync => "off (--unsafe-no-fsync)",
+    };
+    let info = ClusterInfo {
+        target: TARGET.to_string(),
+        size: spec.size,
+        disk: Some(spec.disk),
+        provisioned: true,
+        binary: Some(binary.display().to_string()),
+        version: None,
+        members: Vec::new(),
+        settings: vec![
+            (
+                "heartbeat-interval-ms".into(),
+                opts.heartbeat_ms.to_string(),
+            ),
+            ("election-timeout-ms".into(), opts.election_ms.to_string()),
+            ("fsync".into(), fsync.into()),
+        ],
+    };
+    // From here on, returning early drops `cluster`, which stops the members started so far
+    // and removes a tmpfs data root.
+    let mut cluster = Cluster::provisioned(info, Some(root));
+
+    let client_url = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i]);
+    let peer_url = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i + 1]);
+    let initial_cluster = (0..spec.size)
+        .map(|i| format!("m{}={}", i + 1, peer_url(i)))
+        .collect::<Vec<_>>()
+        .join(",");
+    // A token unique to this start keeps members from joining a stale cluster's peers.
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let token = format!("coordbench-{}-{nanos}", std::process::id());
+    // ETCD_* variables in the user's environment would silently override our flags' intent.
+    let env_remove: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| k.starts_with("ETCD_"))
+        .collect();
+
+    for i in 0..spec.size {
+        let name = format!("m{}", i + 1);
+        let data_dir = root_path.join(format!("etcd-{name}"));
+        // `--initial-cluster-state new` on an old data dir would resume the old cluster.
+        if data_dir.exists() {
+            std::fs::remove_dir_all(&data_dir).map_err(|e| {
+                ProvisionError::io(format!("removing stale {}", data_dir.display()), e)
+            })?;
+        }
+        let log_file = spec.work_dir.join("logs").join(format!("etcd-{name}.log"));
+        let mut args: Vec<String> = vec![
+            format!("--name={name}"),
+            format!("--data-dir={}", data_dir.display()),
+            format!("--listen-client-urls={}", client_url(i)),
+            format!("--advertise-client-urls={}", client_url(i)),
+            format!("--listen-peer-urls={}", peer_url(i)),
+            format!("--initial-advertise-peer-urls={}", peer_url(i)),
+            format!("--initial-cluster={initial_cluster}"),
+            format!("--initial-cluster-token={token}"),
+            "--initial-cluster-state=new".into(),
+            format!("--heartbeat-interval={}", opts.heartbeat_ms),
+            format!("--election-timeout={}", opts.election_ms),
+        ];
+        if caps.logger {
+            // 3.4 defaults to the deprecated capnslog; zap gives one JSON line per event.
+            args.push("--logger=zap".into());
+            args.push("--log-outputs=stderr".into());
+        }
+        if spec.disk == DiskKind::Nofsync {
+            args.push("--unsafe-no-fsync".into());
+        }
+        let process =
+            ManagedProcess::spawn(&binary, &args, &log_file, &env_remove).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    ProvisionError::BinaryNotFound {
+                        binary: format!("etcd binary {}", binary.display()),
+                        hint: INSTALL_HINT.to_string(),
+                    }
+                } else {
+                    ProvisionError::io(format!("starting etcd member {name}"), e)
+                }
+            })?;
+        let member = MemberInfo {
+            name,
+            client_url: client_url(i),
+            peer_url: Some(peer_url(i)),
+            data_dir: Some(data_dir),
+            log_file: Some(log_file),
+            pid: Some(process.pid()),
+        };
+        cluster.add_member(member, process);
+    }
+
+    let version = wait_ready(&mut cluster).await?;
+    cluster.info_mut().version = Some(version);
+    Ok(cluster)
+}
+
+/// Polls every member's Status until all answer with the same non-zero leader; fails at once
+/// if a member exits. Returns the server version.
+async fn wait_ready(cluster: &mut Cluster) -> Result<String, ProvisionError> {
+    let started = Instant::now();
+    let endpoints = cluster.endpoints();
+    let names: Vec<String> = cluster
+        .info()
+        .members
+        .iter()
+        .map(|m| m.name.clone())
+        .collect();
+    let connect_opts = ConnectOptions::new()
+        .with_connect_timeout(STATUS_TIMEOUT)
+        .with_timeout(STATUS_TIMEOUT);
+    let mut clients: Vec<Option<Client>> = vec![None; endpoints.len()];
+    let mut detail;
+    loop {
+        cluster.check_alive()?;
+        let mut leaders = Vec::with_capacity(endpoints.len());
+        let mut version = String::new();
+        detail = String::new();
+        for (i, url) in endpoints.iter().enumerate() {
+            if clients[i].is_none() {
+                match Client::connect([url], Some(connect_opts.clone())).await {
+                    Ok(c) => clients[i] = Some(c),
+                    Err(e) => {
+                        detail = format!("member {} at {url}: {e}", names[i]);
+                        continue;
+                    }
+                }
+            }
+            let Some(client) = clients[i].as_mut() else {
+                continue;
+            };
+            match tokio::time::timeout(STATUS_TIMEOUT, client.status()).await {
+                Ok(Ok(status)) => {
+                    leaders.push(status.leader());
+                    version = status.version().to_string();
+                }
+                Ok(Err(e)) => {
+                    detail = format!("member {} at {url} did not answer Status: {e}", names[i]);
+                    clients[i] = None;
+                }
+                Err(_) => {
+                    detail = format!(
+                        "member {} at {url} did not answer Status within {:?}",
+                        names[i], STATUS_TIMEOUT
+                    );
+                    clients[i] = None;
+                }
+            }
+        }
+        if leaders.len() == endpoints.len() {
+            let first = leaders[0];
+            if first != 0 && leaders.iter().all(|&l| l == first) {
+                return Ok(version);
+            }
+            detail =
+                format!("members report leaders {leaders:x?} (0 = none yet); no agreed leader");
+        }
+        if started.elapsed() >= READY_TIMEOUT {
+            return Err(ProvisionError::NotReady {
+                target: TARGET.to_string(),
+                waited: READY_TIMEOUT,
+                detail: format!("{detail}; member logs are in the work directory's logs/"),
+            });
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}

@@ -1,0 +1,279 @@
+//! Provisioning: starting, inspecting and tearing down the clusters a run measures.
+//!
+//! A [`Cluster`] is a set of member processes that this process started (or none, for a
+//! cluster the user attached with `--endpoints`). Every member is killed when the cluster is
+//! stopped or dropped, so an error or Ctrl-C never leaves a server behind.
+
+pub mod disk;
+mod error;
+pub mod etcd;
+pub mod ports;
+pub mod process;
+
+pub use disk::DiskKind;
+pub use error::ProvisionError;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use disk::DataRoot;
+use process::ManagedProcess;
+
+/// How long members get to exit after SIGTERM when a cluster stops, before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+/// Log lines kept in a [`ProvisionError::MemberExited`].
+const LOG_TAIL_LINES: usize = 30;
+
+/// What to start: the options shared by every target's launcher.
+#[derive(Debug, Clone)]
+pub struct ClusterSpec {
+    /// Number of voting members (1, 3 or 5 for etcd).
+    pub size: usize,
+    /// Where the members keep their data, and whether they sync it.
+    pub disk: DiskKind,
+    /// Session/lease TTL the run uses; launchers whose timing depends on it (ZooKeeper's
+    /// tickTime) derive their settings from it.
+    pub ttl: Duration,
+    /// First port to use (client and peer ports are allocated upwards from it); `None`
+    /// picks free ports.
+    pub base_port: Option<u16>,
+    /// Directory for member logs and, for `DiskKind::Disk`, data directories.
+    pub work_dir: PathBuf,
+}
+
+/// A description of a started cluster, stored in run.json.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterInfo {
+    pub target: String,
+    pub size: usize,
+    /// `None` for an attached cluster, whose storage coordbench does not know.
+    pub disk: Option<DiskKind>,
+    /// False when the user started the cluster and attached it with `--endpoints`.
+    pub provisioned: bool,
+    pub binary: Option<String>,
+    /// Server version as the cluster reports it (e.g. etcd's Status), once known.
+    pub version: Option<String>,
+    pub members: Vec<MemberInfo>,
+    /// Server flags that shape performance (heartbeat, election timeout, ...).
+    pub settings: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MemberInfo {
+    pub name: String,
+    pub client_url: String,
+    pub peer_url: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub log_file: Option<PathBuf>,
+    pub pid: Option<u32>,
+}
+
+/// One member process and whether it was brought down on purpose (fault injection).
+#[derive(Debug)]
+struct Member {
+    name: String,
+    process: ManagedProcess,
+    killed: bool,
+}
+
+/// A running cluster: the member processes coordbench started (none when attached) and
+/// their description. Dropping it stops it.
+#[derive(Debug)]
+pub struct Cluster {
+    info: ClusterInfo,
+    members: Vec<Member>,
+    data_root: Option<DataRoot>,
+    stopped: bool,
+}
+
+impl Cluster {
+    /// A cluster the user runs, reached at `endpoints`; coordbench starts and stops nothing.
+    pub fn attached(target: &str, endpoints: Vec<String>) -> Cluster {
+        let members = endpoints
+            .into_iter()
+            .enumerate()
+            .map(|(i, url)| MemberInfo {
+                name: format!("endpoint{}", i + 1),
+                client_url: url,
+                peer_url: None,
+                data_dir: None,
+                log_file: None,
+                pid: None,
+            })
+            .collect::<Vec<_>>();
+        Cluster {
+            info: ClusterInfo {
+                target: target.to_string(),
+                size: members.len(),
+                disk: None,
+                provisioned: false,
+                binary: None,
+                version: None,
+                members,
+                settings: Vec::new(),
+            },
+            members: Vec::new(),
+            data_root: None,
+            stopped: false,
+        }
+    }
+
+    /// An empty provisioned cluster that launchers fill with [`add_member`](Self::add_member).
+    /// Built before the first member starts so that an early return drops it and thereby
+    /// stops whatever was started.
+    pub(crate) fn provisioned(info: ClusterInfo, data_root: Option<DataRoot>) -> Cluster {
+        Cluster {
+            info,
+            members: Vec::new(),
+            data_root,
+            stopped: false,
+        }
+    }
+
+    /// Records a started member; `info.members[i]` must describe `members[i]`.
+    pub(crate) fn add_member(&mut self, info: MemberInfo, process: ManagedProcess) {
+        self.members.push(Member {
+            name: info.name.clone(),
+            process,
+            killed: false,
+        });
+        self.info.members.push(info);
+    }
+
+    pub(crate) fn info_mut(&mut self) -> &mut ClusterInfo {
+        &mut self.info
+    }
+
+    /// Client URLs, one per member, e.g. `http://127.0.0.1:23790`.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.info
+            .members
+            .iter()
+            .map(|m| m.client_url.clone())
+            .collect()
+    }
+
+    pub fn info(&self) -> &ClusterInfo {
+        &self.info
+    }
+
+    /// Members' data directories (empty for attached clusters).
+    pub fn data_dirs(&self) -> Vec<PathBuf> {
+        self.info
+            .members
+            .iter()
+            .filter_map(|m| m.data_dir.clone())
+            .collect()
+    }
+
+    /// True if coordbench started (and will stop) the members.
+    pub fn is_provisioned(&self) -> bool {
+        self.info.provisioned
+    }
+
+    /// Number of member processes coordbench manages (0 for attached clusters).
+    pub fn member_count(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Pid of member `i`, if coordbench started it.
+    pub fn member_pid(&self, i: usize) -> Option<u32> {
+        self.members.get(i).map(|m| m.process.pid())
+    }
+
+    /// Stops every member: SIGTERM to all at once, then SIGKILL to any still running after
+    /// a short grace; removes tmpfs data. Idempotent.
+    pub fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        for m in &mut self.members {
+            // Continue paused members so they can act on the SIGTERM.
+            let _ = m.process.signal(libc::SIGTERM);
+            let _ = m.process.signal(libc::SIGCONT);
+        }
+        let deadline = Instant::now() + STOP_GRACE;
+        for m in &mut self.members {
+            if m.process.wait_until(deadline).is_none() {
+                m.process.kill();
+            }
+        }
+        if let Some(root) = &self.data_root {
+            if root.remove_on_stop {
+                let _ = std::fs::remove_dir_all(&root.path);
+            }
+        }
+    }
+
+    fn member(&mut self, i: usize) -> Result<&mut Member, ProvisionError> {
+        let count = self.members.len();
+        if self.stopped {
+            return Err(ProvisionError::Unsupported(format!(
+                "cluster already stopped; cannot act on member {i}"
+            )));
+        }
+        self.members.get_mut(i).ok_or_else(|| {
+            ProvisionError::Unsupported(format!(
+                "no managed member {i} (cluster has {count} managed members; attached clusters have none)"
+            ))
+        })
+    }
+
+    /// SIGKILLs member `i` (fault injection); [`check_alive`](Self::check_alive) then
+    /// ignores it.
+    pub fn kill_member(&mut self, i: usize) -> Result<(), ProvisionError> {
+        let m = self.member(i)?;
+        m.killed = true;
+        m.process.kill();
+        Ok(())
+    }
+
+    /// Freezes member `i` with SIGSTOP.
+    pub fn pause_member(&mut self, i: usize) -> Result<(), ProvisionError> {
+        let m = self.member(i)?;
+        let name = m.name.clone();
+        m.process
+            .pause()
+            .map_err(|e| ProvisionError::io(format!("pausing member {name}"), e))
+    }
+
+    /// Continues member `i` after [`pause_member`](Self::pause_member).
+    pub fn resume_member(&mut self, i: usize) -> Result<(), ProvisionError> {
+        let m = self.member(i)?;
+        let name = m.name.clone();
+        m.process
+            .resume()
+            .map_err(|e| ProvisionError::io(format!("resuming member {name}"), e))
+    }
+
+    /// Fails with the first member that exited without being told to (with its log tail).
+    pub fn check_alive(&mut self) -> Result<(), ProvisionError> {
+        if self.stopped {
+            return Ok(());
+        }
+        let target = self.info.target.clone();
+        for m in &mut self.members {
+            if m.killed {
+                continue;
+            }
+            if let Some(status) = m.process.try_exited() {
+                return Err(ProvisionError::MemberExited {
+                    member: format!("{target} member {}", m.name),
+                    status: status.to_string(),
+                    log_file: m.process.log_file().to_path_buf(),
+                    log_tail: m.process.log_tail(LOG_TAIL_LINES),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

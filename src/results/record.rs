@@ -1,0 +1,119 @@
+//! `run.json`: the self-describing record of one run.
+
+use std::collections::BTreeMap;
+
+use coordbench_workloads::checker::LockCheckSummary;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::config::RunConfig;
+use crate::environment::Environment;
+use crate::provision::disk::SyncProbe;
+use crate::provision::ClusterInfo;
+use crate::runner::{EndReason, RunOutcome};
+
+/// Identifies the layout of run.json; bump when a field changes meaning.
+pub const SCHEMA: &str = "coordbench.run/1";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRecord {
+    pub schema: &'static str,
+    /// True only if the measured window ran to its planned end (or operation budget)
+    /// without an interruption or a failure.
+    pub complete: bool,
+    /// "completed", "ops_reached", "interrupted", or "failed".
+    pub end_reason: String,
+    /// Why the run failed, if it did.
+    pub error: Option<String>,
+    pub started_at: String,
+    pub finished_at: String,
+    pub config: RunConfig,
+    pub environment: Environment,
+    pub server_version: Option<String>,
+    pub cluster: Option<ClusterInfo>,
+    /// Measured sync latency of the data directory (provisioned clusters only).
+    pub sync_probe: Option<SyncProbe>,
+    pub results: Option<MeasuredResults>,
+}
+
+/// Percentiles of one latency histogram, in microseconds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub mean_us: Option<f64>,
+    pub p50_us: Option<u64>,
+    pub p90_us: Option<u64>,
+    pub p99_us: Option<u64>,
+    pub p999_us: Option<u64>,
+    pub max_us: Option<u64>,
+}
+
+impl LatencySummary {
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        LatencySummary {
+            count: h.len(),
+            mean_us: Some(h.mean()),
+            p50_us: Some(h.value_at_quantile(0.5)),
+            p90_us: Some(h.value_at_quantile(0.9)),
+            p99_us: Some(h.value_at_quantile(0.99)),
+            p999_us: Some(h.value_at_quantile(0.999)),
+            max_us: Some(h.max()),
+        }
+    }
+}
+
+/// What the measured window showed.
+#[derive(Debug, Clone, Serialize)]
+pub struct MeasuredResults {
+    pub window_s: f64,
+    /// Successful operations completed in the window.
+    pub ops: u64,
+    /// `ops / window_s`.
+    pub throughput_ops_s: f64,
+    /// From intended start (open loop) or call (closed loop) to completion.
+    pub latency: LatencySummary,
+    /// From actual send to completion.
+    pub service_time: LatencySummary,
+    pub errors: u64,
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Safety violations found by the workload's checker.
+    pub violations: u64,
+    pub lock: Option<LockCheckSummary>,
+    /// Requests sent, notifications received, keep-alives: all clients, whole run.
+    pub requests: u64,
+    pub notifications: u64,
+    pub keepalives: u64,
+}
+
+impl MeasuredResults {
+    pub fn of(outcome: &RunOutcome) -> Self {
+        let window_s = outcome.window.as_secs_f64();
+        let ops = outcome.total.ops;
+        MeasuredResults {
+            window_s,
+            ops,
+            throughput_ops_s: if window_s > 0.0 { ops as f64 / window_s } else { 0.0 },
+            latency: LatencySummary::of(&outcome.total.latency),
+            service_time: LatencySummary::of(&outcome.total.service),
+            errors: outcome.total.errors_total(),
+            errors_by_kind: outcome.total.errors.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            violations: outcome.check.violations(),
+            lock: outcome.check.lock.as_ref().map(|l| l.summary()),
+            requests: outcome.counters.requests,
+            notifications: outcome.counters.notifications,
+            keepalives: outcome.counters.keepalives,
+        }
+    }
+}
+
+/// The label of an end reason in results.
+pub fn end_reason_name(reason: EndReason) -> &'static str {
+    match reason {
+        EndReason::Completed => "completed",
+        EndReason::OpsReached => "ops_reached",
+        EndReason::Interrupted => "interrupted",
+    }
+}

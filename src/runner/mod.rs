@@ -1,0 +1,216 @@
+//! The load generator: opens one session per client, runs the clients closed- or open-loop
+//! through warm-up and the measured window, and collects what they recorded.
+//!
+//! Each client is a tokio task that asks the [`Pacer`] for its next intended start, runs one
+//! operation under the operation timeout, and records into its own [`ClientRecorder`]. The run
+//! ends at the end of the window, when the operation budget is spent, or when `stop` is
+//! cancelled (Ctrl-C); in-flight operations are then cancelled (actors repair themselves in
+//! `finish`), so a run always ends within a bounded time.
+
+pub mod pacer;
+pub mod recorder;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use coordbench_drivers::{ClientCounters, Coordinator, DriverError, SessionOptions};
+use coordbench_workloads::{Actor, CheckReport, RunClock, Workload, WorkloadError};
+use futures::future::join_all;
+use tokio_util::sync::CancellationToken;
+
+pub use pacer::{LoadMode, Pacer};
+pub use recorder::{Aggregator, ClientRecorder, IntervalStats};
+
+/// How much load, for how long.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    pub clients: usize,
+    pub mode: LoadMode,
+    pub warmup: Duration,
+    pub duration: Duration,
+    /// Bound on operations started in the measured window.
+    pub max_ops: Option<u64>,
+    pub op_timeout: Duration,
+    /// Length of one results interval (timeseries row, HdrHistogram log entry).
+    pub interval: Duration,
+    /// Session TTL handed to every client.
+    pub ttl: Duration,
+}
+
+/// Why the measured window ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndReason {
+    /// The window ran its full duration.
+    Completed,
+    /// The operation budget was spent first.
+    OpsReached,
+    /// `stop` was cancelled (Ctrl-C or SIGTERM).
+    Interrupted,
+}
+
+/// Everything a run measured.
+pub struct RunOutcome {
+    pub end_reason: EndReason,
+    /// The measured window's length (shorter than planned if interrupted or bounded).
+    pub window: Duration,
+    pub intervals: std::collections::BTreeMap<u64, IntervalStats>,
+    pub total: IntervalStats,
+    pub check: CheckReport,
+    /// Summed over all clients, from each client's first measured operation to the end
+    /// of its loop: requests and notifications attributable to the measured window.
+    pub counters: ClientCounters,
+}
+
+/// Failures that prevent measuring at all.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    #[error("could not open the session of client {client}: {source}")]
+    Session { client: usize, source: DriverError },
+    #[error("interrupted before measuring began")]
+    InterruptedDuringSetup,
+}
+
+/// A callback the runner calls about once per interval with the time since measuring began
+/// (negative during warm-up is reported as zero) and the live aggregator.
+pub type Progress<'a> = &'a mut (dyn FnMut(Duration, &Aggregator) + Send);
+
+/// Runs `workload` against `coordinator` according to `plan`.
+pub async fn run(
+    plan: &LoadPlan,
+    coordinator: Arc<dyn Coordinator>,
+    workload: Arc<dyn Workload>,
+    clock: RunClock,
+    stop: CancellationToken,
+    progress: Progress<'_>,
+) -> Result<RunOutcome, RunError> {
+    tokio::select! {
+        r = workload.setup(coordinator.as_ref()) => r?,
+        _ = stop.cancelled() => return Err(RunError::InterruptedDuringSetup),
+    }
+    let actors = tokio::select! {
+        r = open_actors(plan, coordinator.as_ref(), workload.as_ref()) => r?,
+        _ = stop.cancelled() => return Err(RunError::InterruptedDuringSetup),
+    };
+
+    let t0 = Instant::now();
+    let pacer = Arc::new(Pacer::new(plan.mode, t0, plan.warmup, plan.duration, plan.max_ops));
+    let aggregator = Aggregator::new(pacer.measure_start(), plan.interval);
+    let done = CancellationToken::new();
+    let tasks: Vec<_> = actors
+        .into_iter()
+        .map(|actor| {
+            let recorder = ClientRecorder::new(aggregator.clone(), pacer.measure_end());
+            tokio::spawn(client_loop(actor, recorder, pacer.clone(), done.clone(), plan.op_timeout))
+        })
+        .collect();
+
+    // Supervise: report progress, end the window on time or on interrupt.
+    let mut all_clients = Box::pin(join_all(tasks));
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::from_std(t0) + plan.interval, plan.interval);
+    let mut interrupted_at = None;
+    let finished = loop {
+        tokio::select! {
+            joined = &mut all_clients => break joined,
+            _ = tokio::time::sleep_until(pacer.measure_end().into()), if !done.is_cancelled() => done.cancel(),
+            _ = stop.cancelled(), if interrupted_at.is_none() => {
+                interrupted_at = Some(Instant::now());
+                done.cancel();
+            }
+            _ = ticker.tick() => {
+                progress(Instant::now().saturating_duration_since(pacer.measure_start()), &aggregator);
+            }
+        }
+    };
+    let loops_ended = Instant::now();
+    let (mut actors, measured): (Vec<Box<dyn Actor>>, Vec<ClientCounters>) =
+        finished.into_iter().filter_map(Result::ok).unzip();
+
+    // Release what the clients hold and close their sessions, bounded so a dead server
+    // cannot keep the run from writing its results.
+    let finish_bound = plan.op_timeout.min(Duration::from_secs(5));
+    join_all(actors.iter_mut().map(|a| tokio::time::timeout(finish_bound, a.finish()))).await;
+
+    let end_reason = match interrupted_at {
+        Some(_) => EndReason::Interrupted,
+        None if loops_ended < pacer.measure_end() => EndReason::OpsReached,
+        None => EndReason::Completed,
+    };
+    let window_end = interrupted_at.unwrap_or(loops_ended).min(pacer.measure_end());
+    let window = window_end.saturating_duration_since(pacer.measure_start());
+    let intervals = aggregator.intervals();
+    let mut total = IntervalStats::new();
+    for stats in intervals.values() {
+        total.merge(stats);
+    }
+    let check = workload.check((clock.at(pacer.measure_start()), clock.at(window_end)));
+    let counters = measured.into_iter().fold(ClientCounters::default(), |sum, c| sum + c);
+    Ok(RunOutcome { end_reason, window, intervals, total, check, counters })
+}
+
+async fn open_actors(
+    plan: &LoadPlan,
+    coordinator: &dyn Coordinator,
+    workload: &dyn Workload,
+) -> Result<Vec<Box<dyn Actor>>, RunError> {
+    let options = SessionOptions { ttl: plan.ttl };
+    let sessions = join_all((0..plan.clients).map(|c| coordinator.open_session(c, &options))).await;
+    sessions
+        .into_iter()
+        .enumerate()
+        .map(|(client, s)| {
+            s.map(|session| workload.actor(client, session))
+                .map_err(|source| RunError::Session { client, source })
+        })
+        .collect()
+}
+
+/// After a failed operation a client pauses briefly, so a dead server is not hammered by a
+/// hot loop of instant failures (which would also swamp the error counts).
+const ERROR_BACKOFF: Duration = Duration::from_millis(10);
+
+async fn client_loop(
+    mut actor: Box<dyn Actor>,
+    mut recorder: ClientRecorder,
+    pacer: Arc<Pacer>,
+    done: CancellationToken,
+    op_timeout: Duration,
+) -> (Box<dyn Actor>, ClientCounters) {
+    // Counters when this client's first measured operation began.
+    let mut at_measure_start = None;
+    while let Some(intended) = pacer.next(Instant::now()) {
+        if intended > Instant::now() {
+            tokio::select! {
+                _ = tokio::time::sleep_until(intended.into()) => {}
+                _ = done.cancelled() => break,
+            }
+        }
+        let started = Instant::now();
+        if at_measure_start.is_none() && started >= pacer.measure_start() {
+            at_measure_start = Some(actor.counters());
+        }
+        let result = tokio::select! {
+            r = tokio::time::timeout(op_timeout, actor.run_op()) => r,
+            _ = done.cancelled() => break,
+        };
+        let completed = Instant::now();
+        // Open loop: the wait between the intended and the actual start is the server's
+        // fault too (it kept this client busy), so it is part of the latency.
+        let queued = started.saturating_duration_since(intended);
+        match result {
+            Ok(Ok(op)) => {
+                let service = op.latency.unwrap_or(completed - started);
+                recorder.record_ok(completed, queued + service, service);
+            }
+            Ok(Err(error)) => {
+                recorder.record_error(completed, error.kind(), None);
+                tokio::time::sleep(ERROR_BACKOFF).await;
+            }
+            Err(_elapsed) => recorder.record_error(completed, "timeout", Some(queued + op_timeout)),
+        }
+    }
+    recorder.flush();
+    let now = actor.counters();
+    (actor, now - at_measure_start.unwrap_or(now))
+}

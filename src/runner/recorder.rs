@@ -1,0 +1,229 @@
+//! Recording on the hot path: each client owns a [`ClientRecorder`] with its own
+//! HdrHistograms for the current 1 s interval, and hands the interval to the shared
+//! [`Aggregator`] when the next one begins. No lock is taken per operation.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use coordbench_workloads::histogram::latency_histogram;
+use hdrhistogram::Histogram;
+
+/// Everything measured in one interval (by one client, or merged over all).
+#[derive(Debug, Clone)]
+pub struct IntervalStats {
+    /// Operations that completed successfully.
+    pub ops: u64,
+    /// Latency from the intended start (open loop) or the call (closed loop), µs.
+    /// Timed-out operations are included at the timeout.
+    pub latency: Histogram<u64>,
+    /// Time from the actual send to completion, µs.
+    pub service: Histogram<u64>,
+    pub errors: BTreeMap<&'static str, u64>,
+}
+
+impl IntervalStats {
+    pub fn new() -> Self {
+        IntervalStats {
+            ops: 0,
+            latency: latency_histogram(),
+            service: latency_histogram(),
+            errors: BTreeMap::new(),
+        }
+    }
+
+    pub fn errors_total(&self) -> u64 {
+        self.errors.values().sum()
+    }
+
+    pub fn merge(&mut self, other: &IntervalStats) {
+        self.ops += other.ops;
+        // Same bounds on both sides, so adding cannot fail.
+        let _ = self.latency.add(&other.latency);
+        let _ = self.service.add(&other.service);
+        for (kind, n) in &other.errors {
+            *self.errors.entry(kind).or_default() += n;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.ops == 0 && self.errors.is_empty() && self.latency.is_empty()
+    }
+}
+
+impl Default for IntervalStats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Collects every client's intervals; read by the console while the run goes on and by the
+/// result writers at the end.
+pub struct Aggregator {
+    interval: Duration,
+    measure_start: Instant,
+    intervals: Mutex<BTreeMap<u64, IntervalStats>>,
+    /// Live totals for the status line (counted per operation, not per interval).
+    ops: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl Aggregator {
+    pub fn new(measure_start: Instant, interval: Duration) -> Arc<Self> {
+        Arc::new(Aggregator {
+            interval,
+            measure_start,
+            intervals: Mutex::new(BTreeMap::new()),
+            ops: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+        })
+    }
+
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    fn table(&self) -> MutexGuard<'_, BTreeMap<u64, IntervalStats>> {
+        // Merging cannot leave the table half-updated in a way that matters; keep going.
+        self.intervals.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn absorb(&self, index: u64, stats: &IntervalStats) {
+        self.table().entry(index).or_default().merge(stats);
+    }
+
+    /// (operations, errors) recorded so far.
+    pub fn live_totals(&self) -> (u64, u64) {
+        (self.ops.load(Ordering::Relaxed), self.errors.load(Ordering::Relaxed))
+    }
+
+    /// The 99th percentile over the intervals handed in so far, µs.
+    pub fn p99_so_far(&self) -> Option<u64> {
+        let mut all = latency_histogram();
+        for stats in self.table().values() {
+            let _ = all.add(&stats.latency);
+        }
+        (!all.is_empty()).then(|| all.value_at_quantile(0.99))
+    }
+
+    /// All intervals, by index from the start of measurement.
+    pub fn intervals(&self) -> BTreeMap<u64, IntervalStats> {
+        self.table().clone()
+    }
+}
+
+/// One client's recorder. Completions outside [measure_start, measure_end) are dropped:
+/// warm-up and drain do not count.
+pub struct ClientRecorder {
+    sink: Arc<Aggregator>,
+    measure_end: Instant,
+    current_index: u64,
+    current: IntervalStats,
+}
+
+impl ClientRecorder {
+    pub fn new(sink: Arc<Aggregator>, measure_end: Instant) -> Self {
+        ClientRecorder { sink, measure_end, current_index: 0, current: IntervalStats::new() }
+    }
+
+    /// Makes `current` the interval a completion belongs to; false outside the window.
+    fn select(&mut self, completed: Instant) -> bool {
+        if completed < self.sink.measure_start || completed >= self.measure_end {
+            return false;
+        }
+        let since = completed - self.sink.measure_start;
+        let index = (since.as_nanos() / self.sink.interval.as_nanos().max(1)) as u64;
+        if index != self.current_index {
+            self.flush();
+            self.current_index = index;
+        }
+        true
+    }
+
+    /// A successful operation.
+    pub fn record_ok(&mut self, completed: Instant, latency: Duration, service: Duration) {
+        if self.select(completed) {
+            self.current.ops += 1;
+            self.current.latency.saturating_record(micros(latency));
+            self.current.service.saturating_record(micros(service));
+            self.sink.ops.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A failed operation. Timeouts also enter the latency histogram at `latency` (the
+    /// timeout), so a stalled server shows in the percentiles; fast failures do not, so they
+    /// cannot flatter them.
+    pub fn record_error(&mut self, completed: Instant, kind: &'static str, latency: Option<Duration>) {
+        if self.select(completed) {
+            *self.current.errors.entry(kind).or_default() += 1;
+            if let Some(latency) = latency {
+                self.current.latency.saturating_record(micros(latency));
+            }
+            self.sink.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Hands the current interval to the aggregator.
+    pub fn flush(&mut self) {
+        if !self.current.is_empty() {
+            self.sink.absorb(self.current_index, &self.current);
+            self.current = IntervalStats::new();
+        }
+    }
+}
+
+impl Drop for ClientRecorder {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+fn micros(d: Duration) -> u64 {
+    // Sub-microsecond operations (the null target) are recorded as 1 µs, the lowest bucket.
+    (d.as_micros() as u64).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completions_land_in_their_interval_and_outside_the_window_are_dropped() {
+        let start = Instant::now() + Duration::from_secs(1);
+        let agg = Aggregator::new(start, Duration::from_secs(1));
+        let mut r = ClientRecorder::new(agg.clone(), start + Duration::from_secs(3));
+        let ms = Duration::from_millis;
+        r.record_ok(start - ms(10), ms(1), ms(1)); // warm-up
+        r.record_ok(start + ms(10), ms(2), ms(1));
+        r.record_ok(start + ms(1500), ms(3), ms(1));
+        r.record_error(start + ms(1600), "timeout", Some(ms(5000)));
+        r.record_error(start + ms(2100), "unreachable", None);
+        r.record_ok(start + ms(3000), ms(1), ms(1)); // drain
+        drop(r);
+        let iv = agg.intervals();
+        assert_eq!(iv.keys().copied().collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(iv[&0].ops, 1);
+        assert_eq!(iv[&1].ops, 1);
+        assert_eq!(iv[&1].errors["timeout"], 1);
+        assert_eq!(iv[&1].latency.len(), 2, "the timeout is in the latency histogram");
+        assert_eq!(iv[&2].errors["unreachable"], 1);
+        assert_eq!(iv[&2].latency.len(), 0, "fast failures are not");
+        assert_eq!(agg.live_totals(), (2, 2));
+    }
+
+    #[test]
+    fn intervals_from_many_clients_merge() {
+        let start = Instant::now();
+        let agg = Aggregator::new(start, Duration::from_secs(1));
+        for _ in 0..4 {
+            let mut r = ClientRecorder::new(agg.clone(), start + Duration::from_secs(10));
+            for _ in 0..10 {
+                r.record_ok(start + Duration::from_millis(5), Duration::from_micros(100), Duration::from_micros(100));
+            }
+        }
+        let iv = agg.intervals();
+        assert_eq!(iv[&0].ops, 40);
+        assert_eq!(iv[&0].latency.len(), 40);
+    }
+}

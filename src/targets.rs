@@ -1,0 +1,68 @@
+//! Targets: from a configuration to a running cluster (started here or attached) and the
+//! driver that talks to it. The one place that knows which provisioner and which driver
+//! each target uses.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use coordbench_drivers::etcd::{EtcdConfig, EtcdCoordinator};
+use coordbench_drivers::null::NullCoordinator;
+use coordbench_drivers::Coordinator;
+
+use crate::cli::TargetKind;
+use crate::config::RunConfig;
+use crate::provision::{self, Cluster, ClusterSpec};
+
+/// How long connecting to a target may take before it counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A target ready to measure. Dropping it stops every process it started.
+pub struct ReadyTarget {
+    pub coordinator: Arc<dyn Coordinator>,
+    /// `None` for the in-process null target.
+    pub cluster: Option<Cluster>,
+    pub server_version: String,
+}
+
+/// Starts (or attaches to) the configured target and connects to it. `work_dir` receives
+/// member logs and, for disk=disk, data directories.
+pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<ReadyTarget> {
+    match config.target_kind {
+        TargetKind::Null => {
+            let coordinator = Arc::new(NullCoordinator::new());
+            let server_version = coordinator.server_version().await?;
+            Ok(ReadyTarget { coordinator, cluster: None, server_version })
+        }
+        TargetKind::Etcd => {
+            let cluster = if config.attached() {
+                Cluster::attached("etcd", config.endpoints.clone())
+            } else {
+                let options = provision::etcd::EtcdOptions {
+                    binary: config.etcd_bin.clone(),
+                    ..Default::default()
+                };
+                provision::etcd::start(&cluster_spec(config, work_dir), &options).await?
+            };
+            let etcd = EtcdConfig {
+                endpoints: cluster.endpoints(),
+                conns: config.conns,
+                connect_timeout: CONNECT_TIMEOUT,
+            };
+            let coordinator = EtcdCoordinator::connect(&etcd).await.context("etcd")?;
+            let server_version = coordinator.server_version().await.context("etcd")?;
+            Ok(ReadyTarget { coordinator: Arc::new(coordinator), cluster: Some(cluster), server_version })
+        }
+    }
+}
+
+fn cluster_spec(config: &RunConfig, work_dir: &Path) -> ClusterSpec {
+    ClusterSpec {
+        size: config.cluster_size,
+        disk: config.disk,
+        ttl: config.plan.ttl,
+        base_port: config.base_port,
+        work_dir: work_dir.to_path_buf(),
+    }
+}

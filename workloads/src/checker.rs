@@ -1,0 +1,192 @@
+//! The mutual-exclusion checker: judges recorded critical sections.
+//!
+//! Every section is (lock, client, token, requested, enter, exit, released) on the run's one
+//! monotonic clock. Two sections of one lock that overlap in time are a violation; the
+//! tokens of successive holders of one lock must strictly increase. Handover latency is
+//! taken from release acknowledged to the next holder's grant, counted only when the next
+//! holder was already waiting (otherwise it measures idle time, not a handover).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::histogram::latency_histogram;
+use serde::Serialize;
+
+/// One critical section as a client lived it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    pub lock: String,
+    pub client: usize,
+    pub token: i64,
+    /// lock() was called.
+    pub requested: Duration,
+    /// lock() returned: the client believes it holds the lock from here.
+    pub enter: Duration,
+    /// The client stopped using the lock (before sending the release).
+    pub exit: Duration,
+    /// The release was acknowledged; `None` if it failed or never happened.
+    pub released: Option<Duration>,
+}
+
+/// What a lock history shows.
+#[derive(Debug, Clone, Default)]
+pub struct LockCheck {
+    pub sections: u64,
+    /// Pairs of overlapping sections of the same lock.
+    pub violations: u64,
+    /// Successive holders whose token did not increase.
+    pub token_regressions: u64,
+    /// Handover latencies in microseconds (within the window).
+    pub handover_us: Option<Histogram<u64>>,
+}
+
+/// A workload's verdict, stored in run.json and summarized in summary.csv.
+#[derive(Debug, Clone, Default)]
+pub struct CheckReport {
+    pub lock: Option<LockCheck>,
+}
+
+impl CheckReport {
+    /// Safety violations of any kind (0 for workloads without a safety property).
+    pub fn violations(&self) -> u64 {
+        self.lock.as_ref().map_or(0, |l| l.violations + l.token_regressions)
+    }
+}
+
+/// A serializable digest of a [`LockCheck`].
+#[derive(Debug, Clone, Serialize)]
+pub struct LockCheckSummary {
+    pub sections: u64,
+    pub violations: u64,
+    pub token_regressions: u64,
+    pub handovers: u64,
+    pub handover_p50_us: Option<u64>,
+    pub handover_p99_us: Option<u64>,
+    pub handover_max_us: Option<u64>,
+}
+
+impl LockCheck {
+    pub fn summary(&self) -> LockCheckSummary {
+        let h = self.handover_us.as_ref().filter(|h| !h.is_empty());
+        LockCheckSummary {
+            sections: self.sections,
+            violations: self.violations,
+            token_regressions: self.token_regressions,
+            handovers: h.map_or(0, |h| h.len()),
+            handover_p50_us: h.map(|h| h.value_at_quantile(0.5)),
+            handover_p99_us: h.map(|h| h.value_at_quantile(0.99)),
+            handover_max_us: h.map(|h| h.max()),
+        }
+    }
+}
+
+/// Checks all sections; handovers are counted when the new holder entered inside `window`.
+pub fn check_sections(sections: &[Section], window: (Duration, Duration)) -> LockCheck {
+    let mut by_lock: BTreeMap<&str, Vec<&Section>> = BTreeMap::new();
+    for s in sections {
+        by_lock.entry(&s.lock).or_default().push(s);
+    }
+    let mut check = LockCheck { sections: sections.len() as u64, ..Default::default() };
+    let mut handovers = latency_histogram();
+    for list in by_lock.values_mut() {
+        list.sort_by_key(|s| (s.enter, s.exit));
+        // The latest exit among earlier sections: any later enter before it overlaps.
+        let mut busy_until = Duration::ZERO;
+        let mut previous: Option<&Section> = None;
+        for s in list.iter() {
+            if let Some(prev) = previous {
+                if s.enter < busy_until {
+                    check.violations += 1;
+                }
+                if s.token <= prev.token {
+                    check.token_regressions += 1;
+                }
+                if let Some(released) = prev.released {
+                    let waited = s.requested <= released;
+                    if waited && s.enter >= window.0 && s.enter <= window.1 {
+                        let us = s.enter.saturating_sub(released).as_micros() as u64;
+                        handovers.saturating_record(us);
+                    }
+                }
+            }
+            busy_until = busy_until.max(s.exit);
+            previous = Some(s);
+        }
+    }
+    check.handover_us = Some(handovers);
+    check
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    fn section(lock: &str, token: i64, requested: u64, enter: u64, exit: u64, released: u64) -> Section {
+        Section {
+            lock: lock.into(),
+            client: token as usize,
+            token,
+            requested: ms(requested),
+            enter: ms(enter),
+            exit: ms(exit),
+            released: Some(ms(released)),
+        }
+    }
+
+    const ALL: (Duration, Duration) = (Duration::ZERO, Duration::MAX);
+
+    #[test]
+    fn back_to_back_sections_are_clean_and_handovers_are_measured() {
+        let s = vec![section("a", 1, 0, 0, 10, 12), section("a", 2, 1, 15, 20, 21)];
+        let c = check_sections(&s, ALL);
+        assert_eq!((c.violations, c.token_regressions), (0, 0));
+        let h = c.handover_us.unwrap();
+        assert_eq!(h.len(), 1);
+        assert!(h.equivalent(h.max(), 3000), "handover {}", h.max());
+    }
+
+    #[test]
+    fn overlapping_sections_of_one_lock_are_violations() {
+        let s = vec![section("a", 1, 0, 0, 10, 11), section("a", 2, 0, 5, 12, 13)];
+        assert_eq!(check_sections(&s, ALL).violations, 1);
+    }
+
+    #[test]
+    fn a_section_inside_a_long_earlier_one_is_caught() {
+        // The middle section ends early; the third still overlaps the first.
+        let s = vec![
+            section("a", 1, 0, 0, 100, 101),
+            section("a", 2, 0, 10, 20, 21),
+            section("a", 3, 0, 30, 40, 41),
+        ];
+        assert_eq!(check_sections(&s, ALL).violations, 2);
+    }
+
+    #[test]
+    fn sections_of_different_locks_may_overlap() {
+        let s = vec![section("a", 1, 0, 0, 10, 11), section("b", 1, 0, 5, 12, 13)];
+        let c = check_sections(&s, ALL);
+        assert_eq!((c.violations, c.token_regressions), (0, 0));
+    }
+
+    #[test]
+    fn a_token_that_does_not_increase_is_a_regression() {
+        let s = vec![section("a", 5, 0, 0, 10, 11), section("a", 5, 0, 12, 14, 15)];
+        assert_eq!(check_sections(&s, ALL).token_regressions, 1);
+    }
+
+    #[test]
+    fn idle_gaps_and_handovers_outside_the_window_are_not_handovers() {
+        // The second client asked only after the release: idle time, not a handover.
+        let s = vec![section("a", 1, 0, 0, 10, 11), section("a", 2, 50, 51, 60, 61)];
+        assert_eq!(check_sections(&s, ALL).handover_us.unwrap().len(), 0);
+        let s = vec![section("a", 1, 0, 0, 10, 11), section("a", 2, 1, 12, 20, 21)];
+        assert_eq!(check_sections(&s, (ms(100), ms(200))).handover_us.unwrap().len(), 0);
+    }
+}

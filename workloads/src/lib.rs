@@ -1,0 +1,16 @@
+//! Workloads: what each simulated client does, and the checkers that judge the history.
+//!
+//! A [`Workload`] prepares the target, hands out one [`Actor`] per client, and checks the
+//! recorded history afterwards. It sees only the driver seam ([`coordbench_drivers`]), never
+//! which server it runs against. Timing, loops and recording belong to the runner.
+
+pub mod checker;
+pub mod clock;
+pub mod histogram;
+pub mod kv;
+pub mod lock;
+pub mod workload;
+
+pub use checker::{CheckReport, LockCheck, Section};
+pub use clock::RunClock;
+pub use workload::{Actor, OpResult, Workload, WorkloadError};
