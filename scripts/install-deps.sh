@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what coordbench's build, tests and runs need, when missing, from Debian's
+# packages: etcd (server and etcdctl) and the protobuf compiler and headers (for gRPC code
+# generation). Safe to run repeatedly: it installs nothing that is already there.
+set -euo pipefail
+
+# command-that-proves-it-is-installed:debian-package
+wanted=(
+  etcd:etcd-server
+  etcdctl:etcd-client
+  protoc:protobuf-compiler
+  /usr/include/google/protobuf/descriptor.proto:libprotobuf-dev
+)
+
+missing=()
+for pair in "${wanted[@]}"; do
+  probe=${pair%%:*} package=${pair##*:}
+  if [[ $probe == /* ]]; then [[ -e $probe ]] && continue
+  else command -v "$probe" >/dev/null 2>&1 && continue
+  fi
+  missing+=("$package")
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+as_root=()
+if ((EUID != 0)); then
+  if command -v sudo >/dev/null 2>&1; then as_root=(sudo); else
+    echo "error: need root (or sudo) to install: ${missing[*]}" >&2
+    exit 2
+  fi
+fi
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -q >/dev/null
+"${as_root[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null

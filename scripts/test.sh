@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need, then runs every test of the workspace.
+# Integration tests start (and stop) their own etcd clusters on 127.0.0.1 from Debian's
+# etcd-server package, so nothing else needs to be running.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+cargo test --workspace --all-targets "$@"
