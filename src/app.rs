@@ -72,6 +72,15 @@ pub async fn run(args: RunArgs) -> Result<Outcome, UsageError> {
     };
     let mut target = match prepared {
         Ok(t) => t,
+        Err(_) if stop.is_cancelled() => {
+            // Interrupted while the target started (what it started is stopped by now): an
+            // interruption like any other, not an environment error.
+            record.end_reason = "interrupted".into();
+            record.finished_at = now_rfc3339();
+            write_run(&out, &record, None)?;
+            print_summary(&record, &out);
+            return Ok(Outcome::Interrupted);
+        }
         Err(e) => {
             let error = UsageError::from(e);
             record.error = Some(error.0.clone());

@@ -183,20 +183,23 @@ impl Cluster {
         self.members.get(i).map(|m| m.process.pid())
     }
 
-    /// Stops every member: SIGTERM to all at once, then SIGKILL to any still running after
-    /// a short grace; removes tmpfs data. Idempotent.
+    /// Stops every member: SIGTERM to one member at a time, last first, each waited for
+    /// until a shared grace runs out, after which any member still running gets SIGKILL;
+    /// removes tmpfs data. Idempotent.
+    ///
+    /// One at a time because a leader told to stop hands its leadership to a live follower
+    /// first (etcd does): with every member terminated at once, that handover cannot finish
+    /// and the leader would hold out for the whole grace and then be killed.
     pub fn stop(&mut self) {
         if self.stopped {
             return;
         }
         self.stopped = true;
-        for m in &mut self.members {
+        let deadline = Instant::now() + STOP_GRACE;
+        for m in self.members.iter_mut().rev() {
             // Continue paused members so they can act on the SIGTERM.
             let _ = m.process.signal(libc::SIGTERM);
             let _ = m.process.signal(libc::SIGCONT);
-        }
-        let deadline = Instant::now() + STOP_GRACE;
-        for m in &mut self.members {
             if m.process.wait_until(deadline).is_none() {
                 m.process.kill();
             }

@@ -1,0 +1,408 @@
+//! Multi-version key history: etcd's revisioned key space.
+//!
+//! Each key keeps the list of its writes in revision order: puts (value,
+//! create revision, version, lease) and tombstones. A revision is
+//! `(main, sub)`: `main` is the store revision, bumped once per write-bearing
+//! command; `sub` orders the writes within it (a txn's ops, a lease
+//! revoke's deletions). The store revision starts at 1, so the first write
+//! makes revision 2, as in etcd.
+//!
+//! A write happens inside a [`WriteCtx`]: its entries are appended at
+//! `main = revision + 1` right away (so later ops of the same txn read them),
+//! then either committed (the revision becomes `main` if anything was
+//! written) or rolled back by popping exactly those entries.
+//!
+//! Compaction at `c` keeps every entry with `main >= c` plus, per key, the
+//! newest older entry when it is a put: enough to read at any revision
+//! `>= c` and to give every event at `>= c` its `prev_kv`. (etcd also drops
+//! a tombstone at exactly `c`; keeping it lets a watch restarted at the
+//! compact revision, as etcd clients do, see that delete.)
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::KvError;
+use crate::key_range::KeyRange;
+use crate::types::{Event, EventKind, KeyValue};
+
+/// Position of a write: store revision and order within it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Revision {
+    pub main: i64,
+    pub sub: i64,
+}
+
+/// The value of a put, as stored in a key's history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Stored {
+    pub value: Vec<u8>,
+    pub create_revision: i64,
+    pub version: i64,
+    pub lease: i64,
+}
+
+/// One write to a key: a put, or a tombstone (`put == None`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Entry {
+    pub rev: Revision,
+    pub put: Option<Stored>,
+}
+
+impl Entry {
+    fn to_kv(&self, key: &[u8]) -> Option<KeyValue> {
+        self.put.as_ref().map(|p| KeyValue {
+            key: key.to_vec(),
+            create_revision: p.create_revision,
+            mod_revision: self.rev.main,
+            version: p.version,
+            value: p.value.clone(),
+            lease: p.lease,
+        })
+    }
+}
+
+/// Reads at this "revision" see everything, including the writes of the
+/// current [`WriteCtx`].
+pub(crate) const LATEST: i64 = i64::MAX;
+
+/// Writes of one revision in progress.
+#[derive(Debug)]
+pub(crate) struct WriteCtx {
+    pub main: i64,
+    /// Next sub-revision; also the number of writes so far.
+    pub sub: i64,
+    /// Events in write order, each with its `prev_kv`.
+    pub events: Vec<Event>,
+    /// Keys written, for rollback.
+    pub touched: Vec<Vec<u8>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Mvcc {
+    pub keys: BTreeMap<Vec<u8>, Vec<Entry>>,
+    /// Current store revision.
+    pub revision: i64,
+    /// Oldest readable revision; 0 before any compaction.
+    pub compact_revision: i64,
+}
+
+impl Default for Mvcc {
+    fn default() -> Self {
+        Mvcc {
+            keys: BTreeMap::new(),
+            revision: 1,
+            compact_revision: 0,
+        }
+    }
+}
+
+/// The entry of `hist` visible at revision `at`, if it is a put.
+fn visible(hist: &[Entry], at: i64) -> Option<&Entry> {
+    let idx = hist.partition_point(|e| e.rev.main <= at);
+    let e = hist.get(idx.checked_sub(1)?)?;
+    e.put.as_ref().map(|_| e)
+}
+
+impl Mvcc {
+    /// Checks a requested read revision the way etcd does and turns it into
+    /// an `at` for the read functions (`<= 0` = current).
+    pub fn read_revision(&self, rev: i64) -> Result<i64, KvError> {
+        if rev > self.revision {
+            return Err(KvError::FutureRevision {
+                current_revision: self.revision,
+            });
+        }
+        if rev <= 0 {
+            return Ok(LATEST);
+        }
+        if rev < self.compact_revision {
+            return Err(KvError::Compacted {
+                compact_revision: self.compact_revision,
+            });
+        }
+        Ok(rev)
+    }
+
+    pub fn get(&self, key: &[u8], at: i64) -> Option<KeyValue> {
+        visible(self.keys.get(key)?, at)?.to_kv(key)
+    }
+
+    /// Keys of `range` visible at `at`, in key order.
+    pub fn range<'a>(
+        &'a self,
+        range: &KeyRange,
+        at: i64,
+    ) -> impl DoubleEndedIterator<Item = KeyValue> + 'a {
+        range
+            .iter(&self.keys)
+            .filter_map(move |(k, hist)| visible(hist, at)?.to_kv(k))
+    }
+
+    /// Number of keys of `range` visible at `at`.
+    pub fn count(&self, range: &KeyRange, at: i64) -> usize {
+        range
+            .iter(&self.keys)
+            .filter(|(_, hist)| visible(hist, at).is_some())
+            .count()
+    }
+
+    pub fn begin(&self) -> WriteCtx {
+        WriteCtx {
+            main: self.revision.saturating_add(1),
+            sub: 0,
+            events: Vec::new(),
+            touched: Vec::new(),
+        }
+    }
+
+    /// Appends a put; returns the previous and the new kv.
+    pub fn put(
+        &mut self,
+        w: &mut WriteCtx,
+        key: &[u8],
+        value: Vec<u8>,
+        lease: i64,
+    ) -> (Option<KeyValue>, KeyValue) {
+        let prev = self.get(key, LATEST);
+        let (create_revision, version) = match &prev {
+            Some(p) => (p.create_revision, p.version.saturating_add(1)),
+            None => (w.main, 1),
+        };
+        let rev = Revision {
+            main: w.main,
+            sub: w.sub,
+        };
+        let entry = Entry {
+            rev,
+            put: Some(Stored {
+                value,
+                create_revision,
+                version,
+                lease,
+            }),
+        };
+        let kv = entry.to_kv(key).unwrap_or_default();
+        self.keys.entry(key.to_vec()).or_default().push(entry);
+        w.sub += 1;
+        w.touched.push(key.to_vec());
+        w.events.push(Event {
+            kind: EventKind::Put,
+            kv: kv.clone(),
+            prev_kv: prev.clone(),
+        });
+        (prev, kv)
+    }
+
+    /// Appends a tombstone if the key exists; returns the deleted kv.
+    pub fn delete(&mut self, w: &mut WriteCtx, key: &[u8]) -> Option<KeyValue> {
+        let prev = self.get(key, LATEST)?;
+        let rev = Revision {
+            main: w.main,
+            sub: w.sub,
+        };
+        self.keys
+            .entry(key.to_vec())
+            .or_default()
+            .push(Entry { rev, put: None });
+        w.sub += 1;
+        w.touched.push(key.to_vec());
+        let kv = KeyValue {
+            key: key.to_vec(),
+            mod_revision: w.main,
+            ..Default::default()
+        };
+        w.events.push(Event {
+            kind: EventKind::Delete,
+            kv,
+            prev_kv: Some(prev.clone()),
+        });
+        Some(prev)
+    }
+
+    /// Makes the writes of `w` part of the store; returns its events.
+    pub fn commit(&mut self, w: WriteCtx) -> Vec<Event> {
+        if w.sub > 0 {
+            self.revision = w.main;
+        }
+        w.events
+    }
+
+    /// Drops the writes of `w` to `key` (call once per touched key).
+    pub fn rollback_key(&mut self, w: &WriteCtx, key: &[u8]) {
+        if let Some(hist) = self.keys.get_mut(key) {
+            while hist.last().is_some_and(|e| e.rev.main == w.main) {
+                hist.pop();
+            }
+            if hist.is_empty() {
+                self.keys.remove(key);
+            }
+        }
+    }
+
+    /// Drops history below `rev` (see the module doc). The caller checks
+    /// `compact_revision < rev <= revision`.
+    pub fn compact(&mut self, rev: i64) {
+        self.keys.retain(|_, hist| {
+            let idx = hist.partition_point(|e| e.rev.main < rev);
+            let keep_from = match idx.checked_sub(1).and_then(|i| hist.get(i)) {
+                Some(e) if e.put.is_some() => idx - 1,
+                _ => idx,
+            };
+            hist.drain(..keep_from);
+            !hist.is_empty()
+        });
+        self.compact_revision = rev;
+    }
+
+    /// Every event at revision `>= start` on keys of `range`, in revision
+    /// order, each with its `prev_kv`. `start <= 0` means "from now": none.
+    pub fn events_since(&self, start: i64, range: &KeyRange) -> Result<Vec<Event>, KvError> {
+        if start <= 0 {
+            return Ok(Vec::new());
+        }
+        if start < self.compact_revision {
+            return Err(KvError::Compacted {
+                compact_revision: self.compact_revision,
+            });
+        }
+        let mut out: Vec<(Revision, Event)> = Vec::new();
+        for (key, hist) in range.iter(&self.keys) {
+            let first = hist.partition_point(|e| e.rev.main < start);
+            for i in first..hist.len() {
+                let e = &hist[i];
+                let prev_kv = i.checked_sub(1).and_then(|p| hist[p].to_kv(key));
+                let ev = match e.to_kv(key) {
+                    Some(kv) => Event {
+                        kind: EventKind::Put,
+                        kv,
+                        prev_kv,
+                    },
+                    None => Event {
+                        kind: EventKind::Delete,
+                        kv: KeyValue {
+                            key: key.clone(),
+                            mod_revision: e.rev.main,
+                            ..Default::default()
+                        },
+                        prev_kv,
+                    },
+                };
+                out.push((e.rev, ev));
+            }
+        }
+        // Revisions are unique across keys, so this order is total.
+        out.sort_by_key(|(rev, _)| *rev);
+        Ok(out.into_iter().map(|(_, ev)| ev).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(m: &mut Mvcc, key: &[u8], value: &[u8]) -> KeyValue {
+        let mut w = m.begin();
+        let (_, kv) = m.put(&mut w, key, value.to_vec(), 0);
+        m.commit(w);
+        kv
+    }
+
+    fn del(m: &mut Mvcc, key: &[u8]) -> Option<KeyValue> {
+        let mut w = m.begin();
+        let prev = m.delete(&mut w, key);
+        m.commit(w);
+        prev
+    }
+
+    #[test]
+    fn revisions_versions_and_history() {
+        let mut m = Mvcc::default();
+        assert_eq!(m.revision, 1);
+        let a1 = put(&mut m, b"a", b"1");
+        assert_eq!((a1.create_revision, a1.mod_revision, a1.version), (2, 2, 1));
+        let a2 = put(&mut m, b"a", b"2");
+        assert_eq!((a2.create_revision, a2.mod_revision, a2.version), (2, 3, 2));
+        assert_eq!(del(&mut m, b"a").map(|kv| kv.value), Some(b"2".to_vec()));
+        assert_eq!(del(&mut m, b"a"), None);
+        assert_eq!(
+            m.revision, 4,
+            "deleting a missing key does not bump the revision"
+        );
+        let a3 = put(&mut m, b"a", b"3");
+        assert_eq!((a3.create_revision, a3.mod_revision, a3.version), (5, 5, 1));
+        assert_eq!(m.get(b"a", 2).map(|kv| kv.value), Some(b"1".to_vec()));
+        assert_eq!(m.get(b"a", 4), None);
+        assert_eq!(m.get(b"a", 1), None);
+    }
+
+    #[test]
+    fn one_revision_for_many_writes_and_rollback() {
+        let mut m = Mvcc::default();
+        put(&mut m, b"x", b"0");
+        let mut w = m.begin();
+        m.put(&mut w, b"a", b"1".to_vec(), 0);
+        m.put(&mut w, b"b", b"1".to_vec(), 0);
+        assert_eq!(
+            m.get(b"a", LATEST).map(|kv| kv.mod_revision),
+            Some(3),
+            "a txn reads its own writes"
+        );
+        assert_eq!(m.get(b"a", 2), None);
+        for k in w.touched.clone() {
+            m.rollback_key(&w, &k);
+        }
+        assert_eq!(m.get(b"a", LATEST), None);
+        assert_eq!(m.revision, 2);
+        let mut w = m.begin();
+        m.put(&mut w, b"a", b"1".to_vec(), 0);
+        m.delete(&mut w, b"x");
+        let events = m.commit(w);
+        assert_eq!(m.revision, 3);
+        assert_eq!(events.len(), 2);
+        assert!(events.iter().all(|e| e.revision() == 3));
+        assert_eq!(m.events_since(3, &KeyRange::all()).unwrap(), events);
+    }
+
+    #[test]
+    fn compaction_keeps_what_later_reads_need() {
+        let mut m = Mvcc::default();
+        put(&mut m, b"a", b"1"); // 2
+        put(&mut m, b"b", b"1"); // 3
+        put(&mut m, b"a", b"2"); // 4
+        del(&mut m, b"b"); // 5
+        put(&mut m, b"c", b"1"); // 6
+        del(&mut m, b"c"); // 7
+        let before: Vec<_> = (5..=7)
+            .map(|r| m.range(&KeyRange::all(), r).collect::<Vec<_>>())
+            .collect();
+        let events = m.events_since(5, &KeyRange::all()).unwrap();
+        m.compact(5);
+        let after: Vec<_> = (5..=7)
+            .map(|r| m.range(&KeyRange::all(), r).collect::<Vec<_>>())
+            .collect();
+        assert_eq!(before, after);
+        assert_eq!(m.events_since(5, &KeyRange::all()).unwrap(), events);
+        assert_eq!(m.keys[&b"a".to_vec()].len(), 1);
+        assert_eq!(
+            m.read_revision(4),
+            Err(KvError::Compacted {
+                compact_revision: 5
+            })
+        );
+        assert_eq!(
+            m.read_revision(8),
+            Err(KvError::FutureRevision {
+                current_revision: 7
+            })
+        );
+        assert!(m.events_since(4, &KeyRange::all()).is_err());
+        m.compact(7);
+        assert!(!m.keys.contains_key(b"b".as_slice()));
+        assert_eq!(
+            m.events_since(7, &KeyRange::all()).unwrap().len(),
+            1,
+            "the delete at the compact revision stays"
+        );
+    }
+}

@@ -1,0 +1,462 @@
+//! Test bodies every target must pass, written against the driver seam only. A test file
+//! per target calls them with its [`TargetKind`] (see tests/etcd_driver.rs).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use coordbench_drivers::{Consistency, Coordinator, LockRecipe};
+use coordbench_workloads::kv::{KvOp, KvOptions, KvWorkload};
+use coordbench_workloads::lock::{LockOptions, LockWorkload};
+use coordbench_workloads::RunClock;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{
+    closed_plan, open_session, run_plan, start_target, within, Percentiles, TargetKind, LONG_TTL,
+};
+
+pub const RECIPES: [LockRecipe; 2] = [LockRecipe::HerdFree, LockRecipe::Naive];
+
+/// A key or lock name unique to this call, so bodies sharing a cluster do not meet.
+fn unique(prefix: &str, recipe: LockRecipe) -> String {
+    format!("{prefix}-{recipe:?}").to_lowercase()
+}
+
+/// Put, then linearizable and serializable reads return the value, from every member; then
+/// the kv-put workload through the runner measures something sensible.
+pub async fn kv_round_trip_and_put_workload(kind: TargetKind, size: usize) {
+    let target = start_target(kind, size).await;
+    let c = target.coordinator.as_ref();
+
+    let mut s = open_session(c, 0, LONG_TTL).await;
+    let key = "/coordbench-test/kv/round-trip";
+    within(Duration::from_secs(5), "put", s.put(key, b"v1"))
+        .await
+        .expect("put");
+    let lin = s
+        .get(key, Consistency::Linearizable)
+        .await
+        .expect("linearizable get");
+    assert_eq!(
+        lin.as_deref(),
+        Some(&b"v1"[..]),
+        "linearizable get after put"
+    );
+    let ser = s
+        .get(key, Consistency::Serializable)
+        .await
+        .expect("serializable get");
+    // With one member, the member that acknowledged the write serves the read.
+    if size == 1 {
+        assert_eq!(
+            ser.as_deref(),
+            Some(&b"v1"[..]),
+            "serializable get after put"
+        );
+    }
+    assert_eq!(
+        s.get("/coordbench-test/kv/absent", Consistency::Linearizable)
+            .await
+            .expect("get"),
+        None
+    );
+    s.close().await.expect("close");
+
+    // From each member on its own: a linearizable read must see the write at once; a
+    // serializable one may lag behind the leader, but only briefly on an idle cluster.
+    for m in 0..size {
+        let member = target.connect_member(m).await;
+        let mut r = open_session(member.as_ref(), 0, LONG_TTL).await;
+        let lin = r
+            .get(key, Consistency::Linearizable)
+            .await
+            .expect("linearizable get");
+        assert_eq!(
+            lin.as_deref(),
+            Some(&b"v1"[..]),
+            "linearizable get from member {m}"
+        );
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let ser = r
+                .get(key, Consistency::Serializable)
+                .await
+                .expect("serializable get");
+            if ser.as_deref() == Some(&b"v1"[..]) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "member {m}: serializable get still {ser:?} after 2 s"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    let clock = RunClock::start();
+    let workload = KvWorkload::new(KvOptions {
+        op: KvOp::Put,
+        keys: 100,
+        value_size: 64,
+        seed: 1,
+    })
+    .expect("kv workload");
+    let plan = closed_plan(8, Duration::ZERO, Duration::from_secs(2));
+    let outcome = run_plan(&plan, target.coordinator.clone(), Arc::new(workload), clock).await;
+    assert_eq!(outcome.end_reason, coordbench::runner::EndReason::Completed);
+    assert_eq!(
+        outcome.total.errors_total(),
+        0,
+        "errors: {:?}",
+        outcome.total.errors
+    );
+    assert!(outcome.total.ops > 0, "no operation completed");
+    let window = outcome.window.as_secs_f64();
+    assert!((1.9..=2.0).contains(&window), "window {window}");
+    let throughput = outcome.total.ops as f64 / window;
+    assert!(throughput > 0.0);
+    assert_eq!(
+        outcome.total.latency.len(),
+        outcome.total.ops,
+        "one latency sample per operation"
+    );
+    Percentiles::of(&outcome.total.latency).assert_ordered();
+    Percentiles::of(&outcome.total.service).assert_ordered();
+    assert!(
+        outcome.counters.requests >= outcome.total.ops,
+        "{:?}",
+        outcome.counters
+    );
+
+    target.stop();
+}
+
+/// 8 clients contend for one lock for 3 s through the lock workload and the runner, with
+/// each recipe: sections happen, none overlap, fencing tokens strictly increase.
+pub async fn lock_workload_is_safe(kind: TargetKind, size: usize) {
+    let target = start_target(kind, size).await;
+    for recipe in RECIPES {
+        let clock = RunClock::start();
+        let options = LockOptions {
+            locks: 1,
+            hold: Duration::ZERO,
+            recipe,
+        };
+        let workload = Arc::new(LockWorkload::new(options, clock).expect("lock workload"));
+        let plan = closed_plan(8, Duration::ZERO, Duration::from_secs(3));
+        let outcome = run_plan(&plan, target.coordinator.clone(), workload.clone(), clock).await;
+
+        let check = outcome
+            .check
+            .lock
+            .as_ref()
+            .expect("the lock workload reports a lock check");
+        assert!(check.sections > 0, "{recipe:?}: no critical section");
+        assert_eq!(
+            check.violations, 0,
+            "{recipe:?}: overlapping critical sections"
+        );
+        assert_eq!(
+            check.token_regressions, 0,
+            "{recipe:?}: fencing tokens did not increase"
+        );
+        assert_eq!(
+            outcome.total.errors_total(),
+            0,
+            "{recipe:?}: errors {:?}",
+            outcome.total.errors
+        );
+        assert!(
+            outcome.total.ops > 0,
+            "{recipe:?}: no acquisition in the window"
+        );
+        Percentiles::of(&outcome.total.latency).assert_ordered();
+
+        // The same properties, straight from the recorded history.
+        let mut sections = workload.sections();
+        assert_eq!(sections.len() as u64, check.sections);
+        sections.sort_by_key(|s| s.enter);
+        for pair in sections.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            assert!(
+                b.enter >= a.exit,
+                "{recipe:?}: client {} entered before client {} left",
+                b.client,
+                a.client
+            );
+            assert!(
+                b.token > a.token,
+                "{recipe:?}: token {} after {}",
+                b.token,
+                a.token
+            );
+        }
+        assert!(
+            sections.iter().all(|s| s.exit != Duration::MAX),
+            "{recipe:?}: a section was never closed"
+        );
+        let clients: std::collections::BTreeSet<usize> =
+            sections.iter().map(|s| s.client).collect();
+        assert!(
+            clients.len() > 1,
+            "{recipe:?}: only clients {clients:?} ever held the lock"
+        );
+    }
+    target.stop();
+}
+
+/// A holds the lock; B's lock() waits while A holds; after A's release B gets the lock
+/// with a larger fencing token. Both recipes.
+pub async fn lock_excludes_until_release(kind: TargetKind) {
+    let target = start_target(kind, 1).await;
+    for recipe in RECIPES {
+        let name = unique("exclusion", recipe);
+        let c = target.coordinator.as_ref();
+        let mut a = open_session(c, 0, LONG_TTL).await;
+        let mut b = open_session(c, 1, LONG_TTL).await;
+        let ga = within(Duration::from_secs(5), "A's lock", a.lock(&name, recipe))
+            .await
+            .expect("A locks");
+
+        let b_name = name.clone();
+        let b_task = tokio::spawn(async move {
+            let r = b.lock(&b_name, recipe).await;
+            (b, r, Instant::now())
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !b_task.is_finished(),
+            "{recipe:?}: B acquired while A holds"
+        );
+
+        within(Duration::from_secs(5), "A's unlock", a.unlock(ga.clone()))
+            .await
+            .expect("A unlocks");
+        let released = Instant::now();
+        let (mut b, gb, acquired) = within(Duration::from_secs(5), "B's lock", b_task)
+            .await
+            .expect("B's task");
+        let gb = gb.expect("B locks after A's release");
+        assert!(
+            gb.token > ga.token,
+            "{recipe:?}: B's token {} not above A's {}",
+            gb.token,
+            ga.token
+        );
+        assert!(
+            acquired.duration_since(released) < Duration::from_secs(2),
+            "{recipe:?}: handover took {:?}",
+            acquired.duration_since(released)
+        );
+        b.unlock(gb).await.expect("B unlocks");
+        a.close().await.expect("close A");
+        b.close().await.expect("close B");
+    }
+    target.stop();
+}
+
+/// A (minimum TTL) holds the lock and then stops refreshing its session without releasing
+/// anything, as a crashed client would. B, already waiting, gets the lock once the server
+/// expires A's session: not before A's session could have run out, and within TTL + 1 s.
+/// Both recipes, concurrently on one cluster.
+pub async fn abandoned_holder_hands_over_on_expiry(kind: TargetKind) {
+    let target = start_target(kind, 1).await;
+    let c = target.coordinator.clone();
+    let ttl = kind.min_ttl();
+    let bodies = RECIPES.map(|recipe| {
+        let c = c.clone();
+        async move { expiry_handover(c, recipe, ttl).await }
+    });
+    let [first, second] = bodies;
+    let (d1, d2) = tokio::join!(first, second);
+    eprintln!("handover after abandon: etcd-mutex {d1:?}, naive {d2:?} (TTL {ttl:?})");
+    target.stop();
+}
+
+async fn expiry_handover(c: Arc<dyn Coordinator>, recipe: LockRecipe, ttl: Duration) -> Duration {
+    let name = unique("expiry", recipe);
+    let mut a = open_session(c.as_ref(), 0, ttl).await;
+    let mut b = open_session(c.as_ref(), 1, LONG_TTL).await;
+    let ga = within(Duration::from_secs(5), "A's lock", a.lock(&name, recipe))
+        .await
+        .expect("A locks");
+
+    let b_name = name.clone();
+    let b_task = tokio::spawn(async move {
+        let r = b.lock(&b_name, recipe).await;
+        (b, r, Instant::now())
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !b_task.is_finished(),
+        "{recipe:?}: B acquired while A holds"
+    );
+
+    a.abandon();
+    let abandoned = Instant::now();
+    let (mut b, gb, acquired) = within(
+        ttl + Duration::from_secs(5),
+        "B's lock after A's expiry",
+        b_task,
+    )
+    .await
+    .expect("B's task");
+    let gb = gb.unwrap_or_else(|e| panic!("{recipe:?}: B's lock failed: {e}"));
+    let waited = acquired.duration_since(abandoned);
+    // A's session was last refreshed at most TTL/3 before the abandon.
+    assert!(
+        waited >= ttl / 2,
+        "{recipe:?}: B got the lock {waited:?} after the abandon: A's hold was released early"
+    );
+    assert!(
+        waited <= ttl + Duration::from_secs(1),
+        "{recipe:?}: B got the lock only {waited:?} after the abandon"
+    );
+    assert!(
+        gb.token > ga.token,
+        "{recipe:?}: B's token {} not above A's {}",
+        gb.token,
+        ga.token
+    );
+
+    // A's late release must not touch B's lock.
+    let late = a
+        .unlock(ga)
+        .await
+        .expect_err("A's release after its session expired");
+    assert_eq!(late.kind(), "session_expired", "{recipe:?}: {late}");
+    b.unlock(gb).await.expect("B unlocks");
+    b.close().await.expect("close B");
+    waited
+}
+
+/// With 6 waiters queued behind a holder, one release notifies every waiter under the
+/// naive recipe, and only the next holder under the herd-free one.
+pub async fn release_notifies_herd_only_with_naive(kind: TargetKind) {
+    let target = start_target(kind, 1).await;
+    for recipe in RECIPES {
+        herd_case(target.coordinator.clone(), recipe).await;
+    }
+    target.stop();
+}
+
+const WAITERS: usize = 6;
+
+async fn herd_case(c: Arc<dyn Coordinator>, recipe: LockRecipe) {
+    let name = unique("herd", recipe);
+    let mut holder = open_session(c.as_ref(), 100, LONG_TTL).await;
+    let held = within(
+        Duration::from_secs(5),
+        "holder's lock",
+        holder.lock(&name, recipe),
+    )
+    .await
+    .expect("holder locks");
+
+    let (acquired_tx, mut acquired_rx) = mpsc::unbounded_channel::<usize>();
+    let mut waiters = Vec::new();
+    for w in 0..WAITERS {
+        let mut s = open_session(c.as_ref(), w, LONG_TTL).await;
+        let before = s.counters();
+        let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+        let acquired_tx = acquired_tx.clone();
+        let name = name.clone();
+        let task = tokio::spawn(async move {
+            // Wait for the lock until told to stop; dropping lock() abandons the attempt
+            // without releasing anything (the session is closed only after every waiter's
+            // counters are read, so no release cascades down the queue meanwhile).
+            let guard = tokio::select! {
+                r = s.lock(&name, recipe) => Some(r.expect("waiter's lock")),
+                _ = &mut stop_rx => None,
+            };
+            if guard.is_some() {
+                let _ = acquired_tx.send(w);
+                let _ = stop_rx.await;
+            }
+            (s, guard, before)
+        });
+        waiters.push((stop_tx, task));
+        // Queue in order, one at a time.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Every waiter has sent its requests and is now only waiting.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        acquired_rx.try_recv().is_err(),
+        "{recipe:?}: a waiter acquired while the holder holds"
+    );
+
+    within(
+        Duration::from_secs(5),
+        "holder's unlock",
+        holder.unlock(held),
+    )
+    .await
+    .expect("holder unlocks");
+    let next = within(
+        Duration::from_secs(5),
+        "the next holder's grant",
+        acquired_rx.recv(),
+    )
+    .await
+    .expect("a waiter acquires");
+    // Let every notification the release caused arrive.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        acquired_rx.try_recv().is_err(),
+        "{recipe:?}: two waiters hold the lock"
+    );
+
+    // Stop the waiters that are still waiting first, then the holder, and read every
+    // waiter's counters before anything is released or closed.
+    let mut order: Vec<usize> = (0..WAITERS).filter(|&w| w != next).collect();
+    order.push(next);
+    let mut waiters: Vec<_> = waiters.into_iter().map(Some).collect();
+    let mut ended = Vec::new();
+    for w in order {
+        let (stop, task) = waiters[w].take().expect("each waiter once");
+        let _ = stop.send(());
+        let (s, guard, before) = within(Duration::from_secs(5), "a waiter's end", task)
+            .await
+            .expect("waiter task");
+        ended.push((w, s, guard, before));
+    }
+    ended.sort_by_key(|e| e.0);
+    let notified: Vec<u64> = ended
+        .iter()
+        .map(|(_, s, _, before)| s.counters().notifications - before.notifications)
+        .collect();
+    for (w, mut s, guard, _) in ended {
+        assert_eq!(guard.is_some(), w == next, "{recipe:?}: waiter {w}");
+        if let Some(g) = guard {
+            s.unlock(g).await.expect("next holder unlocks");
+        }
+        s.close().await.expect("close waiter");
+    }
+    holder.close().await.expect("close holder");
+    eprintln!(
+        "{recipe:?}: notifications per waiter after one release {notified:?}, next holder {next}"
+    );
+
+    match recipe {
+        LockRecipe::Naive => {
+            assert!(
+                notified.iter().all(|&n| n >= 1),
+                "naive: some waiter was not woken: {notified:?}"
+            );
+        }
+        LockRecipe::HerdFree => {
+            assert!(
+                notified[next] >= 1,
+                "herd-free: the next holder was not notified: {notified:?}"
+            );
+            let others: Vec<u64> = (0..WAITERS)
+                .filter(|&w| w != next)
+                .map(|w| notified[w])
+                .collect();
+            assert!(
+                others.iter().all(|&n| n == 0),
+                "herd-free: waiters other than {next} were woken: {notified:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! Helpers shared by the integration tests that run against real coordination services:
+//! start a target of N members on 127.0.0.1 and connect its driver ([`start_target`]),
+//! open sessions, run a workload through the runner with a short bounded plan, read
+//! percentiles, and check that no server process is left behind.
+//!
+//! Test bodies take a [`TargetKind`] (or a connected [`Target`]) and use only the driver
+//! seam, so the same body runs against every target: add a variant to [`TargetKind`] and a
+//! branch to [`start_target`], then call the bodies in [`conformance`] from a new test file.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+pub mod conformance;
+
+use std::future::Future;
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use coordbench::provision::etcd::{self, EtcdOptions};
+use coordbench::provision::{Cluster, ClusterSpec, DiskKind};
+use coordbench::runner::{self, LoadMode, LoadPlan, RunOutcome};
+use coordbench_drivers::etcd::{EtcdConfig, EtcdCoordinator};
+use coordbench_drivers::{Coordinator, Session, SessionOptions};
+use coordbench_workloads::{RunClock, Workload};
+use hdrhistogram::Histogram;
+use tempfile::TempDir;
+use tokio_util::sync::CancellationToken;
+
+/// Upper bound for starting a cluster and connecting to it.
+pub const START_BOUND: Duration = Duration::from_secs(40);
+/// How long a connection attempt may take (what the CLI uses too).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Upper bound for a graceful stop of every member.
+pub const STOP_BOUND: Duration = Duration::from_secs(4);
+/// Session TTL for sessions that are not about expiry.
+pub const LONG_TTL: Duration = Duration::from_secs(10);
+
+/// A system the tests can start and drive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// Debian's etcd-server (/usr/bin/etcd), through the etcd v3 driver.
+    Etcd,
+}
+
+impl TargetKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TargetKind::Etcd => "etcd",
+        }
+    }
+
+    /// The shortest session TTL the target honours with the launcher's default settings
+    /// (etcd raises lease TTLs to 1.5 election timeouts, rounded up to whole seconds: 2 s).
+    pub fn min_ttl(self) -> Duration {
+        match self {
+            TargetKind::Etcd => Duration::from_secs(2),
+        }
+    }
+}
+
+/// A started target and its connected driver. Dropping it stops every member process; use
+/// [`Target::stop`] to also check that none is left behind.
+///
+/// Field order is drop order: connections first, then the members, then the directory that
+/// holds their logs.
+pub struct Target {
+    pub kind: TargetKind,
+    pub coordinator: Arc<dyn Coordinator>,
+    pub cluster: Cluster,
+    pub work_dir: TempDir,
+}
+
+impl Target {
+    /// Pids of the member processes the target started.
+    pub fn pids(&self) -> Vec<u32> {
+        (0..self.cluster.member_count())
+            .filter_map(|i| self.cluster.member_pid(i))
+            .collect()
+    }
+
+    /// Client endpoints, one per member.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.cluster.endpoints()
+    }
+
+    /// A coordinator connected to member `i` alone (to read from a chosen member).
+    pub async fn connect_member(&self, i: usize) -> Arc<dyn Coordinator> {
+        let endpoint = self.endpoints()[i].clone();
+        connect(self.kind, vec![endpoint], 1).await
+    }
+
+    /// Stops the target and asserts that no member exited on its own before, that every
+    /// member exited on SIGTERM (within [`STOP_BOUND`]), and that no member process is left.
+    pub fn stop(self) {
+        let Target {
+            kind,
+            coordinator,
+            mut cluster,
+            work_dir,
+        } = self;
+        drop(coordinator);
+        if let Err(e) = cluster.check_alive() {
+            panic!(
+                "{} member died during the test: {e}\n{}",
+                kind.name(),
+                e.log_tail().unwrap_or("")
+            );
+        }
+        let pids: Vec<u32> = (0..cluster.member_count())
+            .filter_map(|i| cluster.member_pid(i))
+            .collect();
+        let stopping = Instant::now();
+        cluster.stop();
+        let took = stopping.elapsed();
+        assert_gone(&pids);
+        // Members that exit on SIGTERM take well under a second; the launcher SIGKILLs what
+        // is still running after a 5 s grace.
+        assert!(
+            took < STOP_BOUND,
+            "stopping took {took:?}: a member did not exit on SIGTERM"
+        );
+        drop(work_dir);
+    }
+}
+
+/// Starts a `size`-member cluster of `kind` on 127.0.0.1 (data on tmpfs, logs in a fresh
+/// temporary directory) and connects its driver with 4 connections. Panics if either takes
+/// longer than [`START_BOUND`].
+pub async fn start_target(kind: TargetKind, size: usize) -> Target {
+    let work_dir = tempfile::tempdir().expect("tempdir");
+    let spec = ClusterSpec {
+        size,
+        disk: DiskKind::Tmpfs,
+        ttl: LONG_TTL,
+        base_port: None,
+        work_dir: work_dir.path().to_path_buf(),
+    };
+    let cluster = match kind {
+        TargetKind::Etcd => within(
+            START_BOUND,
+            "starting etcd",
+            etcd::start(&spec, &EtcdOptions::default()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("starting a {size}-member etcd cluster: {e}")),
+    };
+    let coordinator = connect(kind, cluster.endpoints(), 4).await;
+    Target {
+        kind,
+        coordinator,
+        cluster,
+        work_dir,
+    }
+}
+
+/// Connects the driver of `kind` to `endpoints` with `conns` connections.
+pub async fn connect(
+    kind: TargetKind,
+    endpoints: Vec<String>,
+    conns: usize,
+) -> Arc<dyn Coordinator> {
+    match kind {
+        TargetKind::Etcd => {
+            let config = EtcdConfig {
+                endpoints,
+                conns,
+                connect_timeout: CONNECT_TIMEOUT,
+            };
+            let c = within(
+                START_BOUND,
+                "connecting to etcd",
+                EtcdCoordinator::connect(&config),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("connecting to etcd: {e}"));
+            Arc::new(c)
+        }
+    }
+}
+
+/// Opens the sessions of clients `first..first + n` with `ttl`.
+pub async fn open_sessions(
+    coordinator: &dyn Coordinator,
+    first: usize,
+    n: usize,
+    ttl: Duration,
+) -> Vec<Box<dyn Session>> {
+    let options = SessionOptions { ttl };
+    let mut sessions = Vec::with_capacity(n);
+    for client in first..first + n {
+        let s = within(
+            CONNECT_TIMEOUT,
+            "opening a session",
+            coordinator.open_session(client, &options),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("opening the session of client {client}: {e}"));
+        sessions.push(s);
+    }
+    sessions
+}
+
+/// One session of client `client`.
+pub async fn open_session(
+    coordinator: &dyn Coordinator,
+    client: usize,
+    ttl: Duration,
+) -> Box<dyn Session> {
+    open_sessions(coordinator, client, 1, ttl)
+        .await
+        .pop()
+        .expect("one session")
+}
+
+/// A closed-loop plan: `clients` clients, no rate, 1 s intervals, 5 s operation timeout.
+pub fn closed_plan(clients: usize, warmup: Duration, duration: Duration) -> LoadPlan {
+    LoadPlan {
+        clients,
+        mode: LoadMode::Closed,
+        warmup,
+        duration,
+        max_ops: None,
+        op_timeout: Duration::from_secs(5),
+        interval: Duration::from_secs(1),
+        ttl: LONG_TTL,
+    }
+}
+
+/// Runs `workload` through the real runner, bounded by the plan's length plus 30 s.
+pub async fn run_plan(
+    plan: &LoadPlan,
+    coordinator: Arc<dyn Coordinator>,
+    workload: Arc<dyn Workload>,
+    clock: RunClock,
+) -> RunOutcome {
+    let bound = plan.warmup + plan.duration + Duration::from_secs(30);
+    let stop = CancellationToken::new();
+    let mut progress = |_: Duration, _: &runner::Aggregator| {};
+    let run = runner::run(plan, coordinator, workload, clock, stop, &mut progress);
+    within(bound, "runner::run", run)
+        .await
+        .unwrap_or_else(|e| panic!("runner::run failed: {e}"))
+}
+
+/// p50, p90, p99 and max of a latency histogram (µs).
+#[derive(Debug, Clone, Copy)]
+pub struct Percentiles {
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+impl Percentiles {
+    pub fn of(h: &Histogram<u64>) -> Percentiles {
+        assert!(!h.is_empty(), "empty latency histogram");
+        Percentiles {
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            max: h.max(),
+        }
+    }
+
+    /// 0 < p50 <= p90 <= p99 <= max.
+    pub fn assert_ordered(&self) {
+        assert!(self.p50 > 0, "p50 is zero: {self:?}");
+        assert!(
+            self.p50 <= self.p90 && self.p90 <= self.p99 && self.p99 <= self.max,
+            "percentiles out of order: {self:?}"
+        );
+    }
+}
+
+/// Awaits `fut`, panicking with `what` if it takes longer than `bound`.
+pub async fn within<F: Future>(bound: Duration, what: &str, fut: F) -> F::Output {
+    match tokio::time::timeout(bound, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("{what} did not finish within {bound:?}"),
+    }
+}
+
+/// A port on 127.0.0.1 that nothing listens on (bound by the OS, then released).
+pub fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    l.local_addr().expect("local addr").port()
+}
+
+/// True if `pid` names a process that exists and is not a zombie.
+pub fn process_running(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let exists = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0;
+    if !exists {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesized command name.
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Asserts that none of `pids` exists any more: not running, and not left as a zombie.
+pub fn assert_gone(pids: &[u32]) {
+    for &pid in pids {
+        // SAFETY: signal 0 only checks that the process exists.
+        let exists = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0;
+        assert!(
+            !exists && !Path::new(&format!("/proc/{pid}")).exists(),
+            "process {pid} still exists (running: {})",
+            process_running(pid)
+        );
+    }
+}
