@@ -1,0 +1,84 @@
+//! The contract between the runtime and the services on top of it.
+
+use async_trait::async_trait;
+
+/// A deterministic state machine over opaque replicated commands. Every replica applies the
+/// same commands in the same order and so computes the same outputs.
+pub trait StateMachine: Send + Sync + 'static {
+    /// What applying one command yields (the response to the proposer, computed on every
+    /// replica; a follower that forwarded a proposal answers from its own apply).
+    type Output: Send + 'static;
+
+    /// Applies the committed command at log `index`. Must not fail: a command that is
+    /// invalid yields an error *output*, identically on every replica.
+    fn apply(&mut self, index: u64, command: &[u8]) -> Self::Output;
+
+    /// Serializes the whole state as of the last applied index (for log compaction and
+    /// for followers too far behind).
+    fn snapshot(&self) -> Vec<u8>;
+
+    /// Replaces the whole state with a snapshot.
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), String>;
+}
+
+/// A member's role as the services see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeRole {
+    Follower,
+    Candidate,
+    Leader,
+}
+
+/// What a service reports about its member (etcd's Maintenance.Status, ZooKeeper's srvr).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    pub id: u64,
+    pub role: NodeRole,
+    /// The leader this member follows, if it knows one.
+    pub leader: Option<u64>,
+    /// Raft term or Zab epoch.
+    pub term: u64,
+    pub commit_index: u64,
+    pub applied_index: u64,
+}
+
+/// Why a proposal or read could not be served. Every variant is retryable by the client
+/// (against this member later, or another member) except `Stopped`.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum NodeError {
+    /// No leader is known right now (an election is under way).
+    #[error("no leader")]
+    NoLeader,
+    /// The proposal was accepted but lost (leadership changed before it committed); it may
+    /// or may not have been applied.
+    #[error("proposal dropped: leadership changed before it was committed")]
+    Dropped,
+    /// The request did not complete in time.
+    #[error("request timed out")]
+    Timeout,
+    /// The node is shutting down.
+    #[error("node stopped")]
+    Stopped,
+    /// The command or read was refused before replication (too large, malformed).
+    #[error("rejected: {0}")]
+    Rejected(String),
+}
+
+/// A handle to a running member, cheap to clone, used by the services.
+#[async_trait]
+pub trait Replicator<S: StateMachine>: Clone + Send + Sync + 'static {
+    /// Replicates `command` (forwarding it to the leader when this member follows) and
+    /// returns this member's output of applying it.
+    async fn propose(&self, command: Vec<u8>) -> Result<S::Output, NodeError>;
+
+    /// Returns once this member has applied everything committed before the call (ReadIndex,
+    /// confirmed by the leader with a heartbeat round), so a following local read is
+    /// linearizable.
+    async fn read_barrier(&self) -> Result<(), NodeError>;
+
+    /// Runs `f` on the local state (a serializable read; after `read_barrier`, linearizable).
+    fn read<R>(&self, f: impl FnOnce(&S) -> R) -> R;
+
+    /// The member's current status.
+    fn status(&self) -> NodeStatus;
+}
