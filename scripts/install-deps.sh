@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what coordbench's build, tests and runs need, when missing, from Debian's
-# packages: etcd (server and etcdctl) and the protobuf compiler and headers (for gRPC code
+# packages: etcd (server and etcdctl), ZooKeeper (its server jar and, through its
+# dependencies, a Java runtime) and the protobuf compiler and headers (for gRPC code
 # generation). Safe to run repeatedly: it installs nothing that is already there.
 set -euo pipefail
 
@@ -8,6 +9,8 @@ set -euo pipefail
 wanted=(
   etcd:etcd-server
   etcdctl:etcd-client
+  /usr/share/java/zookeeper.jar:zookeeper
+  java:default-jre-headless
   protoc:protobuf-compiler
   /usr/include/google/protobuf/descriptor.proto:libprotobuf-dev
 )

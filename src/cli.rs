@@ -36,6 +36,8 @@ pub enum TargetKind {
     Null,
     /// Real etcd: a local cluster started from Debian's etcd-server package, or --endpoints.
     Etcd,
+    /// Real ZooKeeper: a local ensemble started from Debian's zookeeper package, or --endpoints.
+    Zookeeper,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -68,7 +70,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub clients: u32,
 
-    /// Connections shared by the clients (default: one per client).
+    /// Connections shared by the clients (default: one per client; zookeeper: always one
+    /// session per client).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub conns: Option<u32>,
 
@@ -112,7 +115,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
     pub hold: Duration,
 
-    /// lock: recipe (etcd: etcd-mutex | naive). Default: the target's herd-free recipe.
+    /// lock: recipe (etcd: etcd-mutex | naive; zookeeper: zk-recipe | naive). Default: the
+    /// target's herd-free recipe.
     #[arg(long)]
     pub recipe: Option<String>,
 
@@ -136,6 +140,10 @@ pub struct RunArgs {
     /// The etcd binary to start (default: etcd on PATH).
     #[arg(long)]
     pub etcd_bin: Option<PathBuf>,
+
+    /// The ZooKeeper server classpath to start (default: Debian's /usr/share/java/zookeeper.jar).
+    #[arg(long)]
+    pub zk_classpath: Option<String>,
 
     /// First port for started members (default: free ports).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1024..))]

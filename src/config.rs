@@ -43,6 +43,7 @@ pub struct RunConfig {
     /// Non-empty when attached to a cluster the user runs.
     pub endpoints: Vec<String>,
     pub etcd_bin: Option<PathBuf>,
+    pub zk_classpath: Option<String>,
     pub base_port: Option<u16>,
     pub seed: u64,
     #[serde(skip)]
@@ -66,6 +67,14 @@ impl RunConfig {
         }
         if args.target == TargetKind::Null && !args.endpoints.is_empty() {
             return Err(ConfigError("--endpoints cannot be used with --target null".into()));
+        }
+        if args.target == TargetKind::Zookeeper && args.conns.is_some_and(|c| c != args.clients) {
+            return Err(ConfigError(
+                "--conns does not apply to zookeeper: each client has its own session (its own connection), which owns its locks; omit --conns".into(),
+            ));
+        }
+        if args.target != TargetKind::Zookeeper && args.zk_classpath.is_some() {
+            return Err(ConfigError("--zk-classpath applies only to --target zookeeper".into()));
         }
         if args.ttl < Duration::from_secs(1) && family == ApiFamily::Etcd {
             return Err(ConfigError("--ttl must be at least 1s on the etcd API (leases are whole seconds)".into()));
@@ -115,6 +124,7 @@ impl RunConfig {
             disk: args.disk,
             endpoints: args.endpoints.clone(),
             etcd_bin: args.etcd_bin.clone(),
+            zk_classpath: args.zk_classpath.clone(),
             base_port: args.base_port,
             seed: args.seed,
             target_kind: args.target,
@@ -136,6 +146,7 @@ pub fn family_of(target: TargetKind) -> ApiFamily {
     match target {
         TargetKind::Null => ApiFamily::Null,
         TargetKind::Etcd => ApiFamily::Etcd,
+        TargetKind::Zookeeper => ApiFamily::ZooKeeper,
     }
 }
 
@@ -171,10 +182,23 @@ mod tests {
             &["--workload", "kv-put", "--recipe", "naive"],
             &["--target", "null", "--endpoints", "127.0.0.1:1"],
             &["--ttl", "500ms"],
+            &["--target", "zookeeper", "--recipe", "etcd-mutex"],
+            &["--target", "zookeeper", "--clients", "16", "--conns", "4"],
+            &["--zk-classpath", "/usr/share/java/zookeeper.jar"],
         ] {
             let err = config(args).unwrap_err().to_string();
             assert!(!err.is_empty() && !err.contains('\n'), "{args:?}: {err}");
         }
+    }
+
+    #[test]
+    fn zookeeper_takes_its_own_recipe_names_and_short_ttls() {
+        let c = config(&["--target", "zookeeper", "--recipe", "naive", "--ttl", "500ms"]).unwrap();
+        assert_eq!((c.target.as_str(), c.recipe.as_str(), c.ttl_ms), ("zookeeper", "naive", 500));
+        let c = config(&["--target", "zookeeper"]).unwrap();
+        assert_eq!((c.recipe.as_str(), c.conns), ("zk-recipe", 16));
+        let err = config(&["--target", "zookeeper", "--recipe", "etcd-mutex"]).unwrap_err().to_string();
+        assert!(err.contains("zk-recipe or naive"), "{err}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use coordbench_drivers::etcd::{EtcdConfig, EtcdCoordinator};
 use coordbench_drivers::null::NullCoordinator;
+use coordbench_drivers::zookeeper::{ZkConfig, ZkCoordinator};
 use coordbench_drivers::Coordinator;
 
 use crate::cli::TargetKind;
@@ -52,6 +53,21 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
             };
             let coordinator = EtcdCoordinator::connect(&etcd).await.context("etcd")?;
             let server_version = coordinator.server_version().await.context("etcd")?;
+            Ok(ReadyTarget { coordinator: Arc::new(coordinator), cluster: Some(cluster), server_version })
+        }
+        TargetKind::Zookeeper => {
+            let cluster = if config.attached() {
+                Cluster::attached("zookeeper", config.endpoints.clone())
+            } else {
+                let options = provision::zookeeper::ZkOptions {
+                    classpath: config.zk_classpath.clone(),
+                    ..Default::default()
+                };
+                provision::zookeeper::start(&cluster_spec(config, work_dir), &options).await?
+            };
+            let zk = ZkConfig { endpoints: cluster.endpoints(), connect_timeout: CONNECT_TIMEOUT };
+            let coordinator = ZkCoordinator::connect(&zk).await.context("zookeeper")?;
+            let server_version = coordinator.server_version().await.context("zookeeper")?;
             Ok(ReadyTarget { coordinator: Arc::new(coordinator), cluster: Some(cluster), server_version })
         }
     }

@@ -2,6 +2,7 @@
 //!
 //! A workload talks only to the traits in [`coordinator`]; it never learns which server it
 //! runs against. The etcd driver speaks etcd's v3 gRPC API (real etcd and the built-in Raft
+//! engine), the ZooKeeper driver ZooKeeper's protocol (real ZooKeeper and the built-in Zab
 //! engine); the null driver runs in-process and measures the load generator itself.
 //! Lock recipes live with their API family, because a recipe is a protocol over that API.
 
@@ -11,6 +12,7 @@ pub mod error;
 pub mod etcd;
 pub mod null;
 pub mod recipe;
+pub mod zookeeper;
 
 pub use coordinator::{Consistency, Coordinator, LockGuard, Session, SessionOptions};
 pub use counters::{ClientCounters, CounterHandle};

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use etcd_client::{Client, ConnectOptions};
 
 use super::disk::{self, DiskKind};
+use super::executable::find_executable;
 use super::process::ManagedProcess;
 use super::{ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
 
@@ -43,34 +44,10 @@ impl Default for EtcdOptions {
 /// Finds the etcd binary: an explicit path must be an executable file (a bare name is
 /// looked up on PATH); with none, `etcd` on PATH, else /usr/bin/etcd.
 pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError> {
-    let not_found = |b: &Path| ProvisionError::BinaryNotFound {
-        binary: format!("etcd binary {}", b.display()),
+    find_executable(explicit, "etcd", "/usr/bin/etcd").map_err(|tried| ProvisionError::BinaryNotFound {
+        binary: format!("etcd binary {}", tried.display()),
         hint: INSTALL_HINT.to_string(),
-    };
-    let candidate = match explicit {
-        Some(p) if p.components().count() > 1 => Some(p.to_path_buf()),
-        Some(name) => find_on_path(name),
-        None => find_on_path(Path::new("etcd")).or_else(|| Some(PathBuf::from("/usr/bin/etcd"))),
-    };
-    match candidate {
-        Some(p) if is_executable(&p) => Ok(p),
-        Some(p) => Err(not_found(&p)),
-        None => Err(not_found(explicit.unwrap_or(Path::new("etcd")))),
-    }
-}
-
-fn find_on_path(name: &Path) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    })
 }
 
 /// Flags of the installed etcd that change how it is launched, read from `etcd --help`

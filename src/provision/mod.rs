@@ -7,8 +7,10 @@
 pub mod disk;
 mod error;
 pub mod etcd;
+pub mod executable;
 pub mod ports;
 pub mod process;
+pub mod zookeeper;
 
 pub use disk::DiskKind;
 pub use error::ProvisionError;

@@ -1,0 +1,206 @@
+//! One client's ZooKeeper session: the key-value operations, abandon and close. Lock recipes
+//! are in [`super::lock`].
+//!
+//! Sessions are established *detached*: dropping the client ends its connection without a
+//! closeSession request, so the server keeps the session (and its ephemeral nodes) until
+//! the session timeout passes with no pings. That is what [`Session::abandon`] needs. A
+//! clean [`Session::close`] re-attaches a plain client to the session and drops it, which
+//! sends closeSession. A session dropped without `close` is thus abandoned.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, Error, StateWatcher};
+
+use super::lock::{self, Pending};
+use super::map_error;
+use crate::{ClientCounters, Consistency, CounterHandle, DriverError, LockGuard, LockRecipe, Session};
+
+/// Options of the persistent znodes kv keys and lock directories are.
+pub(super) const PERSISTENT: CreateOptions<'static> = CreateMode::Persistent.with_acls(Acls::anyone_all());
+
+pub(super) struct ZkSession {
+    /// `None` once abandoned or closed.
+    client: Option<Client>,
+    pub(super) client_id: usize,
+    pub(super) counters: CounterHandle,
+    /// The connect string, to re-attach on close.
+    cluster: String,
+    connect_timeout: Duration,
+    /// An acquisition that was cancelled (the lock future dropped, e.g. on timeout) after it
+    /// may have created its node; the node is deleted before the next attempt so the queue
+    /// does not wait on a client that stopped waiting.
+    pub(super) pending: Option<Pending>,
+}
+
+impl ZkSession {
+    pub(super) fn new(client: Client, client_id: usize, cluster: String, connect_timeout: Duration) -> Self {
+        ZkSession {
+            client: Some(client),
+            client_id,
+            counters: CounterHandle::default(),
+            cluster,
+            connect_timeout,
+            pending: None,
+        }
+    }
+
+    /// The live client; once the session was abandoned or closed, an error of the kind a
+    /// crashed-and-expired client would see.
+    pub(super) fn zk(&self) -> Result<&Client, DriverError> {
+        self.client
+            .as_ref()
+            .ok_or_else(|| DriverError::SessionExpired("the session was abandoned or closed".into()))
+    }
+
+    async fn create_with_parents(&self, zk: &Client, path: &str, value: &[u8]) -> Result<(), DriverError> {
+        self.counters.request();
+        match create_in_parent(zk, path, value, &PERSISTENT).await {
+            Ok(_) => Ok(()),
+            // Another writer created it first: write over it, as a put would.
+            Err(Error::NodeExists) => {
+                self.counters.request();
+                zk.set_data(path, value, None).await.map(drop).map_err(map_error)
+            }
+            Err(e) => Err(map_error(e)),
+        }
+    }
+}
+
+/// Creates `path`, creating its missing ancestors (persistent) first when the parent is
+/// missing. Returns what the final create returned.
+pub(super) async fn create_in_parent(
+    zk: &Client,
+    path: &str,
+    value: &[u8],
+    options: &CreateOptions<'_>,
+) -> Result<(zookeeper_client::Stat, zookeeper_client::CreateSequence), Error> {
+    match zk.create(path, value, options).await {
+        Err(Error::NoNode) => {
+            let parent = path.rsplit_once('/').map_or("", |(parent, _)| parent);
+            if parent.is_empty() {
+                return Err(Error::NoNode);
+            }
+            zk.mkdir(parent, &PERSISTENT).await?;
+            zk.create(path, value, options).await
+        }
+        other => other,
+    }
+}
+
+/// kv keys are znode paths; a key without a leading slash is placed under the root.
+fn znode_path(key: &str) -> std::borrow::Cow<'_, str> {
+    if key.starts_with('/') {
+        key.into()
+    } else {
+        format!("/{key}").into()
+    }
+}
+
+#[async_trait]
+impl Session for ZkSession {
+    /// setData on the key's znode; creates it (and its parents) on first write.
+    async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), DriverError> {
+        let path = znode_path(key);
+        let zk = self.zk()?;
+        self.counters.request();
+        match zk.set_data(&path, value, None).await {
+            Ok(_) => Ok(()),
+            Err(Error::NoNode) => self.create_with_parents(zk, &path, value).await,
+            Err(e) => Err(map_error(e)),
+        }
+    }
+
+    /// Linearizable: sync() then getData, pipelined (the server answers a session's requests
+    /// in order, so the read waits for the sync); serializable: getData from the connected
+    /// server as it stands.
+    async fn get(&mut self, key: &str, consistency: Consistency) -> Result<Option<Vec<u8>>, DriverError> {
+        let path = znode_path(key);
+        let zk = self.zk()?;
+        let read = match consistency {
+            Consistency::Linearizable => {
+                self.counters.request();
+                self.counters.request();
+                let (synced, read) = futures::join!(zk.sync(&path), zk.get_data(&path));
+                synced.map_err(map_error)?;
+                read
+            }
+            Consistency::Serializable => {
+                self.counters.request();
+                zk.get_data(&path).await
+            }
+        };
+        match read {
+            Ok((data, _)) => Ok(Some(data)),
+            Err(Error::NoNode) => Ok(None),
+            Err(e) => Err(map_error(e)),
+        }
+    }
+
+    async fn lock(&mut self, name: &str, recipe: LockRecipe) -> Result<LockGuard, DriverError> {
+        lock::repair(self).await?;
+        match recipe {
+            LockRecipe::HerdFree => lock::lock_queue(self, name).await,
+            LockRecipe::Naive => lock::lock_naive(self, name).await,
+        }
+    }
+
+    async fn unlock(&mut self, guard: LockGuard) -> Result<(), DriverError> {
+        lock::unlock(self, guard).await
+    }
+
+    /// Requests and watch notifications. Pings are sent by the client library on its own and
+    /// are not counted (keepalives stay 0).
+    fn counters(&self) -> ClientCounters {
+        self.counters.snapshot()
+    }
+
+    /// Drops the detached client: the connection closes without closeSession, pings stop,
+    /// and the server expires the session (deleting its ephemeral nodes) after the timeout.
+    fn abandon(&mut self) {
+        self.pending = None;
+        self.client = None;
+    }
+
+    async fn close(&mut self) -> Result<(), DriverError> {
+        self.pending = None;
+        let Some(zk) = self.client.take() else {
+            return Ok(());
+        };
+        let session = zk.session().clone();
+        let timeout = zk.session_timeout();
+        let old = zk.state_watcher();
+        drop(zk);
+        // The dropped client's task ends once its requests in flight (e.g. the removal of a
+        // cancelled acquisition's watch) are answered; re-attaching before that would make
+        // the two connections take the session from each other.
+        until_ended(old, self.connect_timeout).await?;
+        self.counters.request();
+        let attach = Client::connector()
+            .with_session(session)
+            .with_session_timeout(timeout)
+            .with_fail_eagerly()
+            .connect(&self.cluster);
+        let closer = match tokio::time::timeout(self.connect_timeout, attach).await {
+            Err(_) => return Err(DriverError::Timeout(self.connect_timeout)),
+            // Already expired: the server has released everything it held.
+            Ok(Err(Error::SessionExpired)) => return Ok(()),
+            Ok(Err(e)) => return Err(map_error(e)),
+            Ok(Ok(closer)) => closer,
+        };
+        let state = closer.state_watcher();
+        drop(closer);
+        // Wait for the server's answer, so what the session held is gone when close returns.
+        until_ended(state, self.connect_timeout).await
+    }
+}
+
+/// Waits (bounded) until a dropped client's session task has ended.
+async fn until_ended(mut state: StateWatcher, bound: Duration) -> Result<(), DriverError> {
+    let ended = async {
+        while !state.peek_state().is_terminated() {
+            state.changed().await;
+        }
+    };
+    tokio::time::timeout(bound, ended).await.map_err(|_| DriverError::Timeout(bound))
+}

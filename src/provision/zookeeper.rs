@@ -1,0 +1,398 @@
+//! Starting local ZooKeeper: one standalone server, or an ensemble of N servers on
+//! 127.0.0.1, each a JVM running `QuorumPeerMain` on a generated zoo.cfg; ready when every
+//! server answers `ruok` and `srvr` shows one leader (or standalone mode).
+//!
+//! ZooKeeper's timing is in ticks and bounds the session timeouts it accepts, so the tick
+//! and the session limits are derived from the run's TTL ([`Timing::for_ttl`]).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use coordbench_drivers::zookeeper::four_letter::{field, four_letter_word, version};
+
+use super::disk::{self, DiskKind};
+use super::executable::find_executable;
+use super::process::ManagedProcess;
+use super::{ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
+
+const TARGET: &str = "zookeeper";
+/// Debian's server jar; its manifest's Class-Path names the jars it depends on.
+const DEBIAN_JAR: &str = "/usr/share/java/zookeeper.jar";
+/// An slf4j binding that logs to stderr (Debian's jar lists slf4j-api but no binding, and
+/// without one the server logs nothing at all).
+const DEBIAN_LOG_BINDING: &str = "/usr/share/java/slf4j-simple.jar";
+const MAIN_CLASS: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
+const JAR_HINT: &str = "install Debian's zookeeper package (apt-get install zookeeper) or pass --zk-classpath";
+const JAVA_HINT: &str = "install a Java runtime (apt-get install zookeeper pulls one in)";
+/// Bound on waiting for a leader: JVMs take seconds to start, elections a few ticks more.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(200);
+/// Variables that would silently change the JVM's options or classpath.
+const JVM_ENV: [&str; 4] = ["JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH"];
+
+#[derive(Debug, Clone)]
+pub struct ZkOptions {
+    /// The server's classpath (`a.jar:dir/*`); `None` means Debian's zookeeper package.
+    pub classpath: Option<String>,
+    /// The java binary; `None` means `java` on PATH, else /usr/bin/java.
+    pub java: Option<PathBuf>,
+    /// JVM heap of each server (-Xms and -Xmx), MiB.
+    pub heap_mb: u32,
+}
+
+impl Default for ZkOptions {
+    fn default() -> Self {
+        ZkOptions { classpath: None, java: None, heap_mb: 512 }
+    }
+}
+
+/// ZooKeeper's timing for a session TTL: the TTL is the session timeout clients ask for,
+/// and the tick is chosen so that it lies between 2 and 20 ticks (the range ZooKeeper
+/// accepts by default) where the tick's bounds allow; the session limits are widened to
+/// admit the TTL otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    pub tick_ms: u64,
+    pub session_timeout_ms: u64,
+    pub min_session_timeout_ms: u64,
+    pub max_session_timeout_ms: u64,
+    /// Ticks a follower may take to connect and sync to a new leader.
+    pub init_limit: u64,
+    /// Ticks a follower may lag before the leader drops it.
+    pub sync_limit: u64,
+}
+
+impl Timing {
+    /// tickTime = TTL/5 clamped to 50 ms..2 s: expiry is checked once per tick, so a short
+    /// tick keeps expiry close to the TTL, while below 50 ms the server spends its time on
+    /// session bookkeeping.
+    pub fn for_ttl(ttl: Duration) -> Timing {
+        let ttl_ms = (ttl.as_millis() as u64).max(1);
+        let tick_ms = (ttl_ms / 5).clamp(50, 2000);
+        Timing {
+            tick_ms,
+            session_timeout_ms: ttl_ms,
+            min_session_timeout_ms: (2 * tick_ms).min(ttl_ms),
+            max_session_timeout_ms: (20 * tick_ms).max(ttl_ms),
+            // In wall time at least 10 s to sync and 2 s of lag, whatever the tick: a short
+            // tick must not turn a JVM pause into a dropped follower.
+            init_limit: 10_000u64.div_ceil(tick_ms).max(10),
+            sync_limit: 2_000u64.div_ceil(tick_ms).max(5),
+        }
+    }
+}
+
+/// The server classpath: the explicit one (every entry must exist; `dir/*` needs `dir`),
+/// else Debian's jar plus its stderr log binding.
+pub fn resolve_classpath(explicit: Option<&str>) -> Result<String, ProvisionError> {
+    let missing = |entry: &str| ProvisionError::BinaryNotFound {
+        binary: format!("ZooKeeper classpath entry {entry}"),
+        hint: JAR_HINT.to_string(),
+    };
+    match explicit {
+        Some(classpath) => {
+            let entries: Vec<&str> = classpath.split(':').filter(|e| !e.is_empty()).collect();
+            if entries.is_empty() {
+                return Err(missing("(empty --zk-classpath)"));
+            }
+            for entry in &entries {
+                let path = Path::new(entry.strip_suffix("/*").unwrap_or(entry));
+                if !path.exists() {
+                    return Err(missing(entry));
+                }
+            }
+            Ok(entries.join(":"))
+        }
+        None => {
+            if !Path::new(DEBIAN_JAR).is_file() {
+                return Err(ProvisionError::BinaryNotFound {
+                    binary: format!("ZooKeeper jar {DEBIAN_JAR}"),
+                    hint: JAR_HINT.to_string(),
+                });
+            }
+            let mut classpath = DEBIAN_JAR.to_string();
+            if Path::new(DEBIAN_LOG_BINDING).is_file() {
+                classpath.push(':');
+                classpath.push_str(DEBIAN_LOG_BINDING);
+            }
+            Ok(classpath)
+        }
+    }
+}
+
+/// Finds java: an explicit path, else `java` on PATH, else /usr/bin/java.
+pub fn resolve_java(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError> {
+    find_executable(explicit, "java", "/usr/bin/java").map_err(|tried| ProvisionError::BinaryNotFound {
+        binary: format!("java binary {}", tried.display()),
+        hint: JAVA_HINT.to_string(),
+    })
+}
+
+/// Ports of server `i` (0-based) in the allocated list: client, quorum, election.
+fn server_ports(ports: &[u16], i: usize) -> (u16, u16, u16) {
+    (ports[3 * i], ports[3 * i + 1], ports[3 * i + 2])
+}
+
+/// Starts `spec.size` ZooKeeper servers (1 = standalone) and waits until they serve with one
+/// leader.
+///
+/// Call from a tokio worker or the main thread (not `spawn_blocking`): servers die with the
+/// thread that spawned them, see [`super::process`]. On any error everything started so far
+/// is stopped before returning.
+pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, ProvisionError> {
+    if spec.size == 0 {
+        return Err(ProvisionError::Unsupported("a ZooKeeper cluster needs at least 1 server".into()));
+    }
+    if opts.heap_mb < 64 {
+        return Err(ProvisionError::Unsupported(format!(
+            "a ZooKeeper server needs at least 64 MiB of heap (got {} MiB)",
+            opts.heap_mb
+        )));
+    }
+    let java = resolve_java(opts.java.as_deref())?;
+    let classpath = resolve_classpath(opts.classpath.as_deref())?;
+    let timing = Timing::for_ttl(spec.ttl);
+
+    // Server i listens for clients on ports[3i], for followers on ports[3i+1] and for
+    // election on ports[3i+2] (a standalone server uses only the first).
+    let ports = ports::allocate(spec.base_port, 3 * spec.size)?;
+    let root = disk::create_data_root(spec, TARGET)?;
+    let root_path = root.path.clone();
+    let fsync = match spec.disk {
+        DiskKind::Disk => "on",
+        DiskKind::Tmpfs => "on (no-op on tmpfs)",
+        DiskKind::Nofsync => "off (forceSync=no)",
+    };
+    let force_sync = if spec.disk == DiskKind::Nofsync { "no" } else { "yes" };
+    let info = ClusterInfo {
+        target: TARGET.to_string(),
+        size: spec.size,
+        disk: Some(spec.disk),
+        provisioned: true,
+        binary: Some(format!("{} -cp {classpath}", java.display())),
+        version: None,
+        members: Vec::new(),
+        settings: vec![
+            ("tickTime-ms".into(), timing.tick_ms.to_string()),
+            ("session-timeout-ms".into(), timing.session_timeout_ms.to_string()),
+            ("minSessionTimeout-ms".into(), timing.min_session_timeout_ms.to_string()),
+            ("maxSessionTimeout-ms".into(), timing.max_session_timeout_ms.to_string()),
+            ("initLimit-ticks".into(), timing.init_limit.to_string()),
+            ("syncLimit-ticks".into(), timing.sync_limit.to_string()),
+            ("forceSync".into(), force_sync.into()),
+            ("fsync".into(), fsync.into()),
+            ("heap-mb".into(), opts.heap_mb.to_string()),
+        ],
+    };
+    // From here on, returning early drops `cluster`, which stops the servers started so far
+    // and removes the data root.
+    let mut cluster = Cluster::provisioned(info, Some(root));
+    let server_lines: Vec<String> = if spec.size == 1 {
+        Vec::new()
+    } else {
+        (0..spec.size)
+            .map(|i| {
+                let (_, quorum, election) = server_ports(&ports, i);
+                format!("server.{}=127.0.0.1:{quorum}:{election}", i + 1)
+            })
+            .collect()
+    };
+    let env_remove: Vec<String> = JVM_ENV.iter().map(|k| k.to_string()).collect();
+
+    for i in 0..spec.size {
+        let id = i + 1;
+        let name = format!("zk{id}");
+        let (client_port, quorum, election) = server_ports(&ports, i);
+        let member_dir = root_path.join(format!("zookeeper-{name}"));
+        // An old data dir would bring back an old ensemble's state.
+        if member_dir.exists() {
+            std::fs::remove_dir_all(&member_dir)
+                .map_err(|e| ProvisionError::io(format!("removing stale {}", member_dir.display()), e))?;
+        }
+        let data_dir = member_dir.join("data");
+        let log_dir = member_dir.join("datalog");
+        for dir in [&data_dir, &log_dir] {
+            std::fs::create_dir_all(dir).map_err(|e| ProvisionError::io(format!("creating {}", dir.display()), e))?;
+        }
+        let write = |path: PathBuf, text: String| {
+            std::fs::write(&path, text).map_err(|e| ProvisionError::io(format!("writing {}", path.display()), e))
+        };
+        write(data_dir.join("myid"), format!("{id}\n"))?;
+        let config_file = member_dir.join("zoo.cfg");
+        write(config_file.clone(), zoo_cfg(&timing, &data_dir, &log_dir, client_port, force_sync, &server_lines))?;
+
+        let log_file = spec.work_dir.join("logs").join(format!("zk-{id}.log"));
+        let args = jvm_args(opts.heap_mb, &classpath, &config_file);
+        let process = ManagedProcess::spawn(&java, &args, &log_file, &env_remove).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                ProvisionError::BinaryNotFound {
+                    binary: format!("java binary {}", java.display()),
+                    hint: JAVA_HINT.to_string(),
+                }
+            } else {
+                ProvisionError::io(format!("starting ZooKeeper server {name}"), e)
+            }
+        })?;
+        let member = MemberInfo {
+            name,
+            client_url: format!("127.0.0.1:{client_port}"),
+            peer_url: (spec.size > 1).then(|| format!("127.0.0.1:{quorum}:{election}")),
+            data_dir: Some(member_dir),
+            log_file: Some(log_file),
+            pid: Some(process.pid()),
+        };
+        cluster.add_member(member, process);
+    }
+
+    let server_version = wait_ready(&mut cluster).await?;
+    cluster.info_mut().version = Some(server_version);
+    Ok(cluster)
+}
+
+/// One server's zoo.cfg.
+fn zoo_cfg(
+    timing: &Timing,
+    data_dir: &Path,
+    log_dir: &Path,
+    client_port: u16,
+    force_sync: &str,
+    server_lines: &[String],
+) -> String {
+    let mut cfg = format!(
+        "# Generated by coordbench for one run (timing derived from the run's TTL).\n\
+         tickTime={}\ninitLimit={}\nsyncLimit={}\n\
+         minSessionTimeout={}\nmaxSessionTimeout={}\n\
+         dataDir={}\ndataLogDir={}\n\
+         clientPort={client_port}\nclientPortAddress=127.0.0.1\n\
+         # One connection per client, all from 127.0.0.1: no per-address limit.\n\
+         maxClientCnxns=0\n\
+         forceSync={force_sync}\n\
+         admin.enableServer=false\n\
+         4lw.commands.whitelist=ruok,srvr,mntr,stat,conf\n\
+         autopurge.purgeInterval=0\n",
+        timing.tick_ms,
+        timing.init_limit,
+        timing.sync_limit,
+        timing.min_session_timeout_ms,
+        timing.max_session_timeout_ms,
+        data_dir.display(),
+        log_dir.display(),
+    );
+    for line in server_lines {
+        cfg.push_str(line);
+        cfg.push('\n');
+    }
+    cfg
+}
+
+fn jvm_args(heap_mb: u32, classpath: &str, config_file: &Path) -> Vec<String> {
+    vec![
+        format!("-Xms{heap_mb}m"),
+        format!("-Xmx{heap_mb}m"),
+        // A server out of memory exits (and is reported) instead of limping on.
+        "-XX:+ExitOnOutOfMemoryError".into(),
+        "-Djava.net.preferIPv4Stack=true".into(),
+        "-Dorg.slf4j.simpleLogger.showDateTime=true".into(),
+        "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS".into(),
+        "-cp".into(),
+        classpath.to_string(),
+        MAIN_CLASS.into(),
+        config_file.display().to_string(),
+    ]
+}
+
+/// Polls every server with `ruok` and `srvr` until all serve, with exactly one leader and
+/// the rest followers (or one standalone server); fails at once if a server exits. Returns
+/// the server version.
+async fn wait_ready(cluster: &mut Cluster) -> Result<String, ProvisionError> {
+    let started = Instant::now();
+    let endpoints = cluster.endpoints();
+    let names: Vec<String> = cluster.info().members.iter().map(|m| m.name.clone()).collect();
+    let mut detail;
+    loop {
+        cluster.check_alive()?;
+        let mut modes = Vec::with_capacity(endpoints.len());
+        let mut reported = String::new();
+        detail = String::new();
+        for (addr, name) in endpoints.iter().zip(&names) {
+            match four_letter_word(addr, "ruok").await {
+                Ok(reply) if reply.trim() == "imok" => {}
+                Ok(reply) => {
+                    detail = format!("server {name} at {addr} answered ruok with {:?}", reply.trim());
+                    continue;
+                }
+                Err(e) => {
+                    detail = format!("server {name} at {addr}: {e}");
+                    continue;
+                }
+            }
+            match four_letter_word(addr, "srvr").await {
+                Ok(reply) => match field(&reply, "Mode") {
+                    Some(mode) => {
+                        modes.push(mode.to_string());
+                        reported = version(&reply).unwrap_or_default();
+                    }
+                    None => detail = format!("server {name} at {addr} is not serving yet"),
+                },
+                Err(e) => detail = format!("server {name} at {addr}: {e}"),
+            }
+        }
+        if modes.len() == endpoints.len() {
+            let leaders = modes.iter().filter(|m| *m == "leader").count();
+            let followers = modes.iter().filter(|m| *m == "follower").count();
+            let ready = if endpoints.len() == 1 {
+                modes[0] == "standalone"
+            } else {
+                leaders == 1 && followers == endpoints.len() - 1
+            };
+            if ready {
+                return Ok(reported);
+            }
+            detail = format!("servers report modes {modes:?}; want one leader and the rest followers");
+        }
+        if started.elapsed() >= READY_TIMEOUT {
+            return Err(ProvisionError::NotReady {
+                target: TARGET.to_string(),
+                waited: READY_TIMEOUT,
+                detail: format!("{detail}; server logs are in the work directory's logs/"),
+            });
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttl_lies_within_2_to_20_ticks_where_the_tick_bounds_allow() {
+        for ttl_ms in [500u64, 1000, 2000, 5000, 10_000] {
+            let t = Timing::for_ttl(Duration::from_millis(ttl_ms));
+            assert!(ttl_ms >= 2 * t.tick_ms && ttl_ms <= 20 * t.tick_ms, "{ttl_ms}: {t:?}");
+            assert_eq!(t.session_timeout_ms, ttl_ms);
+        }
+        assert_eq!(Timing::for_ttl(Duration::from_secs(10)).tick_ms, 2000);
+        assert_eq!(Timing::for_ttl(Duration::from_secs(2)).tick_ms, 400);
+    }
+
+    #[test]
+    fn extreme_ttls_widen_the_session_limits_instead() {
+        let short = Timing::for_ttl(Duration::from_millis(60));
+        assert_eq!(short.tick_ms, 50);
+        assert!(short.min_session_timeout_ms <= 60);
+        let long = Timing::for_ttl(Duration::from_secs(120));
+        assert_eq!(long.tick_ms, 2000);
+        assert!(long.max_session_timeout_ms >= 120_000);
+        for t in [short, long] {
+            assert!(t.init_limit * t.tick_ms >= 10_000 && t.sync_limit * t.tick_ms >= 2_000, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn an_explicit_classpath_with_a_missing_entry_is_refused() {
+        let err = resolve_classpath(Some("/nonexistent/zookeeper.jar:/nonexistent/lib/*")).unwrap_err();
+        assert!(matches!(err, ProvisionError::BinaryNotFound { .. }), "{err:?}");
+        assert!(err.to_string().contains("--zk-classpath"), "{err}");
+    }
+}
