@@ -18,7 +18,7 @@ use crate::provision::Cluster;
 use crate::results::record::{end_reason_name, SCHEMA};
 use crate::results::{default_out_dir, write_run, MeasuredResults, RunRecord};
 use crate::runner::{self, EndReason};
-use crate::{signals, targets};
+use crate::{server_stats, signals, targets};
 
 /// How a command ended, as the process exit code says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +63,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, UsageError> {
         server_version: None,
         cluster: None,
         sync_probe: None,
+        server_counters: None,
         results: None,
     };
 
@@ -96,6 +97,10 @@ pub async fn run(args: RunArgs) -> Result<Outcome, UsageError> {
         record.sync_probe = probe(cluster).await;
     }
 
+    let counters_before = match &target.cluster {
+        Some(cluster) => server_stats::scrape(config.target_kind, cluster).await,
+        None => None,
+    };
     let clock = RunClock::start();
     let workload = build_workload(&config, clock)?;
     let mut status = StatusLine::new(args.quiet);
@@ -110,6 +115,11 @@ pub async fn run(args: RunArgs) -> Result<Outcome, UsageError> {
     .await;
     status.clear();
 
+    if let (Some(before), Some(cluster)) = (counters_before, &target.cluster) {
+        if let Some(after) = server_stats::scrape(config.target_kind, cluster).await {
+            record.server_counters = Some(server_stats::difference(before, after));
+        }
+    }
     let member_failure = target.cluster.as_mut().and_then(|c| c.check_alive().err());
     let outcome = match &measured {
         Ok(o) => {

@@ -14,5 +14,6 @@ pub mod environment;
 pub mod provision;
 pub mod results;
 pub mod runner;
+pub mod server_stats;
 pub mod signals;
 pub mod targets;

@@ -282,6 +282,11 @@ fn cli_lock_run_on_a_three_server_ensemble() {
     assert_eq!(run["config"]["recipe"], "zk-recipe");
     assert_eq!(run["results"]["violations"], 0, "{}", run["results"]);
     assert!(run["results"]["ops"].as_u64().is_some_and(|n| n > 0), "{}", run["results"]);
+    // mntr was scraped from every server before and after: the lock traffic shows there.
+    let delta = run["server_counters"]["delta"].as_object().expect("server counters");
+    assert_eq!(delta.len(), 3, "one entry per server: {delta:?}");
+    let received: f64 = delta.values().filter_map(|m| m["zk_packets_received"].as_f64()).sum();
+    assert!(received > run["results"]["ops"].as_f64().unwrap_or(0.0), "packets received {received}");
     let summary = std::fs::read_to_string(out.path().join("summary.csv")).expect("summary.csv");
     assert!(summary.lines().nth(1).is_some_and(|row| row.starts_with("zookeeper,lock,zk-recipe,3,16,16,")), "{summary}");
     assert!(out.path().join("logs/zk-3.log").exists());

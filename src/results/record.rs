@@ -11,6 +11,7 @@ use crate::environment::Environment;
 use crate::provision::disk::SyncProbe;
 use crate::provision::ClusterInfo;
 use crate::runner::{EndReason, RunOutcome};
+use crate::server_stats::ServerCounters;
 
 /// Identifies the layout of run.json; bump when a field changes meaning.
 pub const SCHEMA: &str = "coordbench.run/1";
@@ -33,6 +34,8 @@ pub struct RunRecord {
     pub cluster: Option<ClusterInfo>,
     /// Measured sync latency of the data directory (provisioned clusters only).
     pub sync_probe: Option<SyncProbe>,
+    /// Server-side counters around the run, where the target exposes them.
+    pub server_counters: Option<ServerCounters>,
     pub results: Option<MeasuredResults>,
 }
 

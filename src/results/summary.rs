@@ -40,6 +40,9 @@ pub struct SummaryRow {
     pub requests_per_op: Option<f64>,
     pub sync_p50_us: Option<u64>,
     pub sync_p99_us: Option<u64>,
+    pub server_packets_received: Option<f64>,
+    pub server_packets_sent: Option<f64>,
+    pub server_watch_count: Option<f64>,
     pub server_version: String,
     pub complete: bool,
 }
@@ -49,6 +52,7 @@ impl SummaryRow {
         let c = &record.config;
         let r = MeasuredResults::of(outcome);
         let lock = r.lock.as_ref();
+        let server = record.server_counters.as_ref();
         SummaryRow {
             target: c.target.clone(),
             workload: c.workload.clone(),
@@ -79,6 +83,9 @@ impl SummaryRow {
             requests_per_op: (r.ops > 0).then(|| r.requests as f64 / r.ops as f64),
             sync_p50_us: record.sync_probe.as_ref().map(|p| p.p50_us),
             sync_p99_us: record.sync_probe.as_ref().map(|p| p.p99_us),
+            server_packets_received: server.and_then(|s| s.total_delta("zk_packets_received")),
+            server_packets_sent: server.and_then(|s| s.total_delta("zk_packets_sent")),
+            server_watch_count: server.and_then(|s| s.total_after("zk_watch_count")),
             server_version: record.server_version.clone().unwrap_or_default(),
             complete: record.complete,
         }
