@@ -1,7 +1,7 @@
 //! The node runtime: what turns a sans-IO consensus core into a server.
 //!
 //! A core (Raft today, Zab later) only computes; this crate gives it a clock (ticks), a
-//! write-ahead log on a [`Disk`](crate) with group commit, a transport to its peers, and
+//! write-ahead log on a [`Disk`] with group commit, a transport to its peers, and
 //! the plumbing that services need: [`Replicator::propose`] a command and get the state
 //! machine's output for it once it is committed and applied, [`Replicator::read_barrier`]
 //! before a linearizable read, and [`Replicator::read`] for local (serializable) reads.
@@ -9,7 +9,31 @@
 //! The seam to the services is the pair [`StateMachine`] / [`Replicator`]: a service (the
 //! etcd v3 gRPC API over the kv state machine, the ZooKeeper protocol over the tree state
 //! machine) is written against [`Replicator`] and never learns which core replicates it.
+//!
+//! Start a Raft member with [`RaftNode::start`] (files + TCP) or [`RaftNode::start_with`]
+//! (any [`Disk`] and [`Transport`]); it returns a [`RaftHandle`] (the `Replicator`) and a
+//! [`NodeTask`] to stop it.
 
+mod config;
+pub mod disk;
+mod envelope;
+mod handle;
+mod raft_node;
+mod record;
+mod runtime;
 mod seam;
+mod snapfile;
+pub mod tcp;
+pub mod transport;
+pub mod wal;
 
+pub use config::NodeConfig;
+pub use disk::{Disk, DiskFile, DiskKind, FileDisk, MemDisk};
+pub use envelope::{Envelope, Payload, Refusal};
+pub use handle::RaftHandle;
+pub use raft_node::{NodeTask, RaftNode, StartError};
+pub use runtime::RuntimeError;
 pub use seam::{NodeError, NodeRole, NodeStatus, Replicator, StateMachine};
+pub use tcp::{TcpOptions, TcpTransport};
+pub use transport::{InProcNetwork, InProcTransport, Transport};
+pub use wal::{Wal, WalError, WalOptions, WalStats};

@@ -1,0 +1,338 @@
+//! [`TcpTransport`]: envelopes over TCP between the members of a cluster.
+//!
+//! Each node listens on its own address and keeps one outbound connection per peer, fed
+//! by a bounded queue (full: the message is dropped) and re-established with exponential
+//! backoff when it breaks; while a peer is unreachable its queue is discarded rather than
+//! replayed late. Frames are `[len: u32 BE][postcard Envelope]`; a frame above the size
+//! limit or one that does not decode closes that connection only.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use coordbench_raft::NodeId;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::envelope::Envelope;
+use crate::transport::Transport;
+
+/// Tuning of [`TcpTransport`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpOptions {
+    /// Largest frame sent or accepted (snapshots travel in one frame).
+    pub max_frame_bytes: usize,
+    /// Outbound queue per peer, in messages.
+    pub queue_capacity: usize,
+    pub connect_timeout: Duration,
+    pub backoff_min: Duration,
+    pub backoff_max: Duration,
+    /// Inbound connections accepted at once (peers reconnecting leave old ones behind).
+    pub max_inbound: usize,
+}
+
+impl Default for TcpOptions {
+    fn default() -> Self {
+        Self {
+            max_frame_bytes: 64 << 20,
+            queue_capacity: 4096,
+            connect_timeout: Duration::from_secs(1),
+            backoff_min: Duration::from_millis(10),
+            backoff_max: Duration::from_millis(500),
+            max_inbound: 64,
+        }
+    }
+}
+
+/// Frames written per flush at most (keeps latency bounded under a burst).
+const WRITE_BATCH: usize = 256;
+/// Attempts to bind the listening address (a just-stopped incarnation may still hold it).
+const BIND_ATTEMPTS: u32 = 50;
+
+pub struct TcpTransport {
+    id: NodeId,
+    queues: HashMap<NodeId, mpsc::Sender<Envelope>>,
+    local: SocketAddr,
+    // Dropping the transport aborts its listener, readers and writers.
+    _tasks: JoinSet<()>,
+}
+
+impl TcpTransport {
+    /// Listens on `listen`, delivers inbound envelopes to `inbox`, and connects to `peers`
+    /// (every other member; `id` itself is skipped).
+    pub async fn start(
+        id: NodeId,
+        listen: SocketAddr,
+        peers: &HashMap<NodeId, SocketAddr>,
+        inbox: mpsc::Sender<Envelope>,
+        opts: TcpOptions,
+    ) -> io::Result<Self> {
+        let listener = bind(listen).await?;
+        let local = listener.local_addr()?;
+        let mut tasks = JoinSet::new();
+        tasks.spawn(accept_loop(listener, inbox, opts));
+        let mut queues = HashMap::new();
+        for (&peer, &addr) in peers {
+            if peer == id {
+                continue;
+            }
+            let (tx, rx) = mpsc::channel(opts.queue_capacity.max(1));
+            queues.insert(peer, tx);
+            tasks.spawn(writer(peer, addr, rx, opts));
+        }
+        Ok(Self {
+            id,
+            queues,
+            local,
+            _tasks: tasks,
+        })
+    }
+
+    /// The address actually listened on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+}
+
+impl Transport for TcpTransport {
+    fn send(&self, env: Envelope) -> bool {
+        if env.from != self.id {
+            return false;
+        }
+        match self.queues.get(&env.to) {
+            Some(q) => q.try_send(env).is_ok(),
+            None => false,
+        }
+    }
+}
+
+async fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+    let mut last = None;
+    for _ in 0..BIND_ATTEMPTS {
+        match TcpListener::bind(addr).await {
+            Ok(l) => return Ok(l),
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                last = Some(e);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("bind failed")))
+}
+
+async fn accept_loop(listener: TcpListener, inbox: mpsc::Sender<Envelope>, opts: TcpOptions) {
+    let mut readers = JoinSet::new();
+    loop {
+        while readers.try_join_next().is_some() {}
+        match listener.accept().await {
+            Ok((stream, addr)) => {
+                if readers.len() >= opts.max_inbound {
+                    tracing::warn!(%addr, "too many inbound connections; refusing");
+                    continue;
+                }
+                let _ = stream.set_nodelay(true);
+                readers.spawn(reader(stream, addr, inbox.clone(), opts.max_frame_bytes));
+            }
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        if inbox.is_closed() {
+            return;
+        }
+    }
+}
+
+async fn reader(stream: TcpStream, addr: SocketAddr, inbox: mpsc::Sender<Envelope>, max: usize) {
+    let mut r = BufReader::with_capacity(64 << 10, stream);
+    let mut buf = Vec::new();
+    loop {
+        let len = match r.read_u32().await {
+            Ok(n) => n as usize,
+            Err(_) => return, // closed or broken
+        };
+        if len > max {
+            tracing::warn!(%addr, len, max, "oversized frame; closing connection");
+            return;
+        }
+        buf.clear();
+        // Read through `take` so a lying length cannot make us allocate it up front.
+        match (&mut r).take(len as u64).read_to_end(&mut buf).await {
+            Ok(n) if n == len => {}
+            _ => return,
+        }
+        let env = match Envelope::decode(&buf) {
+            Ok(env) => env,
+            Err(e) => {
+                tracing::warn!(%addr, error = %e, "malformed frame; closing connection");
+                return;
+            }
+        };
+        // Waiting here pushes back on the peer through TCP instead of queueing more.
+        if inbox.send(env).await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn writer(
+    peer: NodeId,
+    addr: SocketAddr,
+    mut rx: mpsc::Receiver<Envelope>,
+    opts: TcpOptions,
+) {
+    let mut backoff = opts.backoff_min;
+    loop {
+        if rx.is_closed() {
+            return;
+        }
+        match tokio::time::timeout(opts.connect_timeout, TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => {
+                backoff = opts.backoff_min;
+                let _ = stream.set_nodelay(true);
+                match pump(stream, &mut rx, opts.max_frame_bytes).await {
+                    Ok(()) => return, // the node is gone
+                    Err(e) => tracing::debug!(peer, error = %e, "connection lost"),
+                }
+            }
+            Ok(Err(e)) => tracing::trace!(peer, error = %e, "connect failed"),
+            Err(_) => tracing::trace!(peer, "connect timed out"),
+        }
+        // Messages queued for an unreachable peer would be stale by the time it is back.
+        while rx.try_recv().is_ok() {}
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(opts.backoff_max);
+    }
+}
+
+/// Sends queued envelopes until the queue closes (`Ok`) or the connection breaks.
+async fn pump(stream: TcpStream, rx: &mut mpsc::Receiver<Envelope>, max: usize) -> io::Result<()> {
+    let mut w = BufWriter::with_capacity(64 << 10, stream);
+    loop {
+        let Some(env) = rx.recv().await else {
+            return Ok(());
+        };
+        write_frame(&mut w, &env, max).await?;
+        for _ in 0..WRITE_BATCH {
+            match rx.try_recv() {
+                Ok(env) => write_frame(&mut w, &env, max).await?,
+                Err(_) => break,
+            }
+        }
+        w.flush().await?;
+    }
+}
+
+async fn write_frame(w: &mut BufWriter<TcpStream>, env: &Envelope, max: usize) -> io::Result<()> {
+    let bytes = match env.encode() {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!(kind = env.kind(), error = %e, "cannot encode; dropped");
+            return Ok(());
+        }
+    };
+    if bytes.len() > max {
+        tracing::warn!(
+            kind = env.kind(),
+            len = bytes.len(),
+            max,
+            "message above the frame limit; dropped"
+        );
+        return Ok(());
+    }
+    w.write_u32(bytes.len() as u32).await?;
+    w.write_all(&bytes).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::Payload;
+
+    fn env(from: NodeId, to: NodeId, request_id: u64) -> Envelope {
+        Envelope {
+            from,
+            to,
+            payload: Payload::ReadIndexRequest { request_id },
+        }
+    }
+
+    async fn recv(rx: &mut mpsc::Receiver<Envelope>) -> Option<Envelope> {
+        tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    #[tokio::test]
+    async fn delivers_and_survives_garbage_on_another_connection() -> io::Result<()> {
+        let any: SocketAddr = ([127, 0, 0, 1], 0).into();
+        let (tx2, mut rx2) = mpsc::channel(16);
+        let t2 = TcpTransport::start(2, any, &HashMap::new(), tx2, TcpOptions::default()).await?;
+        let addr2 = t2.local_addr();
+        let (tx1, _rx1) = mpsc::channel(16);
+        let peers = HashMap::from([(2, addr2)]);
+        let t1 = TcpTransport::start(1, any, &peers, tx1, TcpOptions::default()).await?;
+        assert!(t1.send(env(1, 2, 7)));
+        assert_eq!(recv(&mut rx2).await, Some(env(1, 2, 7)));
+
+        // An oversized frame and a malformed one each close only their own connection.
+        let mut bad = TcpStream::connect(addr2).await?;
+        bad.write_u32(u32::MAX).await?;
+        let mut n = [0u8; 1];
+        let closed = tokio::time::timeout(Duration::from_secs(5), bad.read(&mut n)).await;
+        assert!(
+            matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+            "oversized frame closes"
+        );
+        let mut bad = TcpStream::connect(addr2).await?;
+        bad.write_u32(3).await?;
+        bad.write_all(&[0xff, 0xff, 0xff]).await?;
+        let closed = tokio::time::timeout(Duration::from_secs(5), bad.read(&mut n)).await;
+        assert!(
+            matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+            "malformed frame closes"
+        );
+
+        assert!(t1.send(env(1, 2, 8)));
+        assert_eq!(recv(&mut rx2).await, Some(env(1, 2, 8)));
+        assert!(!t1.send(env(1, 3, 9)), "unknown peer");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn reconnects_after_the_peer_restarts() -> io::Result<()> {
+        let any: SocketAddr = ([127, 0, 0, 1], 0).into();
+        let (tx2, _rx2) = mpsc::channel(16);
+        let t2 = TcpTransport::start(2, any, &HashMap::new(), tx2, TcpOptions::default()).await?;
+        let addr2 = t2.local_addr();
+        let (tx1, _rx1) = mpsc::channel(16);
+        let t1 = TcpTransport::start(
+            1,
+            any,
+            &HashMap::from([(2, addr2)]),
+            tx1,
+            TcpOptions::default(),
+        )
+        .await?;
+        drop(t2);
+        // Keep sending while the peer is down and after it is back on the same port.
+        let (tx2, mut rx2) = mpsc::channel(16);
+        let _t2 =
+            TcpTransport::start(2, addr2, &HashMap::new(), tx2, TcpOptions::default()).await?;
+        for k in 0..200 {
+            t1.send(env(1, 2, k));
+            if let Ok(Some(e)) = tokio::time::timeout(Duration::from_millis(50), rx2.recv()).await {
+                assert_eq!(e.from, 1);
+                return Ok(());
+            }
+        }
+        panic!("no message got through after the peer restarted");
+    }
+}

@@ -1,0 +1,344 @@
+//! Three Raft members in one process over TCP on 127.0.0.1 with real files (tmpfs when
+//! available): elections, proposals on the leader and on followers, follower reads, leader
+//! crash and fail-over, restart and catch-up (also through a snapshot).
+
+mod common;
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{eventually, Log};
+use coordbench_node::{
+    DiskKind, NodeConfig, NodeError, NodeRole, NodeTask, RaftHandle, RaftNode, Replicator,
+};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+type Handle = RaftHandle<Log>;
+
+/// Test timing: 10 ms ticks, heartbeat 50 ms, election timeout 300–600 ms.
+const TICK: Duration = Duration::from_millis(10);
+const HEARTBEAT_TICKS: u32 = 5;
+const ELECTION_MIN: u32 = 30;
+const ELECTION_MAX: u32 = 60;
+
+struct Cluster {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    disk: DiskKind,
+    peers: BTreeMap<u64, SocketAddr>,
+    snapshot_every: u64,
+    handles: BTreeMap<u64, Handle>,
+    tasks: BTreeMap<u64, NodeTask>,
+}
+
+fn free_addrs(n: usize) -> Vec<SocketAddr> {
+    // Bind them all at once so they are distinct, then release them for the nodes.
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port"))
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().expect("local addr"))
+        .collect()
+}
+
+fn temp_root() -> (tempfile::TempDir, DiskKind) {
+    let shm = Path::new("/dev/shm");
+    if coordbench_node::disk::is_tmpfs(shm).unwrap_or(false) {
+        if let Ok(d) = tempfile::tempdir_in(shm) {
+            return (d, DiskKind::Tmpfs);
+        }
+    }
+    (tempfile::tempdir().expect("temp dir"), DiskKind::NoFsync)
+}
+
+impl Cluster {
+    async fn start(snapshot_every: u64) -> Self {
+        let (dir, disk) = temp_root();
+        let addrs = free_addrs(3);
+        let peers: BTreeMap<u64, SocketAddr> = (1..=3).zip(addrs).collect();
+        let mut c = Self {
+            root: dir.path().to_path_buf(),
+            _dir: dir,
+            disk,
+            peers,
+            snapshot_every,
+            handles: BTreeMap::new(),
+            tasks: BTreeMap::new(),
+        };
+        for id in 1..=3 {
+            c.start_node(id).await;
+        }
+        c
+    }
+
+    fn config(&self, id: u64) -> NodeConfig {
+        let mut cfg = NodeConfig::new(id, self.peers.clone(), self.root.join(format!("n{id}")));
+        cfg.disk = self.disk;
+        cfg.tick_interval = TICK;
+        cfg.heartbeat_ticks = HEARTBEAT_TICKS;
+        cfg.election_ticks_min = ELECTION_MIN;
+        cfg.election_ticks_max = ELECTION_MAX;
+        cfg.snapshot_every = self.snapshot_every;
+        cfg.request_timeout = Duration::from_secs(5);
+        cfg
+    }
+
+    fn election_timeout(&self) -> Duration {
+        TICK * ELECTION_MAX
+    }
+
+    async fn start_node(&mut self, id: u64) {
+        let (h, t) = RaftNode::start(self.config(id), Log::default())
+            .await
+            .unwrap_or_else(|e| panic!("node {id} failed to start: {e}"));
+        self.handles.insert(id, h);
+        self.tasks.insert(id, t);
+    }
+
+    fn handle(&self, id: u64) -> Handle {
+        self.handles[&id].clone()
+    }
+
+    fn running(&self) -> Vec<u64> {
+        self.tasks.keys().copied().collect()
+    }
+
+    /// The leader every running member agrees on.
+    async fn leader(&self, limit: Duration) -> u64 {
+        let running = self.running();
+        eventually(limit, "a leader all running members agree on", || {
+            let statuses: Vec<_> = running.iter().map(|id| self.handles[id].status()).collect();
+            let leader = statuses[0].leader;
+            let agreed = leader.is_some()
+                && statuses.iter().all(|s| s.leader == leader)
+                && statuses
+                    .iter()
+                    .any(|s| Some(s.id) == leader && s.role == NodeRole::Leader);
+            std::future::ready(if agreed { leader } else { None })
+        })
+        .await
+    }
+
+    async fn crash(&mut self, id: u64) {
+        if let Some(t) = self.tasks.remove(&id) {
+            t.crash().await;
+        }
+    }
+
+    /// Waits until every running member applied at least `index` and holds the same state.
+    async fn converge(&self, index: u64, limit: Duration) {
+        let running = self.running();
+        eventually(limit, "all running members apply the same log", || {
+            let done = running
+                .iter()
+                .all(|id| self.handles[id].status().applied_index >= index);
+            let same = done && {
+                let first = self.handles[&running[0]].read(|l| l.items.clone());
+                running
+                    .iter()
+                    .all(|id| self.handles[id].read(|l| l.items == first))
+            };
+            std::future::ready(same.then_some(()))
+        })
+        .await;
+    }
+
+    async fn stop_all(mut self) {
+        for (id, t) in std::mem::take(&mut self.tasks) {
+            if let Err(e) = t.stop().await {
+                panic!("node {id} did not stop cleanly: {e}");
+            }
+        }
+    }
+}
+
+fn follower_of(leader: u64) -> u64 {
+    if leader == 1 {
+        2
+    } else {
+        1
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicates_proposals_and_reads_from_any_member() {
+    let started = Instant::now();
+    let c = Cluster::start(10_000).await;
+    let leader = c.leader(Duration::from_secs(10)).await;
+    let elected = started.elapsed();
+    let follower = follower_of(leader);
+
+    // Proposals on the leader and on a follower both return outputs (the applied index).
+    let a = c.handle(leader).propose(b"on-leader".to_vec()).await;
+    let a = a.unwrap_or_else(|e| panic!("propose on leader: {e}"));
+    let b = c.handle(follower).propose(b"on-follower".to_vec()).await;
+    let b = b.unwrap_or_else(|e| panic!("propose on follower: {e}"));
+    assert!(
+        b > a && a > 0,
+        "outputs are increasing log indexes: {a} {b}"
+    );
+    assert!(c.handle(follower).read(|l| l.contains(b"on-follower")));
+
+    // A follower's read barrier sees a write acknowledged by another member just before.
+    let other = (1..=3).find(|&i| i != leader && i != follower).unwrap_or(3);
+    for k in 0..20 {
+        let cmd = format!("rb-{k}").into_bytes();
+        c.handle(leader)
+            .propose(cmd.clone())
+            .await
+            .unwrap_or_else(|e| panic!("propose: {e}"));
+        c.handle(other)
+            .read_barrier()
+            .await
+            .unwrap_or_else(|e| panic!("read barrier on follower: {e}"));
+        assert!(
+            c.handle(other).read(|l| l.contains(&cmd)),
+            "follower read after barrier misses write {k}"
+        );
+    }
+
+    // 1000 concurrent proposals spread over all members all succeed.
+    let burst = Instant::now();
+    let mut set = JoinSet::new();
+    for k in 0..1000u64 {
+        let h = c.handle(1 + k % 3);
+        set.spawn(async move { (k, h.propose(format!("c-{k}").into_bytes()).await) });
+    }
+    let mut outputs = HashSet::new();
+    let mut max_index = 0;
+    while let Some(r) = set.join_next().await {
+        let (k, r) = r.expect("task");
+        let index = r.unwrap_or_else(|e| panic!("concurrent proposal {k}: {e}"));
+        assert!(outputs.insert(index), "two proposals got index {index}");
+        max_index = max_index.max(index);
+    }
+    let burst = burst.elapsed();
+    c.converge(max_index, Duration::from_secs(10)).await;
+    let items = c.handle(1).read(|l| l.items.len());
+    eprintln!(
+        "elected in {elected:?}; 1000 concurrent proposals in {burst:?}; {items} items on every node"
+    );
+    c.stop_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn survives_leader_crash_and_restarted_member_catches_up() {
+    let mut c = Cluster::start(100).await;
+    let leader = c.leader(Duration::from_secs(10)).await;
+    let mut acked: Vec<Vec<u8>> = Vec::new();
+    for k in 0..30 {
+        let cmd = format!("before-{k}").into_bytes();
+        let h = c.handle(1 + k % 3);
+        h.propose(cmd.clone())
+            .await
+            .unwrap_or_else(|e| panic!("propose before crash: {e}"));
+        acked.push(cmd);
+    }
+
+    // Crash the leader: a new one is elected within about two election timeouts.
+    c.crash(leader).await;
+    let crashed = Instant::now();
+    let survivors: Vec<u64> = c.running();
+    let new_leader = c.leader(Duration::from_secs(10)).await;
+    let failover = crashed.elapsed();
+    assert_ne!(new_leader, leader);
+    assert!(
+        failover < 2 * c.election_timeout(),
+        "fail-over took {failover:?}, more than twice the election timeout"
+    );
+    assert_eq!(
+        c.handle(leader).propose(b"x".to_vec()).await,
+        Err(NodeError::Stopped)
+    );
+
+    // Proposals resume on both survivors; the survivors compact (snapshot_every = 100)
+    // well past everything the crashed member has.
+    for k in 0..250 {
+        let cmd = format!("after-{k}").into_bytes();
+        let h = c.handle(survivors[k % 2]);
+        h.propose(cmd.clone())
+            .await
+            .unwrap_or_else(|e| panic!("propose after crash: {e}"));
+        acked.push(cmd);
+    }
+    let commit = c.handle(new_leader).status().commit_index;
+    c.converge(commit, Duration::from_secs(10)).await;
+
+    // The crashed member restarts from its data dir and catches up through a snapshot.
+    let restarted = Instant::now();
+    c.start_node(leader).await;
+    let commit = c.handle(new_leader).status().commit_index;
+    c.converge(commit, Duration::from_secs(15)).await;
+    let caught_up = restarted.elapsed();
+    assert!(
+        c.handle(leader).read(|l| l.restores) > 0,
+        "the restarted member caught up without a snapshot"
+    );
+    // It serves proposals again, and no acknowledged write was lost anywhere.
+    let cmd = b"after-restart".to_vec();
+    c.handle(leader)
+        .propose(cmd.clone())
+        .await
+        .unwrap_or_else(|e| panic!("propose on restarted member: {e}"));
+    acked.push(cmd);
+    let commit = c.handle(new_leader).status().commit_index;
+    c.converge(commit, Duration::from_secs(10)).await;
+    for id in 1..=3 {
+        let missing: Vec<String> = c.handle(id).read(|l| {
+            acked
+                .iter()
+                .filter(|a| !l.contains(a))
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        });
+        assert!(
+            missing.is_empty(),
+            "node {id} lost acknowledged writes: {missing:?}"
+        );
+    }
+    eprintln!("fail-over in {failover:?}; restarted member caught up in {caught_up:?}");
+    c.stop_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_cluster_restarts_from_its_logs() {
+    let mut c = Cluster::start(50).await;
+    c.leader(Duration::from_secs(10)).await;
+    let mut last = 0;
+    for k in 0..120u64 {
+        last = c
+            .handle(1 + k % 3)
+            .propose(format!("w-{k}").into_bytes())
+            .await
+            .unwrap_or_else(|e| panic!("propose: {e}"));
+    }
+    c.converge(last, Duration::from_secs(10)).await;
+    let before = c.handle(1).read(|l| l.items.clone());
+    for id in 1..=3 {
+        if let Some(t) = c.tasks.remove(&id) {
+            t.stop().await.unwrap_or_else(|e| panic!("stop {id}: {e}"));
+        }
+    }
+    for id in 1..=3 {
+        c.start_node(id).await;
+    }
+    c.leader(Duration::from_secs(10)).await;
+    let next = c
+        .handle(2)
+        .propose(b"after-restart".to_vec())
+        .await
+        .unwrap_or_else(|e| panic!("propose after restart: {e}"));
+    assert!(next > last);
+    c.converge(next, Duration::from_secs(10)).await;
+    let after = c.handle(3).read(|l| l.items.clone());
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "state survives a full restart"
+    );
+    c.stop_all().await;
+}
