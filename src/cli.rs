@@ -50,6 +50,16 @@ pub enum WorkloadKind {
     Lock,
 }
 
+/// The ZooKeeper client library a run drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ZkClientArg {
+    /// The zookeeper-client crate.
+    #[default]
+    Client,
+    /// The zookeeper-async crate (silently replaces expired sessions; no sync()).
+    Async,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ConsistencyArg {
     Linearizable,
@@ -144,6 +154,11 @@ pub struct RunArgs {
     /// The ZooKeeper server classpath to start (default: Debian's /usr/share/java/zookeeper.jar).
     #[arg(long)]
     pub zk_classpath: Option<String>,
+
+    /// zookeeper: the client library (default: client, the zookeeper-client crate; async:
+    /// zookeeper-async).
+    #[arg(long, value_enum)]
+    pub zk_client: Option<ZkClientArg>,
 
     /// First port for started members (default: free ports).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1024..))]

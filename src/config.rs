@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use coordbench_drivers::{ApiFamily, Consistency, LockRecipe};
+use coordbench_drivers::{zookeeper_async, ApiFamily, Consistency, LockRecipe};
 use serde::Serialize;
 
-use crate::cli::{ConsistencyArg, RunArgs, TargetKind, WorkloadKind};
+use crate::cli::{ConsistencyArg, RunArgs, TargetKind, WorkloadKind, ZkClientArg};
 use crate::provision::DiskKind;
 use crate::runner::{LoadMode, LoadPlan};
 
@@ -20,6 +20,9 @@ pub struct ConfigError(String);
 #[derive(Debug, Clone, Serialize)]
 pub struct RunConfig {
     pub target: String,
+    /// The client library the driver uses (`zookeeper-client`, `zookeeper-async`,
+    /// `etcd-client`, `null`).
+    pub client_lib: String,
     pub workload: String,
     /// Lock recipe name as the target's family calls it; empty for non-lock workloads.
     pub recipe: String,
@@ -44,12 +47,16 @@ pub struct RunConfig {
     pub endpoints: Vec<String>,
     pub etcd_bin: Option<PathBuf>,
     pub zk_classpath: Option<String>,
+    /// zookeeper: `client` or `async` (`--zk-client`); absent for other targets.
+    pub zk_client: Option<String>,
     pub base_port: Option<u16>,
     pub seed: u64,
     #[serde(skip)]
     pub target_kind: TargetKind,
     #[serde(skip)]
     pub workload_kind: WorkloadKind,
+    #[serde(skip)]
+    pub zk_client_kind: ZkClientArg,
     #[serde(skip)]
     pub lock_recipe: LockRecipe,
     #[serde(skip)]
@@ -76,6 +83,22 @@ impl RunConfig {
         if args.target != TargetKind::Zookeeper && args.zk_classpath.is_some() {
             return Err(ConfigError("--zk-classpath applies only to --target zookeeper".into()));
         }
+        if args.target != TargetKind::Zookeeper && args.zk_client.is_some() {
+            return Err(ConfigError("--zk-client applies only to --target zookeeper".into()));
+        }
+        let zk_client_kind = args.zk_client.unwrap_or_default();
+        if zk_client_kind == ZkClientArg::Async {
+            if args.workload == WorkloadKind::KvGet && args.consistency == ConsistencyArg::Linearizable {
+                return Err(ConfigError(
+                    "--zk-client async cannot read linearizably (zookeeper-async has no sync()); use --consistency serializable".into(),
+                ));
+            }
+            if args.ttl < zookeeper_async::MIN_SESSION_TIMEOUT {
+                return Err(ConfigError(
+                    "--zk-client async needs --ttl 1500ms or more (below it zookeeper-async's read deadline is zero and it reconnects endlessly)".into(),
+                ));
+            }
+        }
         if args.ttl < Duration::from_secs(1) && family == ApiFamily::Etcd {
             return Err(ConfigError("--ttl must be at least 1s on the etcd API (leases are whole seconds)".into()));
         }
@@ -100,6 +123,7 @@ impl RunConfig {
         };
         Ok(RunConfig {
             target: value_name(args.target),
+            client_lib: client_lib(args.target, zk_client_kind).to_string(),
             workload: value_name(args.workload),
             recipe: if args.workload == WorkloadKind::Lock {
                 family.recipe_name(lock_recipe).to_string()
@@ -125,10 +149,12 @@ impl RunConfig {
             endpoints: args.endpoints.clone(),
             etcd_bin: args.etcd_bin.clone(),
             zk_classpath: args.zk_classpath.clone(),
+            zk_client: (args.target == TargetKind::Zookeeper).then(|| value_name(zk_client_kind)),
             base_port: args.base_port,
             seed: args.seed,
             target_kind: args.target,
             workload_kind: args.workload,
+            zk_client_kind,
             lock_recipe,
             read_consistency,
             plan,
@@ -147,6 +173,16 @@ pub fn family_of(target: TargetKind) -> ApiFamily {
         TargetKind::Null => ApiFamily::Null,
         TargetKind::Etcd => ApiFamily::Etcd,
         TargetKind::Zookeeper => ApiFamily::ZooKeeper,
+    }
+}
+
+/// The crate a target's driver talks through.
+fn client_lib(target: TargetKind, zk_client: ZkClientArg) -> &'static str {
+    match (target, zk_client) {
+        (TargetKind::Null, _) => "null",
+        (TargetKind::Etcd, _) => "etcd-client",
+        (TargetKind::Zookeeper, ZkClientArg::Client) => "zookeeper-client",
+        (TargetKind::Zookeeper, ZkClientArg::Async) => "zookeeper-async",
     }
 }
 
@@ -185,6 +221,10 @@ mod tests {
             &["--target", "zookeeper", "--recipe", "etcd-mutex"],
             &["--target", "zookeeper", "--clients", "16", "--conns", "4"],
             &["--zk-classpath", "/usr/share/java/zookeeper.jar"],
+            &["--zk-client", "async"],
+            &["--target", "null", "--zk-client", "client"],
+            &["--target", "zookeeper", "--zk-client", "async", "--workload", "kv-get"],
+            &["--target", "zookeeper", "--zk-client", "async", "--ttl", "1s"],
         ] {
             let err = config(args).unwrap_err().to_string();
             assert!(!err.is_empty() && !err.contains('\n'), "{args:?}: {err}");
@@ -199,6 +239,18 @@ mod tests {
         assert_eq!((c.recipe.as_str(), c.conns), ("zk-recipe", 16));
         let err = config(&["--target", "zookeeper", "--recipe", "etcd-mutex"]).unwrap_err().to_string();
         assert!(err.contains("zk-recipe or naive"), "{err}");
+    }
+
+    #[test]
+    fn the_client_library_is_recorded_for_every_target() {
+        let lib = |args: &[&str]| config(args).map(|c| (c.client_lib, c.zk_client)).unwrap();
+        assert_eq!(lib(&["--target", "null"]), ("null".into(), None));
+        assert_eq!(lib(&[]), ("etcd-client".into(), None));
+        assert_eq!(lib(&["--target", "zookeeper"]), ("zookeeper-client".into(), Some("client".into())));
+        let async_lock = config(&["--target", "zookeeper", "--zk-client", "async"]).unwrap();
+        assert_eq!((async_lock.client_lib.as_str(), async_lock.zk_client_kind), ("zookeeper-async", ZkClientArg::Async));
+        let serializable = ["--target", "zookeeper", "--zk-client", "async", "--workload", "kv-get", "--consistency", "serializable"];
+        assert_eq!(config(&serializable).unwrap().zk_client.as_deref(), Some("async"));
     }
 
     #[test]

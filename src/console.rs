@@ -74,6 +74,12 @@ pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
         if let Some(lock) = &r.lock {
             println!("  {:<14} {:>12}", "violations", r.violations);
             println!("  {:<14} {:>12}", "handover p99", opt(lock.handover_p99_us));
+            if r.session_reestablishments > 0 {
+                println!(
+                    "  warning: {} sessions were silently re-established: locks may have been lost without the holder knowing",
+                    r.session_reestablishments
+                );
+            }
         }
     }
     if let Some(error) = &record.error {

@@ -10,9 +10,10 @@ use anyhow::Context;
 use coordbench_drivers::etcd::{EtcdConfig, EtcdCoordinator};
 use coordbench_drivers::null::NullCoordinator;
 use coordbench_drivers::zookeeper::{ZkConfig, ZkCoordinator};
+use coordbench_drivers::zookeeper_async::AsyncZkCoordinator;
 use coordbench_drivers::Coordinator;
 
-use crate::cli::TargetKind;
+use crate::cli::{TargetKind, ZkClientArg};
 use crate::config::RunConfig;
 use crate::provision::{self, Cluster, ClusterSpec};
 
@@ -66,9 +67,14 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
                 provision::zookeeper::start(&cluster_spec(config, work_dir), &options).await?
             };
             let zk = ZkConfig { endpoints: cluster.endpoints(), connect_timeout: CONNECT_TIMEOUT };
-            let coordinator = ZkCoordinator::connect(&zk).await.context("zookeeper")?;
+            let coordinator: Arc<dyn Coordinator> = match config.zk_client_kind {
+                ZkClientArg::Client => Arc::new(ZkCoordinator::connect(&zk).await.context("zookeeper")?),
+                ZkClientArg::Async => {
+                    Arc::new(AsyncZkCoordinator::connect(&zk).await.context("zookeeper (zookeeper-async)")?)
+                }
+            };
             let server_version = coordinator.server_version().await.context("zookeeper")?;
-            Ok(ReadyTarget { coordinator: Arc::new(coordinator), cluster: Some(cluster), server_version })
+            Ok(ReadyTarget { coordinator, cluster: Some(cluster), server_version })
         }
     }
 }

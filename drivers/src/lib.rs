@@ -13,6 +13,7 @@ pub mod etcd;
 pub mod null;
 pub mod recipe;
 pub mod zookeeper;
+pub mod zookeeper_async;
 
 pub use coordinator::{Consistency, Coordinator, LockGuard, Session, SessionOptions};
 pub use counters::{ClientCounters, CounterHandle};

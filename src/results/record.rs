@@ -89,6 +89,9 @@ pub struct MeasuredResults {
     pub requests: u64,
     pub notifications: u64,
     pub keepalives: u64,
+    /// Sessions the client library silently replaced after they expired (zookeeper-async):
+    /// each may have taken a held lock with it without the holder knowing.
+    pub session_reestablishments: u64,
 }
 
 impl MeasuredResults {
@@ -108,6 +111,7 @@ impl MeasuredResults {
             requests: outcome.counters.requests,
             notifications: outcome.counters.notifications,
             keepalives: outcome.counters.keepalives,
+            session_reestablishments: outcome.counters.session_reestablishments,
         }
     }
 }

@@ -38,12 +38,14 @@ pub struct SummaryRow {
     pub handover_p50_us: Option<u64>,
     pub handover_p99_us: Option<u64>,
     pub requests_per_op: Option<f64>,
+    pub session_reestablishments: u64,
     pub sync_p50_us: Option<u64>,
     pub sync_p99_us: Option<u64>,
     pub server_packets_received: Option<f64>,
     pub server_packets_sent: Option<f64>,
     pub server_watch_count: Option<f64>,
     pub server_version: String,
+    pub client_lib: String,
     pub complete: bool,
 }
 
@@ -81,12 +83,14 @@ impl SummaryRow {
             handover_p50_us: lock.and_then(|l| l.handover_p50_us),
             handover_p99_us: lock.and_then(|l| l.handover_p99_us),
             requests_per_op: (r.ops > 0).then(|| r.requests as f64 / r.ops as f64),
+            session_reestablishments: r.session_reestablishments,
             sync_p50_us: record.sync_probe.as_ref().map(|p| p.p50_us),
             sync_p99_us: record.sync_probe.as_ref().map(|p| p.p99_us),
             server_packets_received: server.and_then(|s| s.total_delta("zk_packets_received")),
             server_packets_sent: server.and_then(|s| s.total_delta("zk_packets_sent")),
             server_watch_count: server.and_then(|s| s.total_after("zk_watch_count")),
             server_version: record.server_version.clone().unwrap_or_default(),
+            client_lib: c.client_lib.clone(),
             complete: record.complete,
         }
     }

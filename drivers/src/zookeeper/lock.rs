@@ -69,7 +69,7 @@ async fn delete_if_present(zk: &Client, path: &str, version: Option<i32>) -> Res
 }
 
 /// The sequence number that ends a sequential node's name.
-fn sequence(name: &str) -> Option<i64> {
+pub(crate) fn sequence(name: &str) -> Option<i64> {
     name.rsplit('-').next()?.parse().ok()
 }
 

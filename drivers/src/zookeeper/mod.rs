@@ -21,6 +21,9 @@ use zookeeper_client::Client;
 
 use crate::{ApiFamily, Coordinator, DriverError, Session, SessionOptions};
 pub use errors::map_error;
+// Shared with the zookeeper-async driver, which keeps the same paths and names.
+pub(crate) use lock::sequence;
+pub(crate) use session::znode_path;
 use four_letter::{four_letter_word, version};
 use session::ZkSession;
 
@@ -107,7 +110,7 @@ impl Coordinator for ZkCoordinator {
     }
 }
 
-fn unreachable(cluster: &str, detail: &str) -> DriverError {
+pub(crate) fn unreachable(cluster: &str, detail: &str) -> DriverError {
     DriverError::Unreachable {
         endpoint: cluster.to_string(),
         detail: format!("{detail} (is the cluster running? check --endpoints)"),
@@ -115,7 +118,7 @@ fn unreachable(cluster: &str, detail: &str) -> DriverError {
 }
 
 /// Users may paste URLs (`http://host:port/`); ZooKeeper wants `host:port`.
-fn normalize(endpoint: &str) -> String {
+pub(crate) fn normalize(endpoint: &str) -> String {
     let rest = endpoint.split_once("://").map_or(endpoint, |(_, rest)| rest);
     rest.trim_end_matches('/').to_string()
 }

@@ -89,7 +89,7 @@ pub(super) async fn create_in_parent(
 }
 
 /// kv keys are znode paths; a key without a leading slash is placed under the root.
-fn znode_path(key: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn znode_path(key: &str) -> std::borrow::Cow<'_, str> {
     if key.starts_with('/') {
         key.into()
     } else {
