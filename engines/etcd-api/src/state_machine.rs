@@ -1,0 +1,68 @@
+//! [`KvStateMachine`]: the kv store as the runtime's [`StateMachine`], with the watch
+//! fan-out fed from every apply.
+
+use std::sync::Arc;
+
+use coordbench_kv::{Applied, CodecError, Command, KvStore};
+use coordbench_node::StateMachine;
+
+use crate::fanout::WatchFanout;
+
+/// What applying one log entry yields: the store's [`Applied`], or the decode error of an
+/// entry that is not a kv command (identical on every replica).
+pub type ApplyOutput = Result<Applied, CodecError>;
+
+/// The etcd data model of one member: its [`KvStore`] and the watchers of its clients.
+#[derive(Default)]
+pub struct KvStateMachine {
+    store: KvStore,
+    watches: Arc<WatchFanout>,
+    /// Bytes of commands applied since the last restore plus the snapshot restored: a
+    /// stand-in for etcd's (append-only, never shrinking) database size.
+    db_size: u64,
+}
+
+impl KvStateMachine {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn store(&self) -> &KvStore {
+        &self.store
+    }
+
+    /// The watch fan-out; services register their streams here.
+    pub fn watches(&self) -> &Arc<WatchFanout> {
+        &self.watches
+    }
+
+    /// Estimated database size in bytes (see the field's doc).
+    pub fn db_size(&self) -> u64 {
+        self.db_size
+    }
+}
+
+impl StateMachine for KvStateMachine {
+    type Output = ApplyOutput;
+
+    fn apply(&mut self, index: u64, command: &[u8]) -> ApplyOutput {
+        let command_bytes = command.len() as u64;
+        let command = Command::decode(command)?;
+        let applied = self.store.apply(index, &command);
+        self.db_size = self.db_size.saturating_add(command_bytes);
+        // Dispatch never blocks: slow watchers are canceled instead (see fanout.rs).
+        self.watches.dispatch(&applied.events);
+        Ok(applied)
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        self.store.snapshot()
+    }
+
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
+        self.store.restore(snapshot).map_err(|e| e.to_string())?;
+        self.db_size = snapshot.len() as u64;
+        self.watches.resync(&self.store);
+        Ok(())
+    }
+}
