@@ -27,6 +27,16 @@ pub struct Cli {
 pub enum Command {
     /// Run one workload against one target and write its results.
     Run(RunArgs),
+    /// Run one member of a built-in engine (what --target raft starts N of).
+    #[command(subcommand)]
+    Serve(ServeCommand),
+}
+
+/// The built-in engines a process can serve.
+#[derive(Debug, Subcommand)]
+pub enum ServeCommand {
+    /// A member of the Raft engine, serving etcd's v3 gRPC API.
+    Raft(crate::serve::ServeRaftArgs),
 }
 
 /// What to measure.
@@ -38,6 +48,8 @@ pub enum TargetKind {
     Etcd,
     /// Real ZooKeeper: a local ensemble started from Debian's zookeeper package, or --endpoints.
     Zookeeper,
+    /// The built-in Raft engine speaking etcd's v3 API: N `coordbench serve raft` processes.
+    Raft,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -68,8 +80,8 @@ pub enum ConsistencyArg {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// The system to measure.
-    #[arg(long, value_enum, default_value = "etcd")]
+    /// The system to measure (default: the built-in Raft engine, which needs nothing installed).
+    #[arg(long, value_enum, default_value = "raft")]
     pub target: TargetKind,
 
     /// The workload every client runs.

@@ -171,7 +171,7 @@ impl RunConfig {
 pub fn family_of(target: TargetKind) -> ApiFamily {
     match target {
         TargetKind::Null => ApiFamily::Null,
-        TargetKind::Etcd => ApiFamily::Etcd,
+        TargetKind::Etcd | TargetKind::Raft => ApiFamily::Etcd,
         TargetKind::Zookeeper => ApiFamily::ZooKeeper,
     }
 }
@@ -180,7 +180,7 @@ pub fn family_of(target: TargetKind) -> ApiFamily {
 fn client_lib(target: TargetKind, zk_client: ZkClientArg) -> &'static str {
     match (target, zk_client) {
         (TargetKind::Null, _) => "null",
-        (TargetKind::Etcd, _) => "etcd-client",
+        (TargetKind::Etcd | TargetKind::Raft, _) => "etcd-client",
         (TargetKind::Zookeeper, ZkClientArg::Client) => "zookeeper-client",
         (TargetKind::Zookeeper, ZkClientArg::Async) => "zookeeper-async",
     }
@@ -200,14 +200,16 @@ mod tests {
     fn config(args: &[&str]) -> Result<RunConfig, ConfigError> {
         let mut argv = vec!["coordbench", "run"];
         argv.extend_from_slice(args);
-        let Command::Run(run) = Cli::try_parse_from(argv).expect("arguments parse").command;
+        let Command::Run(run) = Cli::try_parse_from(argv).expect("arguments parse").command else {
+            panic!("`coordbench run` parsed as another command");
+        };
         RunConfig::from_args(&run)
     }
 
     #[test]
     fn defaults_describe_a_closed_loop_lock_run_with_the_herd_free_recipe() {
         let c = config(&[]).unwrap();
-        assert_eq!((c.target.as_str(), c.workload.as_str(), c.recipe.as_str()), ("etcd", "lock", "etcd-mutex"));
+        assert_eq!((c.target.as_str(), c.workload.as_str(), c.recipe.as_str()), ("raft", "lock", "etcd-mutex"));
         assert_eq!((c.mode.as_str(), c.clients, c.conns), ("closed", 16, 16));
     }
 

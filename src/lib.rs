@@ -14,6 +14,7 @@ pub mod environment;
 pub mod provision;
 pub mod results;
 pub mod runner;
+pub mod serve;
 pub mod server_stats;
 pub mod signals;
 pub mod targets;

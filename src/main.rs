@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::Parser;
 use coordbench::app::{self, one_line, Outcome};
-use coordbench::cli::{Cli, Command};
+use coordbench::cli::{Cli, Command, ServeCommand};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -31,6 +31,9 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => app::run(args).await,
+            Command::Serve(ServeCommand::Raft(args)) => {
+                coordbench::serve::run_raft(args).await.map(|()| Outcome::Complete).map_err(app::UsageError::from)
+            }
         }
     });
     match result {

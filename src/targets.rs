@@ -37,9 +37,12 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
             let server_version = coordinator.server_version().await?;
             Ok(ReadyTarget { coordinator, cluster: None, server_version })
         }
-        TargetKind::Etcd => {
+        TargetKind::Etcd | TargetKind::Raft => {
+            let name = if config.target_kind == TargetKind::Raft { "raft" } else { "etcd" };
             let cluster = if config.attached() {
-                Cluster::attached("etcd", config.endpoints.clone())
+                Cluster::attached(name, config.endpoints.clone())
+            } else if config.target_kind == TargetKind::Raft {
+                provision::raft::start(&cluster_spec(config, work_dir), &Default::default()).await?
             } else {
                 let options = provision::etcd::EtcdOptions {
                     binary: config.etcd_bin.clone(),
@@ -52,8 +55,8 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
                 conns: config.conns,
                 connect_timeout: CONNECT_TIMEOUT,
             };
-            let coordinator = EtcdCoordinator::connect(&etcd).await.context("etcd")?;
-            let server_version = coordinator.server_version().await.context("etcd")?;
+            let coordinator = EtcdCoordinator::connect(&etcd).await.context(name)?;
+            let server_version = coordinator.server_version().await.context(name)?;
             Ok(ReadyTarget { coordinator: Arc::new(coordinator), cluster: Some(cluster), server_version })
         }
         TargetKind::Zookeeper => {

@@ -222,14 +222,15 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
         cluster.add_member(member, process);
     }
 
-    let version = wait_ready(&mut cluster).await?;
+    let version = wait_ready(&mut cluster, TARGET).await?;
     cluster.info_mut().version = Some(version);
     Ok(cluster)
 }
 
 /// Polls every member's Status until all answer with the same non-zero leader; fails at once
-/// if a member exits. Returns the server version.
-async fn wait_ready(cluster: &mut Cluster) -> Result<String, ProvisionError> {
+/// if a member exits. Returns the server version. Serves any cluster that speaks etcd's v3
+/// API (etcd itself, the built-in Raft engine).
+pub(super) async fn wait_ready(cluster: &mut Cluster, target: &str) -> Result<String, ProvisionError> {
     let started = Instant::now();
     let endpoints = cluster.endpoints();
     let names: Vec<String> = cluster
@@ -289,7 +290,7 @@ async fn wait_ready(cluster: &mut Cluster) -> Result<String, ProvisionError> {
         }
         if started.elapsed() >= READY_TIMEOUT {
             return Err(ProvisionError::NotReady {
-                target: TARGET.to_string(),
+                target: target.to_string(),
                 waited: READY_TIMEOUT,
                 detail: format!("{detail}; member logs are in the work directory's logs/"),
             });

@@ -10,6 +10,7 @@ pub mod etcd;
 pub mod executable;
 pub mod ports;
 pub mod process;
+pub mod raft;
 pub mod zookeeper;
 
 pub use disk::DiskKind;

@@ -1,0 +1,154 @@
+//! Starts the built-in Raft engine as a local cluster: N `coordbench serve raft` processes
+//! on 127.0.0.1, each with its own data directory, client (gRPC) and peer ports, and waits
+//! until every member answers etcd's Status with the same leader, as for real etcd.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::disk::{self, DiskKind};
+use super::process::ManagedProcess;
+use super::{etcd, ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
+
+const TARGET: &str = "raft";
+
+/// How the members are started.
+#[derive(Debug, Clone)]
+pub struct RaftOptions {
+    /// The coordbench binary that serves a member (default: this one, or the `coordbench`
+    /// next to a test binary).
+    pub binary: Option<PathBuf>,
+    pub tick: Duration,
+    pub heartbeat_ticks: u32,
+    pub election_ticks_min: u32,
+    pub election_ticks_max: u32,
+}
+
+impl Default for RaftOptions {
+    /// etcd's defaults in ticks of 10 ms: heartbeat 100 ms, election timeout 1–2 s.
+    fn default() -> Self {
+        RaftOptions {
+            binary: None,
+            tick: Duration::from_millis(10),
+            heartbeat_ticks: 10,
+            election_ticks_min: 100,
+            election_ticks_max: 200,
+        }
+    }
+}
+
+impl RaftOptions {
+    /// The longest election timeout a member may draw.
+    pub fn election_timeout_max(&self) -> Duration {
+        self.tick * self.election_ticks_max
+    }
+}
+
+/// The binary that serves members: an explicit one, else the running coordbench, else (when
+/// the running program is a test binary under target/*/deps/) the coordbench beside it.
+pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError> {
+    let not_found = |binary: &Path| ProvisionError::BinaryNotFound {
+        binary: format!("coordbench binary {}", binary.display()),
+        hint: "build it with cargo build (the raft target runs members as `coordbench serve raft`)".into(),
+    };
+    if let Some(path) = explicit {
+        return if path.is_file() { Ok(path.to_path_buf()) } else { Err(not_found(path)) };
+    }
+    let current = std::env::current_exe().map_err(|e| ProvisionError::io("locating the running binary", e))?;
+    if current.file_stem().is_some_and(|n| n == "coordbench") {
+        return Ok(current);
+    }
+    let beside = current
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|dir| dir.join("coordbench"))
+        .filter(|p| p.is_file());
+    beside.ok_or_else(|| not_found(Path::new("coordbench")))
+}
+
+/// Starts `spec.size` members. Call from a tokio worker or the main thread (members die with
+/// the thread that spawned them); on any error everything started so far is stopped.
+pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, ProvisionError> {
+    if spec.size == 0 {
+        return Err(ProvisionError::Unsupported("a raft cluster needs at least 1 member".into()));
+    }
+    let binary = resolve_binary(opts.binary.as_deref())?;
+    // Member i listens for clients on ports[2i] and for peers on ports[2i+1].
+    let ports = ports::allocate(spec.base_port, 2 * spec.size)?;
+    let root = disk::create_data_root(spec, TARGET)?;
+    let root_path = root.path.clone();
+    let (engine_disk, fsync) = match spec.disk {
+        DiskKind::Disk => ("disk", "on"),
+        DiskKind::Tmpfs => ("tmpfs", "on (no-op on tmpfs)"),
+        DiskKind::Nofsync => ("nofsync", "off"),
+    };
+    let info = ClusterInfo {
+        target: TARGET.to_string(),
+        size: spec.size,
+        disk: Some(spec.disk),
+        provisioned: true,
+        binary: Some(binary.display().to_string()),
+        version: None,
+        members: Vec::new(),
+        settings: vec![
+            ("tick-ms".into(), opts.tick.as_millis().to_string()),
+            ("heartbeat-interval-ms".into(), (opts.tick * opts.heartbeat_ticks).as_millis().to_string()),
+            (
+                "election-timeout-ms".into(),
+                format!(
+                    "{}..{}",
+                    (opts.tick * opts.election_ticks_min).as_millis(),
+                    opts.election_timeout_max().as_millis()
+                ),
+            ),
+            ("fsync".into(), fsync.into()),
+        ],
+    };
+    // From here on, an early return drops `cluster`, which stops what was started.
+    let mut cluster = Cluster::provisioned(info, Some(root));
+
+    let client = |i: usize| format!("127.0.0.1:{}", ports[2 * i]);
+    let peer = |i: usize| format!("127.0.0.1:{}", ports[2 * i + 1]);
+    let list = |addr: &dyn Fn(usize) -> String| {
+        (0..spec.size).map(|i| format!("{}={}", i + 1, addr(i))).collect::<Vec<_>>().join(",")
+    };
+    let (peers, clients) = (list(&peer), list(&client));
+    for i in 0..spec.size {
+        let name = format!("m{}", i + 1);
+        let data_dir = root_path.join(format!("raft-{name}"));
+        // A member restores whatever its data directory holds: start from nothing.
+        if data_dir.exists() {
+            std::fs::remove_dir_all(&data_dir)
+                .map_err(|e| ProvisionError::io(format!("removing stale {}", data_dir.display()), e))?;
+        }
+        std::fs::create_dir_all(&data_dir)
+            .map_err(|e| ProvisionError::io(format!("creating {}", data_dir.display()), e))?;
+        let log_file = spec.work_dir.join("logs").join(format!("raft-{name}.log"));
+        let args: Vec<String> = vec![
+            "serve".into(),
+            "raft".into(),
+            format!("--id={}", i + 1),
+            format!("--peers={peers}"),
+            format!("--clients={clients}"),
+            format!("--data-dir={}", data_dir.display()),
+            format!("--disk={engine_disk}"),
+            format!("--tick={}ms", opts.tick.as_millis()),
+            format!("--heartbeat-ticks={}", opts.heartbeat_ticks),
+            format!("--election-ticks-min={}", opts.election_ticks_min),
+            format!("--election-ticks-max={}", opts.election_ticks_max),
+        ];
+        let process = ManagedProcess::spawn(&binary, &args, &log_file, &[])
+            .map_err(|e| ProvisionError::io(format!("starting raft member {name}"), e))?;
+        let member = MemberInfo {
+            name,
+            client_url: format!("http://{}", client(i)),
+            peer_url: Some(format!("http://{}", peer(i))),
+            data_dir: Some(data_dir),
+            log_file: Some(log_file),
+            pid: Some(process.pid()),
+        };
+        cluster.add_member(member, process);
+    }
+    let version = etcd::wait_ready(&mut cluster, TARGET).await?;
+    cluster.info_mut().version = Some(version);
+    Ok(cluster)
+}

@@ -1,0 +1,145 @@
+//! `coordbench serve raft`: one member of the built-in Raft engine as a server process.
+//!
+//! The member is the node runtime (engines/node: WAL, transport, the Raft core) carrying
+//! etcd's data model (engines/kv) and serving etcd's v3 gRPC API (engines/etcd-api), so
+//! etcdctl and every etcd client work against it unchanged. `--target raft` starts N of
+//! these processes (see `provision::raft`).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use coordbench_etcd_api::{serve, KvStateMachine, MemberInfo, ServeOptions};
+use coordbench_node::disk::DiskKind as EngineDisk;
+use coordbench_node::{NodeConfig, RaftNode};
+use tokio::net::TcpListener;
+
+/// Options of one Raft member.
+#[derive(Debug, Clone, Args)]
+pub struct ServeRaftArgs {
+    /// This member's id (1-based, one of the ids in --peers).
+    #[arg(long)]
+    pub id: u64,
+
+    /// Every member's peer address, this one's included: 1=127.0.0.1:23801,2=...
+    #[arg(long, value_parser = parse_member_addrs)]
+    pub peers: MemberAddrs,
+
+    /// Every member's client (gRPC) address; this member listens on its own: 1=127.0.0.1:23791,...
+    #[arg(long, value_parser = parse_member_addrs)]
+    pub clients: MemberAddrs,
+
+    /// Where the write-ahead log and snapshots live.
+    #[arg(long)]
+    pub data_dir: PathBuf,
+
+    /// disk (fdatasync), tmpfs, nofsync, or emulated sync latency: hdd, ssd, nvme.
+    #[arg(long, default_value = "disk", value_parser = parse_engine_disk)]
+    pub disk: EngineDisk,
+
+    /// Length of one Raft tick.
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    pub tick: Duration,
+
+    /// Heartbeat interval, in ticks.
+    #[arg(long, default_value_t = 10)]
+    pub heartbeat_ticks: u32,
+
+    /// Election timeout range [min, max), in ticks.
+    #[arg(long, default_value_t = 100)]
+    pub election_ticks_min: u32,
+    #[arg(long, default_value_t = 200)]
+    pub election_ticks_max: u32,
+
+    /// Applied entries between snapshots (log compaction).
+    #[arg(long, default_value_t = 10_000)]
+    pub snapshot_every: u64,
+}
+
+/// `id=host:port` pairs, ordered by id.
+#[derive(Debug, Clone)]
+pub struct MemberAddrs(pub BTreeMap<u64, SocketAddr>);
+
+fn parse_member_addrs(s: &str) -> Result<MemberAddrs, String> {
+    let mut map = BTreeMap::new();
+    for pair in s.split(',').filter(|p| !p.is_empty()) {
+        let (id, addr) = pair.split_once('=').ok_or_else(|| format!("'{pair}' is not id=host:port"))?;
+        let id: u64 = id.parse().map_err(|_| format!("'{id}' is not a member id (a positive number)"))?;
+        let addr: SocketAddr = addr.parse().map_err(|_| format!("'{addr}' is not host:port"))?;
+        if id == 0 || map.insert(id, addr).is_some() {
+            return Err(format!("member id {id} is zero or given twice"));
+        }
+    }
+    if map.is_empty() {
+        return Err("no members given".into());
+    }
+    Ok(MemberAddrs(map))
+}
+
+fn parse_engine_disk(s: &str) -> Result<EngineDisk, String> {
+    EngineDisk::from_str(s).map_err(|e| e.to_string())
+}
+
+/// Runs the member until SIGINT or SIGTERM, then stops it cleanly (the WAL is synced).
+pub async fn run_raft(args: ServeRaftArgs) -> anyhow::Result<()> {
+    let peers = &args.peers.0;
+    let clients = &args.clients.0;
+    anyhow::ensure!(peers.contains_key(&args.id), "--id {} is not one of the ids in --peers", args.id);
+    anyhow::ensure!(
+        peers.keys().eq(clients.keys()),
+        "--peers and --clients must name the same member ids"
+    );
+    let client_addr = clients[&args.id];
+    let members = peers
+        .iter()
+        .map(|(&id, peer)| MemberInfo {
+            id,
+            name: format!("m{id}"),
+            peer_urls: vec![format!("http://{peer}")],
+            client_urls: vec![format!("http://{}", clients[&id])],
+        })
+        .collect();
+
+    let mut config = NodeConfig::new(args.id, peers.clone(), &args.data_dir);
+    config.disk = args.disk;
+    config.tick_interval = args.tick;
+    config.heartbeat_ticks = args.heartbeat_ticks;
+    config.election_ticks_min = args.election_ticks_min;
+    config.election_ticks_max = args.election_ticks_max;
+    config.snapshot_every = args.snapshot_every;
+
+    // Bind the client port first: a taken port fails before the member joins the cluster.
+    let listener = TcpListener::bind(client_addr)
+        .await
+        .with_context(|| format!("cannot listen for clients on {client_addr}"))?;
+    let (handle, node) = RaftNode::start(config, KvStateMachine::new())
+        .await
+        .with_context(|| format!("cannot start raft member {}", args.id))?;
+    let stop = crate::signals::stop_on_signals().context("cannot install signal handlers")?;
+    let served = serve(listener, handle, members, ServeOptions::default(), async move {
+        stop.cancelled().await
+    })
+    .await;
+    let stopped = node.stop().await;
+    served.context("etcd API server failed")?;
+    stopped.context("raft member did not stop cleanly")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn member_lists_parse_and_refuse_what_they_cannot_use() {
+        let m = parse_member_addrs("1=127.0.0.1:1001,2=127.0.0.1:1002").unwrap();
+        assert_eq!(m.0.len(), 2);
+        for bad in ["", "1=nohost", "x=127.0.0.1:1", "0=127.0.0.1:1", "1=127.0.0.1:1,1=127.0.0.1:2"] {
+            assert!(parse_member_addrs(bad).is_err(), "{bad}");
+        }
+    }
+}
