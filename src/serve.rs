@@ -55,8 +55,9 @@ pub struct ServeRaftArgs {
     #[arg(long, default_value_t = 200)]
     pub election_ticks_max: u32,
 
-    /// Applied entries between snapshots (log compaction).
-    #[arg(long, default_value_t = 10_000)]
+    /// Applied entries between snapshots (log compaction); etcd's --snapshot-count default.
+    /// A snapshot serializes the whole store with its uncompacted history, so it is costly.
+    #[arg(long, default_value_t = 100_000)]
     pub snapshot_every: u64,
 }
 
