@@ -1,0 +1,83 @@
+//! [`Node`]: one znode as the tree stores it, and [`Session`]: one session's replicated
+//! record.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::{NodeKind, Stat};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Node {
+    pub data: Vec<u8>,
+    pub czxid: i64,
+    pub mzxid: i64,
+    pub pzxid: i64,
+    pub ctime: i64,
+    pub mtime: i64,
+    pub version: i32,
+    pub cversion: i32,
+    pub kind: NodeKind,
+    /// Names (not paths) of the children, sorted: listings are deterministic.
+    pub children: BTreeSet<String>,
+}
+
+impl Node {
+    /// A node of the initial tree (zxid 0, time 0).
+    pub fn system() -> Node {
+        Node::new(Vec::new(), NodeKind::Persistent, 0, 0)
+    }
+
+    pub fn new(data: Vec<u8>, kind: NodeKind, zxid: i64, now_ms: i64) -> Node {
+        Node {
+            data,
+            czxid: zxid,
+            mzxid: zxid,
+            pzxid: zxid,
+            ctime: now_ms,
+            mtime: now_ms,
+            version: 0,
+            cversion: 0,
+            kind,
+            children: BTreeSet::new(),
+        }
+    }
+
+    pub fn stat(&self) -> Stat {
+        Stat {
+            czxid: self.czxid,
+            mzxid: self.mzxid,
+            ctime: self.ctime,
+            mtime: self.mtime,
+            version: self.version,
+            cversion: self.cversion,
+            aversion: 0,
+            ephemeral_owner: self.kind.ephemeral_owner(),
+            data_length: i32::try_from(self.data.len()).unwrap_or(i32::MAX),
+            num_children: i32::try_from(self.children.len()).unwrap_or(i32::MAX),
+            pzxid: self.pzxid,
+        }
+    }
+}
+
+/// A live session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    /// The negotiated timeout.
+    pub timeout_ms: i32,
+    /// What a reconnecting client must present.
+    pub password: Vec<u8>,
+    /// Expires when the leader's clock passes this (ms since the epoch).
+    pub deadline_ms: i64,
+    /// Paths of the ephemeral nodes it owns.
+    pub ephemerals: BTreeSet<String>,
+}
+
+impl Session {
+    /// Moves the deadline to at least `now_ms + timeout`.
+    pub(crate) fn renew(&mut self, now_ms: i64) {
+        self.deadline_ms = self
+            .deadline_ms
+            .max(now_ms.saturating_add(i64::from(self.timeout_ms)));
+    }
+}

@@ -1,0 +1,223 @@
+//! Snapshot and restore of the whole tree, for log compaction and lagging members.
+//!
+//! Layout: the magic `CBZT`, a format version byte, then postcard of the last zxid, every
+//! node (path order, without its child list) and every session (id order, without its
+//! ephemeral list). Child lists and the ephemeral, container and TTL indexes are rebuilt
+//! on restore. Equal trees give byte-identical snapshots. Restore checks the invariants
+//! the tree relies on, so corrupt bytes give an error, never a tree that misbehaves later.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::CodecError;
+use crate::node::{Node, Session};
+use crate::tree::DataTree;
+use crate::types::NodeKind;
+
+const MAGIC: &[u8; 4] = b"CBZT";
+const FORMAT: u8 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct NodeData {
+    data: Vec<u8>,
+    czxid: i64,
+    mzxid: i64,
+    pzxid: i64,
+    ctime: i64,
+    mtime: i64,
+    version: i32,
+    cversion: i32,
+    kind: NodeKind,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SessionData {
+    id: i64,
+    timeout_ms: i32,
+    password: Vec<u8>,
+    deadline_ms: i64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Data {
+    last_zxid: i64,
+    nodes: Vec<(String, NodeData)>,
+    sessions: Vec<SessionData>,
+}
+
+impl DataTree {
+    /// The full state as bytes (see the module doc for the layout).
+    pub fn snapshot(&self) -> Vec<u8> {
+        let data = Data {
+            last_zxid: self.last_zxid,
+            nodes: self
+                .nodes
+                .iter()
+                .map(|(p, n)| {
+                    let d = NodeData {
+                        data: n.data.clone(),
+                        czxid: n.czxid,
+                        mzxid: n.mzxid,
+                        pzxid: n.pzxid,
+                        ctime: n.ctime,
+                        mtime: n.mtime,
+                        version: n.version,
+                        cversion: n.cversion,
+                        kind: n.kind,
+                    };
+                    (p.clone(), d)
+                })
+                .collect(),
+            sessions: self
+                .sessions
+                .iter()
+                .map(|(id, s)| SessionData {
+                    id: *id,
+                    timeout_ms: s.timeout_ms,
+                    password: s.password.clone(),
+                    deadline_ms: s.deadline_ms,
+                })
+                .collect(),
+        };
+        let mut out = MAGIC.to_vec();
+        out.push(FORMAT);
+        // Cannot fail: all lengths are known and the Vec grows.
+        postcard::to_extend(&data, out).expect("postcard serialisation of a snapshot is infallible")
+    }
+
+    /// Replaces this tree with a snapshot's. On error the tree is unchanged.
+    pub fn restore(&mut self, bytes: &[u8]) -> Result<(), CodecError> {
+        *self = DataTree::from_snapshot(bytes)?;
+        Ok(())
+    }
+
+    /// A tree holding a snapshot's state.
+    pub fn from_snapshot(bytes: &[u8]) -> Result<DataTree, CodecError> {
+        let bad = CodecError::BadSnapshot;
+        let body = match bytes.strip_prefix(MAGIC.as_slice()) {
+            Some([FORMAT, body @ ..]) => body,
+            Some(_) => return Err(bad("unknown format version".into())),
+            None => return Err(bad("not a tree snapshot".into())),
+        };
+        let data = match postcard::take_from_bytes::<Data>(body) {
+            Ok((data, [])) => data,
+            Ok(_) => return Err(bad("trailing bytes".into())),
+            Err(e) => return Err(CodecError::Decode(e.to_string())),
+        };
+        let mut sessions = BTreeMap::new();
+        for s in data.sessions {
+            let session = Session {
+                timeout_ms: s.timeout_ms,
+                password: s.password,
+                deadline_ms: s.deadline_ms,
+                ephemerals: BTreeSet::new(),
+            };
+            if sessions.insert(s.id, session).is_some() {
+                return Err(bad(format!("session {:#x} twice", s.id)));
+            }
+        }
+        let mut tree = DataTree {
+            nodes: BTreeMap::new(),
+            sessions,
+            containers: BTreeSet::new(),
+            ttls: BTreeSet::new(),
+            last_zxid: data.last_zxid,
+        };
+        // Path order puts every parent before its children.
+        for (path, n) in data.nodes {
+            if tree.nodes.contains_key(&path) {
+                return Err(bad(format!("{path} twice")));
+            }
+            if let NodeKind::Ephemeral { owner } = n.kind {
+                if !tree.sessions.contains_key(&owner) {
+                    return Err(bad(format!("{path} owned by unknown session {owner:#x}")));
+                }
+            }
+            let node = Node {
+                data: n.data,
+                czxid: n.czxid,
+                mzxid: n.mzxid,
+                pzxid: n.pzxid,
+                ctime: n.ctime,
+                mtime: n.mtime,
+                version: n.version,
+                cversion: n.cversion,
+                kind: n.kind,
+                children: BTreeSet::new(),
+            };
+            tree.insert_node(&path, node);
+        }
+        tree.check_invariants().map_err(bad)?;
+        Ok(tree)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::{Command, Op};
+    use crate::types::CreateMode;
+
+    fn sample() -> DataTree {
+        let mut t = DataTree::new();
+        t.apply(
+            1,
+            &Command::CreateSession {
+                timeout_ms: 5000,
+                password: vec![1; 16],
+                now_ms: 10,
+            },
+        );
+        let create = |path: &str, mode, ttl_ms| Command::Write {
+            session: 1,
+            now_ms: 20,
+            op: Op::Create {
+                path: path.into(),
+                data: b"v".to_vec(),
+                mode,
+                ttl_ms,
+            },
+        };
+        t.apply(2, &create("/a", CreateMode::Container, 0));
+        t.apply(3, &create("/a/e-", CreateMode::EphemeralSequential, 0));
+        t.apply(4, &create("/t", CreateMode::PersistentWithTtl, 100));
+        t.apply(5, &create("/a/p", CreateMode::Persistent, 0));
+        t
+    }
+
+    #[test]
+    fn round_trip() {
+        let t = sample();
+        let bytes = t.snapshot();
+        let r = DataTree::from_snapshot(&bytes).unwrap();
+        assert_eq!(r, t);
+        assert_eq!(r.snapshot(), bytes);
+        assert_eq!(r.ephemerals(1, "/"), vec!["/a/e-0000000000".to_string()]);
+        assert_eq!(
+            DataTree::from_snapshot(&DataTree::new().snapshot()).unwrap(),
+            DataTree::new()
+        );
+    }
+
+    #[test]
+    fn rejects_corruption_without_panicking() {
+        let mut t = sample();
+        let bytes = t.snapshot();
+        assert!(t.restore(b"nope").is_err());
+        assert!(t.restore(&bytes[..bytes.len() - 1]).is_err());
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(t.restore(&longer).is_err());
+        for i in 5..bytes.len() {
+            for flip in [1u8, 0x80, 0xff] {
+                let mut b = bytes.clone();
+                b[i] ^= flip;
+                if let Ok(r) = DataTree::from_snapshot(&b) {
+                    r.check_invariants().unwrap();
+                }
+            }
+        }
+        assert_eq!(t, sample(), "failed restores leave the tree unchanged");
+    }
+}

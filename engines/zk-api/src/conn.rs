@@ -1,0 +1,201 @@
+//! One client connection, from its first bytes to its close.
+//!
+//! The first 4 bytes are either a four-letter word (answered, then closed) or the length
+//! of a ConnectRequest. After the handshake, the connection's requests are read and served
+//! one at a time in arrival order (ZooKeeper's FIFO order per session: a read never passes
+//! an earlier write); a writer task drains the connection's outbound queue, where replies
+//! and watch notifications meet. A malformed or oversized frame closes this connection
+//! only.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use coordbench_node::Replicator;
+use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio::time::timeout;
+use tokio_util::sync::CancellationToken;
+
+use crate::core::Core;
+use crate::four_letter;
+use crate::frame::{self, Opening};
+use crate::handler::{ConnCtx, Flow};
+use crate::jute::{Reader, Writer};
+use crate::proto::{ConnectRequest, ConnectResponse};
+use crate::request;
+use crate::sessions::{handshake, Handshake};
+use crate::state_machine::TreeStateMachine;
+use crate::stats::Stats;
+
+fn response_frame(r: &ConnectResponse) -> Vec<u8> {
+    let mut w = Writer::frame();
+    r.encode(&mut w);
+    w.into_frame()
+}
+
+pub(crate) async fn serve<R: Replicator<TreeStateMachine>>(
+    core: Arc<Core<R>>,
+    stream: TcpStream,
+    peer: SocketAddr,
+) {
+    let _ = stream.set_nodelay(true);
+    let (rd, mut wr) = stream.into_split();
+    let mut rd = BufReader::new(rd);
+    let io = core.options.io_timeout;
+    let max = core.options.max_frame_bytes;
+
+    // The opening: a four-letter word, or a ConnectRequest.
+    let first = tokio::select! {
+        () = core.shutdown.cancelled() => return,
+        r = timeout(io, frame::read_prefix(&mut rd)) => match r {
+            Ok(Ok(Some(first))) => first,
+            _ => return,
+        },
+    };
+    let len = match frame::opening(first, max) {
+        Ok(Opening::FourLetter(word)) => {
+            let answer = four_letter::answer(&core, word);
+            let _ = timeout(io, async {
+                wr.write_all(answer.as_bytes()).await?;
+                wr.shutdown().await
+            })
+            .await;
+            return;
+        }
+        Ok(Opening::Frame(len)) => len,
+        Err(e) => {
+            tracing::debug!(%peer, error = %e, "bad opening; closing");
+            return;
+        }
+    };
+    let payload = tokio::select! {
+        () = core.shutdown.cancelled() => return,
+        r = timeout(io, frame::read_payload(&mut rd, len)) => match r {
+            Ok(Ok(payload)) => payload,
+            _ => return,
+        },
+    };
+    // Trailing bytes after the optional readOnly flag are tolerated, as ZooKeeper does.
+    let Ok(connect) = ConnectRequest::decode(&mut Reader::new(&payload)) else {
+        tracing::debug!(%peer, "malformed ConnectRequest; closing");
+        return;
+    };
+    core.stats.received();
+    let response = tokio::select! {
+        () = core.shutdown.cancelled() => return,
+        r = handshake(&core, &connect) => r,
+    };
+    let response = match response {
+        Ok(Handshake::Attached(r)) => r,
+        Ok(Handshake::Expired) => {
+            let frame = response_frame(&ConnectResponse::expired());
+            let _ = timeout(io, async {
+                wr.write_all(&frame).await?;
+                wr.shutdown().await
+            })
+            .await;
+            core.stats.sent();
+            return;
+        }
+        Ok(Handshake::Behind) | Err(_) => return,
+    };
+
+    let session = response.session_id;
+    let (tx, rx) = mpsc::channel(core.options.outbound_queue.max(2));
+    let close = core.shutdown.child_token();
+    // The response goes first: nothing else is queued before registration.
+    if tx.try_send(response_frame(&response)).is_err() {
+        return;
+    }
+    let id = core.router.register(session, tx.clone(), close.clone());
+    let writer = tokio::spawn(write_loop(
+        wr,
+        rx,
+        core.stats.clone(),
+        core.shutdown.clone(),
+        io,
+    ));
+    let ctx = ConnCtx {
+        core: core.clone(),
+        id,
+        session,
+        peer,
+        tx,
+    };
+    loop {
+        let next = tokio::select! {
+            () = close.cancelled() => break,
+            f = frame::read_frame(&mut rd, max) => f,
+        };
+        let payload = match next {
+            Ok(Some(p)) => p,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::debug!(%peer, error = %e, "bad frame; closing");
+                break;
+            }
+        };
+        core.stats.received();
+        core.mark_active(session);
+        let (header, req) = match request::decode(&payload) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!(%peer, error = %e, "malformed request; closing");
+                break;
+            }
+        };
+        let started = core.stats.begin();
+        let flow = tokio::select! {
+            () = close.cancelled() => Flow::Close,
+            f = ctx.handle(header, req) => f,
+        };
+        core.stats.end(started);
+        if flow == Flow::Close {
+            break;
+        }
+    }
+    core.router.unregister(id);
+    drop(ctx);
+    // The writer ends once every sender is gone and the queue is drained.
+    let _ = timeout(io, writer).await;
+}
+
+/// Writes queued frames (replies and notifications, each counted as a packet sent),
+/// flushing whenever the queue runs dry.
+async fn write_loop(
+    wr: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    stats: Arc<Stats>,
+    shutdown: CancellationToken,
+    io: std::time::Duration,
+) {
+    let mut wr = BufWriter::new(wr);
+    loop {
+        let frame = tokio::select! {
+            biased;
+            () = shutdown.cancelled() => break,
+            f = rx.recv() => f,
+        };
+        let Some(frame) = frame else { break };
+        let batch = async {
+            wr.write_all(&frame).await?;
+            stats.sent();
+            while let Ok(more) = rx.try_recv() {
+                wr.write_all(&more).await?;
+                stats.sent();
+            }
+            wr.flush().await
+        };
+        match timeout(io, batch).await {
+            Ok(Ok(())) => {}
+            _ => return,
+        }
+    }
+    let _ = timeout(io, async {
+        wr.flush().await?;
+        wr.shutdown().await
+    })
+    .await;
+}

@@ -1,0 +1,129 @@
+//! Framing on the client port: every packet is a 4-byte big-endian length and that many
+//! bytes. A connection's first 4 bytes may instead be a four-letter word (`ruok`, `srvr`,
+//! ...), as ZooKeeper serves them on the same port.
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::four_letter::WORDS;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame length {len} outside 0..={max}")]
+    BadLength { len: i64, max: usize },
+    #[error("connection closed mid-frame")]
+    Truncated,
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// What a connection's first 4 bytes say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    FourLetter(&'static str),
+    /// The length of the first frame (the ConnectRequest).
+    Frame(usize),
+}
+
+/// Classifies a connection's first 4 bytes.
+pub fn opening(first: [u8; 4], max: usize) -> Result<Opening, FrameError> {
+    if let Some(word) = WORDS.iter().find(|w| w.as_bytes() == first) {
+        return Ok(Opening::FourLetter(word));
+    }
+    frame_len(first, max).map(Opening::Frame)
+}
+
+/// A frame length, checked against `max` (ZooKeeper's `jute.maxbuffer`).
+pub fn frame_len(raw: [u8; 4], max: usize) -> Result<usize, FrameError> {
+    let len = i32::from_be_bytes(raw);
+    match usize::try_from(len) {
+        Ok(n) if n <= max => Ok(n),
+        _ => Err(FrameError::BadLength {
+            len: i64::from(len),
+            max,
+        }),
+    }
+}
+
+/// Reads 4 bytes; `None` on a clean end of stream before the first byte.
+pub async fn read_prefix<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<[u8; 4]>, FrameError> {
+    let mut raw = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match r.read(&mut raw[got..]).await? {
+            0 if got == 0 => return Ok(None),
+            0 => return Err(FrameError::Truncated),
+            n => got += n,
+        }
+    }
+    Ok(Some(raw))
+}
+
+/// Reads a frame's payload of `len` bytes.
+pub async fn read_payload<R: AsyncRead + Unpin>(
+    r: &mut R,
+    len: usize,
+) -> Result<Vec<u8>, FrameError> {
+    let mut payload = vec![0; len];
+    r.read_exact(&mut payload)
+        .await
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => FrameError::Truncated,
+            _ => FrameError::Io(e),
+        })?;
+    Ok(payload)
+}
+
+/// Reads one whole frame; `None` on a clean end of stream between frames.
+pub async fn read_frame<R: AsyncRead + Unpin>(
+    r: &mut R,
+    max: usize,
+) -> Result<Option<Vec<u8>>, FrameError> {
+    let Some(raw) = read_prefix(r).await? else {
+        return Ok(None);
+    };
+    let len = frame_len(raw, max)?;
+    read_payload(r, len).await.map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openings() {
+        assert_eq!(
+            opening(*b"ruok", 1 << 20).unwrap(),
+            Opening::FourLetter("ruok")
+        );
+        assert_eq!(opening([0, 0, 0, 45], 1 << 20).unwrap(), Opening::Frame(45));
+        assert!(
+            opening(*b"nope", 1 << 20).is_err(),
+            "unknown words are huge lengths"
+        );
+        assert!(opening([0xff, 0xff, 0xff, 0xff], 1 << 20).is_err());
+        assert!(opening([0, 0x10, 0, 1], 1 << 20).is_err());
+    }
+
+    #[tokio::test]
+    async fn frames_and_truncation() {
+        let mut ok: &[u8] = &[0, 0, 0, 2, 7, 8, 0, 0, 0, 0];
+        assert_eq!(read_frame(&mut ok, 16).await.unwrap(), Some(vec![7, 8]));
+        assert_eq!(read_frame(&mut ok, 16).await.unwrap(), Some(vec![]));
+        assert_eq!(read_frame(&mut ok, 16).await.unwrap(), None);
+        let mut short: &[u8] = &[0, 0, 0, 9, 1];
+        assert!(matches!(
+            read_frame(&mut short, 16).await,
+            Err(FrameError::Truncated)
+        ));
+        let mut half: &[u8] = &[0, 0];
+        assert!(matches!(
+            read_frame(&mut half, 16).await,
+            Err(FrameError::Truncated)
+        ));
+        let mut big: &[u8] = &[0, 0, 1, 0];
+        assert!(matches!(
+            read_frame(&mut big, 16).await,
+            Err(FrameError::BadLength { .. })
+        ));
+    }
+}

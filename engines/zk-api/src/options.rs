@@ -1,0 +1,83 @@
+//! What a server is configured with. `Default` gives ZooKeeper's defaults where it has one.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// This member's id (ZooKeeper's `myid`), reported by `conf`.
+    pub server_id: u64,
+    /// Members in the ensemble; 1 reports `Mode: standalone`.
+    pub cluster_size: usize,
+    /// Version reported by `srvr`, `stat` and `mntr`.
+    pub version: String,
+    /// ZooKeeper's `tickTime`: session timeouts are negotiated within 2..=20 ticks, and
+    /// session touches and expiry checks run every tick.
+    pub tick_time: Duration,
+    /// Overrides the 2-tick minimum session timeout.
+    pub min_session_timeout: Option<Duration>,
+    /// Overrides the 20-tick maximum session timeout.
+    pub max_session_timeout: Option<Duration>,
+    /// How often the leader looks for empty containers and expired TTL nodes (ZooKeeper's
+    /// `znode.container.checkIntervalMs`, 60 s).
+    pub container_check_interval: Duration,
+    /// Largest frame a client may send (ZooKeeper's `jute.maxbuffer`, 1 MiB); a larger
+    /// one closes its connection.
+    pub max_frame_bytes: usize,
+    /// Frames (replies and notifications) queued per connection. A connection whose queue
+    /// is full when a notification arrives is closed: its client reconnects and re-sets
+    /// its watches, learning what it missed (apply never waits for a slow client).
+    pub outbound_queue: usize,
+    /// How long a client may take to send its ConnectRequest, and a reply write may take.
+    pub io_timeout: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            server_id: 1,
+            cluster_size: 1,
+            version: "3.8.0-coordbench".to_string(),
+            tick_time: Duration::from_millis(2000),
+            min_session_timeout: None,
+            max_session_timeout: None,
+            container_check_interval: Duration::from_secs(60),
+            max_frame_bytes: 1 << 20,
+            outbound_queue: 1024,
+            io_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl ServeOptions {
+    pub fn min_session_timeout(&self) -> Duration {
+        self.min_session_timeout.unwrap_or(self.tick_time * 2)
+    }
+
+    pub fn max_session_timeout(&self) -> Duration {
+        self.max_session_timeout.unwrap_or(self.tick_time * 20)
+    }
+
+    /// The timeout granted for a requested one (ms), as ZooKeeper negotiates it.
+    pub fn negotiate(&self, requested_ms: i32) -> i32 {
+        let ms = |d: Duration| i32::try_from(d.as_millis()).unwrap_or(i32::MAX);
+        let (lo, hi) = (
+            ms(self.min_session_timeout()),
+            ms(self.max_session_timeout()),
+        );
+        requested_ms.clamp(lo, hi.max(lo))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_are_clamped_to_ticks() {
+        let o = ServeOptions::default();
+        assert_eq!(o.negotiate(1), 4000);
+        assert_eq!(o.negotiate(30_000), 30_000);
+        assert_eq!(o.negotiate(i32::MAX), 40_000);
+        assert_eq!(o.negotiate(-5), 4000);
+    }
+}
