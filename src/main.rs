@@ -52,11 +52,17 @@ fn main() -> ExitCode {
     }
 }
 
-/// clap's error as one line: its first line, plus the accepted values when it lists them.
+/// clap's error as one line: its first line, plus the accepted values when it lists them,
+/// or the missing arguments when the first line announces a list of them.
 fn usage_line(e: &clap::Error) -> String {
     let rendered = e.render().to_string();
     let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines.next().unwrap_or("error: invalid arguments").to_string();
+    let mut first = lines.next().unwrap_or("error: invalid arguments").to_string();
+    if first.ends_with(':') {
+        // "the following required arguments were not provided:" then one line per argument.
+        let listed: Vec<&str> = lines.clone().take_while(|l| !l.starts_with("Usage:")).collect();
+        first = format!("{first} {}", listed.join(", "));
+    }
     let possible = lines.find(|l| l.starts_with("[possible values:"));
     match possible {
         Some(p) => one_line(&format!("{first} {p}; see coordbench run --help")),

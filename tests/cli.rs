@@ -3,7 +3,9 @@
 //! etcd binary, an unreachable --endpoints, a taken --base-port); --help and --version;
 //! a null-target open-loop run and the result files it writes; lock runs on a 3-member
 //! etcd cluster with both recipes; and SIGINT / SIGTERM during a run: exit 130, results
-//! written as incomplete, no etcd process left behind. Servers run on 127.0.0.1 only.
+//! written as incomplete, no etcd process left behind; runs on the default target, a
+//! 3-member raft cluster of `coordbench serve raft` processes (lock, and kv-put with 64
+//! clients), and `serve raft` refusing bad arguments. Servers run on 127.0.0.1 only.
 
 mod common;
 
@@ -657,5 +659,131 @@ fn sigint_while_the_cluster_starts_exits_130_and_stops_what_started() {
         etcd_started_by(coordbench),
         Vec::<u32>::new(),
         "etcd members outlived coordbench"
+    );
+}
+
+/// Runs `coordbench run args...` against a started raft cluster on tmpfs; asserts exit 0,
+/// one complete summary row for a 3-member raft cluster with 0 errors and throughput > 0,
+/// and that no member outlived the run. Returns the row and run.json.
+fn raft_run(args: &[&str], bound: Duration) -> (HashMap<String, String>, serde_json::Value) {
+    let dir = tempdir();
+    let out = dir.path().join("out");
+    let mut argv = vec!["run"];
+    argv.extend_from_slice(args);
+    argv.extend_from_slice(&["--disk", "tmpfs", "--out", path_str(&out), "--quiet"]);
+    let f = run(dir.path(), &argv, bound);
+    assert_eq!(f.status.code(), Some(0), "{}", f.describe());
+    assert_no_panic(&f);
+
+    let rows = read_csv(&out.join("summary.csv"));
+    assert_eq!(rows.len(), 1, "summary.csv rows: {rows:?}");
+    let row = rows.into_iter().next().expect("one row");
+    assert_eq!(row["target"], "raft", "{row:?}");
+    assert_eq!(row["cluster_size"], "3", "{row:?}");
+    assert_eq!(row["complete"], "true", "{row:?}");
+    assert_eq!(num(&row, "errors"), 0.0, "{row:?}");
+    assert!(num(&row, "throughput_ops_s") > 0.0, "{row:?}");
+    let record = read_json(&out.join("run.json"));
+    assert_eq!(record["cluster"]["target"], "raft", "{record:#}");
+    let pids = member_pids(&record);
+    assert_eq!(pids.len(), 3);
+    assert_gone(&pids);
+    (row, record)
+}
+
+/// The must-show: with no --target, a lock run measures a 3-member raft cluster that
+/// coordbench starts from its own binary (nothing installed), safely.
+#[test]
+fn default_target_is_a_three_member_raft_cluster() {
+    let (row, record) = raft_run(
+        &["--workload", "lock", "--clients", "16", "--duration", "5s"],
+        Duration::from_secs(60),
+    );
+    assert_eq!(row["recipe"], "etcd-mutex", "{row:?}");
+    assert_eq!(num(&row, "violations"), 0.0, "{row:?}");
+    assert_eq!(
+        record["results"]["lock"]["token_regressions"], 0,
+        "{record:#}"
+    );
+    assert!(
+        record["results"]["lock"]["sections"]
+            .as_u64()
+            .expect("sections")
+            > 0
+    );
+}
+
+#[test]
+fn raft_kv_put_with_64_clients_has_no_errors() {
+    let (row, _) = raft_run(
+        &[
+            "--target",
+            "raft",
+            "--workload",
+            "kv-put",
+            "--clients",
+            "64",
+            "--duration",
+            "3s",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(row["clients"], "64", "{row:?}");
+    assert!(num(&row, "ops") > 0.0, "{row:?}");
+}
+
+/// `coordbench serve raft` refuses arguments it cannot serve with before it starts
+/// anything: exit 2, one line on stderr that names the problem.
+#[test]
+fn serve_raft_bad_arguments_exit_2_with_one_line() {
+    let dir = tempdir();
+    let data = dir.path().join("data");
+    let data_dir = format!("--data-dir={}", path_str(&data));
+    let (p1, c1) = (closed_port(), closed_port());
+    let peers = format!("--peers=1=127.0.0.1:{p1}");
+    let clients = format!("--clients=1=127.0.0.1:{c1}");
+    // (arguments after `serve raft`, text the one line must contain)
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec![&peers, &clients, &data_dir], "--id"),
+        (vec!["--id=2", &peers, &clients, &data_dir], "--id 2"),
+        (
+            vec!["--id=1", "--peers=1=127.0.0.1", &clients, &data_dir],
+            "127.0.0.1",
+        ),
+        (
+            vec!["--id=1", "--peers=1:127.0.0.1:1", &clients, &data_dir],
+            "id=host:port",
+        ),
+        (
+            vec!["--id=1", "--peers=0=127.0.0.1:1", &clients, &data_dir],
+            "--peers",
+        ),
+        (
+            vec!["--id=1", &peers, "--clients=2=127.0.0.1:1", &data_dir],
+            "--clients",
+        ),
+    ];
+    for (args, mentions) in cases {
+        let mut argv = vec!["serve", "raft"];
+        argv.extend_from_slice(&args);
+        let f = run(dir.path(), &argv, Duration::from_secs(15));
+        let what = format!("coordbench {}: {}", argv.join(" "), f.describe());
+        assert_eq!(f.status.code(), Some(2), "{what}");
+        assert_no_panic(&f);
+        assert_eq!(
+            f.stderr.lines().count(),
+            1,
+            "not exactly one line on stderr: {what}"
+        );
+        assert!(f.stderr.starts_with("error: "), "{what}");
+        assert!(
+            f.stderr.contains(mentions),
+            "the error does not mention {mentions:?}: {what}"
+        );
+        assert!(f.stdout.is_empty(), "{what}");
+    }
+    assert!(
+        !data.exists(),
+        "a refused member created its data directory"
     );
 }

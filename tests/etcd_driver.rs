@@ -40,17 +40,17 @@ async fn lock_workload_is_safe_on_three_members() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_excludes_until_release() {
-    conformance::lock_excludes_until_release(ETCD).await;
+    conformance::lock_excludes_until_release(ETCD, 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abandoned_holder_hands_over_on_lease_expiry() {
-    conformance::abandoned_holder_hands_over_on_expiry(ETCD).await;
+    conformance::abandoned_holder_hands_over_on_expiry(ETCD, 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_notifies_herd_only_with_naive() {
-    conformance::release_notifies_herd_only_with_naive(ETCD).await;
+    conformance::release_notifies_herd_only_with_naive(ETCD, 1).await;
 }
 
 /// Connecting must fail with `Unreachable` within the connect timeout (plus slack), with a
@@ -96,4 +96,9 @@ async fn silent_listener_is_unreachable_within_the_timeout() {
     let port = silent.local_addr().expect("addr").port();
     assert_unreachable(format!("127.0.0.1:{port}")).await;
     drop(silent);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_replays_history_with_prev_kv() {
+    conformance::watch_replays_history_with_prev_kv(ETCD, 3).await;
 }

@@ -8,7 +8,7 @@ use etcd_client::{Client, ConnectOptions};
 
 use super::disk::{self, DiskKind};
 use super::executable::find_executable;
-use super::process::ManagedProcess;
+use super::process::Launch;
 use super::{ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
 
 const TARGET: &str = "etcd";
@@ -200,8 +200,12 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
         if spec.disk == DiskKind::Nofsync {
             args.push("--unsafe-no-fsync".into());
         }
-        let process =
-            ManagedProcess::spawn(&binary, &args, &log_file, &env_remove).map_err(|e| {
+        let launch = Launch {
+            program: binary.clone(),
+            args,
+            env_remove: env_remove.clone(),
+        };
+        let process = launch.spawn(&log_file).map_err(|e| {
                 if e.kind() == std::io::ErrorKind::NotFound {
                     ProvisionError::BinaryNotFound {
                         binary: format!("etcd binary {}", binary.display()),
@@ -219,7 +223,7 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
             log_file: Some(log_file),
             pid: Some(process.pid()),
         };
-        cluster.add_member(member, process);
+        cluster.add_member(member, launch, process);
     }
 
     let version = wait_ready(&mut cluster, TARGET).await?;

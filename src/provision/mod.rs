@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use disk::DataRoot;
-use process::ManagedProcess;
+use process::{Launch, ManagedProcess};
 
 /// How long members get to exit after SIGTERM when a cluster stops, before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -73,10 +73,12 @@ pub struct MemberInfo {
     pub pid: Option<u32>,
 }
 
-/// One member process and whether it was brought down on purpose (fault injection).
+/// One member process, how it was started, and whether it was brought down on purpose
+/// (fault injection).
 #[derive(Debug)]
 struct Member {
     name: String,
+    launch: Launch,
     process: ManagedProcess,
     killed: bool,
 }
@@ -135,10 +137,11 @@ impl Cluster {
         }
     }
 
-    /// Records a started member; `info.members[i]` must describe `members[i]`.
-    pub(crate) fn add_member(&mut self, info: MemberInfo, process: ManagedProcess) {
+    /// Records a member started with `launch`; `info.members[i]` must describe `members[i]`.
+    pub(crate) fn add_member(&mut self, info: MemberInfo, launch: Launch, process: ManagedProcess) {
         self.members.push(Member {
             name: info.name.clone(),
+            launch,
             process,
             killed: false,
         });
@@ -234,6 +237,31 @@ impl Cluster {
         let m = self.member(i)?;
         m.killed = true;
         m.process.kill();
+        Ok(())
+    }
+
+    /// Starts member `i` again after [`kill_member`](Self::kill_member), with the program,
+    /// arguments and log file it was first started with; it keeps its data directory, so it
+    /// rejoins with what it had persisted. Call from a long-lived thread (see
+    /// [`process`]): the member dies with the thread that starts it.
+    pub fn restart_member(&mut self, i: usize) -> Result<(), ProvisionError> {
+        let m = self.member(i)?;
+        if !m.killed {
+            return Err(ProvisionError::Unsupported(format!(
+                "member {} was not killed; only a killed member can be restarted",
+                m.name
+            )));
+        }
+        let log_file = m.process.log_file().to_path_buf();
+        let process = m
+            .launch
+            .spawn(&log_file)
+            .map_err(|e| ProvisionError::io(format!("restarting member {}", m.name), e))?;
+        let pid = process.pid();
+        // The killed process was reaped by kill_member; replacing it drops nothing alive.
+        m.process = process;
+        m.killed = false;
+        self.info.members[i].pid = Some(pid);
         Ok(())
     }
 

@@ -19,6 +19,23 @@ use std::time::{Duration, Instant};
 /// How often a waiting `terminate` polls the child; short, as etcd exits within milliseconds.
 const POLL: Duration = Duration::from_millis(10);
 
+/// How a member process is started: kept with the member so that a member brought down
+/// on purpose can be started again the same way (same program, arguments, environment).
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// Environment variables the child must not inherit, see [`ManagedProcess::spawn`].
+    pub env_remove: Vec<String>,
+}
+
+impl Launch {
+    /// Starts the process with its output appended to `log_file`.
+    pub fn spawn(&self, log_file: &Path) -> io::Result<ManagedProcess> {
+        ManagedProcess::spawn(&self.program, &self.args, log_file, &self.env_remove)
+    }
+}
+
 /// A child server process owned by coordbench. Dropping it kills and reaps the process.
 #[derive(Debug)]
 pub struct ManagedProcess {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::disk::{self, DiskKind};
-use super::process::ManagedProcess;
+use super::process::Launch;
 use super::{etcd, ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
 
 const TARGET: &str = "raft";
@@ -136,7 +136,9 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
             format!("--election-ticks-min={}", opts.election_ticks_min),
             format!("--election-ticks-max={}", opts.election_ticks_max),
         ];
-        let process = ManagedProcess::spawn(&binary, &args, &log_file, &[])
+        let launch = Launch { program: binary.clone(), args, env_remove: Vec::new() };
+        let process = launch
+            .spawn(&log_file)
             .map_err(|e| ProvisionError::io(format!("starting raft member {name}"), e))?;
         let member = MemberInfo {
             name,
@@ -146,7 +148,7 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
             log_file: Some(log_file),
             pid: Some(process.pid()),
         };
-        cluster.add_member(member, process);
+        cluster.add_member(member, launch, process);
     }
     let version = etcd::wait_ready(&mut cluster, TARGET).await?;
     cluster.info_mut().version = Some(version);

@@ -12,7 +12,7 @@ use coordbench_drivers::zookeeper::four_letter::{field, four_letter_word, versio
 
 use super::disk::{self, DiskKind};
 use super::executable::find_executable;
-use super::process::ManagedProcess;
+use super::process::Launch;
 use super::{ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
 
 const TARGET: &str = "zookeeper";
@@ -223,7 +223,8 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
 
         let log_file = spec.work_dir.join("logs").join(format!("zk-{id}.log"));
         let args = jvm_args(opts.heap_mb, &classpath, &config_file);
-        let process = ManagedProcess::spawn(&java, &args, &log_file, &env_remove).map_err(|e| {
+        let launch = Launch { program: java.clone(), args, env_remove: env_remove.clone() };
+        let process = launch.spawn(&log_file).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 ProvisionError::BinaryNotFound {
                     binary: format!("java binary {}", java.display()),
@@ -241,7 +242,7 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
             log_file: Some(log_file),
             pid: Some(process.pid()),
         };
-        cluster.add_member(member, process);
+        cluster.add_member(member, launch, process);
     }
 
     let server_version = wait_ready(&mut cluster).await?;

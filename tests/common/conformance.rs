@@ -206,8 +206,8 @@ pub async fn lock_workload_is_safe(kind: TargetKind, size: usize) {
 
 /// A holds the lock; B's lock() waits while A holds; after A's release B gets the lock
 /// with a larger fencing token. Both recipes.
-pub async fn lock_excludes_until_release(kind: TargetKind) {
-    let target = start_target(kind, 1).await;
+pub async fn lock_excludes_until_release(kind: TargetKind, size: usize) {
+    let target = start_target(kind, size).await;
     for recipe in RECIPES {
         let name = unique("exclusion", recipe);
         let c = target.coordinator.as_ref();
@@ -258,8 +258,8 @@ pub async fn lock_excludes_until_release(kind: TargetKind) {
 /// anything, as a crashed client would. B, already waiting, gets the lock once the server
 /// expires A's session: not before A's session could have run out, and within TTL + 1 s.
 /// Both recipes, concurrently on one cluster.
-pub async fn abandoned_holder_hands_over_on_expiry(kind: TargetKind) {
-    let target = start_target(kind, 1).await;
+pub async fn abandoned_holder_hands_over_on_expiry(kind: TargetKind, size: usize) {
+    let target = start_target(kind, size).await;
     let c = target.coordinator.clone();
     let ttl = kind.min_ttl();
     let bodies = RECIPES.map(|recipe| {
@@ -331,8 +331,8 @@ async fn expiry_handover(c: Arc<dyn Coordinator>, recipe: LockRecipe, ttl: Durat
 
 /// With 6 waiters queued behind a holder, one release notifies every waiter under the
 /// naive recipe, and only the next holder under the herd-free one.
-pub async fn release_notifies_herd_only_with_naive(kind: TargetKind) {
-    let target = start_target(kind, 1).await;
+pub async fn release_notifies_herd_only_with_naive(kind: TargetKind, size: usize) {
+    let target = start_target(kind, size).await;
     for recipe in RECIPES {
         herd_case(target.coordinator.clone(), recipe).await;
     }
@@ -459,4 +459,204 @@ async fn herd_case(c: Arc<dyn Coordinator>, recipe: LockRecipe) {
             );
         }
     }
+}
+
+/// One watch event, flattened for comparison: type, key, value, mod revision, create
+/// revision, version, and the previous value with its mod revision when one was sent.
+type Seen = (
+    &'static str,
+    String,
+    String,
+    i64,
+    i64,
+    i64,
+    Option<(String, i64)>,
+);
+
+fn flatten(e: &etcd_client::Event) -> Seen {
+    let kv = e.kv().expect("event without kv");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let kind = match e.event_type() {
+        etcd_client::EventType::Put => "PUT",
+        etcd_client::EventType::Delete => "DELETE",
+    };
+    (
+        kind,
+        text(kv.key()),
+        text(kv.value()),
+        kv.mod_revision(),
+        kv.create_revision(),
+        kv.version(),
+        e.prev_kv().map(|p| (text(p.value()), p.mod_revision())),
+    )
+}
+
+/// Reads `n` events from `stream` (skipping created and progress responses) within 10 s;
+/// fails on a cancel.
+async fn next_events(stream: &mut etcd_client::WatchStream, n: usize) -> Vec<Seen> {
+    let mut seen = Vec::new();
+    within(Duration::from_secs(10), "watch events", async {
+        while seen.len() < n {
+            let resp = stream
+                .message()
+                .await
+                .expect("watch stream")
+                .expect("watch stream ended");
+            assert!(
+                !resp.canceled(),
+                "watch canceled: {:?}",
+                resp.cancel_reason()
+            );
+            seen.extend(resp.events().iter().map(flatten));
+        }
+    })
+    .await;
+    assert_eq!(seen.len(), n, "more events than expected: {seen:?}");
+    seen
+}
+
+/// etcd API targets only (it speaks etcd's Watch through etcd-client, as Kubernetes and
+/// etcdctl do). Writes go to every member; watches are served by the last member (a
+/// follower on a 3-member cluster, most of the time). A watch from a past `start_revision`
+/// replays exactly the history of its key, with `prev_kv` (none for a creation), then
+/// continues live; a prefix watch from a later revision sees every key under the prefix and
+/// no `prev_kv` it did not ask for; after a compaction, a watch from before it is created
+/// and then canceled with the compaction revision, and one from the compaction revision
+/// still replays.
+pub async fn watch_replays_history_with_prev_kv(kind: TargetKind, size: usize) {
+    use etcd_client::{Client, CompactionOptions, ConnectOptions, GetOptions, WatchOptions};
+
+    let target = start_target(kind, size).await;
+    let opts = ConnectOptions::new()
+        .with_connect_timeout(Duration::from_secs(5))
+        .with_timeout(Duration::from_secs(5));
+    let connect = |endpoints: Vec<String>| {
+        let opts = opts.clone();
+        async move {
+            within(
+                Duration::from_secs(10),
+                "connecting etcd-client",
+                Client::connect(endpoints, Some(opts)),
+            )
+            .await
+            .expect("connect")
+        }
+    };
+    let mut writer = connect(target.endpoints()).await;
+    let watcher_endpoint = target.endpoints()[size - 1].clone();
+    let mut watcher = connect(vec![watcher_endpoint]).await;
+
+    let (a, b, prefix) = ("/watch/a", "/watch/b", "/watch/");
+    let rev = |h: Option<&etcd_client::ResponseHeader>| h.expect("response header").revision();
+    let r1 = rev(writer.put(a, "1", None).await.expect("put a=1").header());
+    let r2 = rev(writer.put(a, "2", None).await.expect("put a=2").header());
+    let r3 = rev(writer.put(b, "1", None).await.expect("put b=1").header());
+    let r4 = rev(writer.delete(a, None).await.expect("delete a").header());
+    assert!(
+        r1 < r2 && r2 < r3 && r3 < r4,
+        "revisions {r1} {r2} {r3} {r4}"
+    );
+    let s = |v: &str| v.to_string();
+
+    // History of one key from r1, with previous values.
+    let mut w = watcher
+        .watch(
+            a,
+            Some(WatchOptions::new().with_start_revision(r1).with_prev_key()),
+        )
+        .await
+        .expect("watch a from r1");
+    let replay = next_events(&mut w, 3).await;
+    assert_eq!(
+        replay,
+        vec![
+            ("PUT", s(a), s("1"), r1, r1, 1, None),
+            ("PUT", s(a), s("2"), r2, r1, 2, Some((s("1"), r1))),
+            ("DELETE", s(a), s(""), r4, 0, 0, Some((s("2"), r2))),
+        ],
+        "replay of {a} from {r1}"
+    );
+    // ... then live: a re-creation has no previous value.
+    let r5 = rev(writer.put(a, "3", None).await.expect("put a=3").header());
+    let live = next_events(&mut w, 1).await;
+    assert_eq!(
+        live,
+        vec![("PUT", s(a), s("3"), r5, r5, 1, None)],
+        "live event"
+    );
+    drop(w);
+
+    // A prefix from r2, without prev_kv.
+    let mut w = watcher
+        .watch(
+            prefix,
+            Some(WatchOptions::new().with_prefix().with_start_revision(r2)),
+        )
+        .await
+        .expect("watch prefix from r2");
+    let replay = next_events(&mut w, 4).await;
+    assert_eq!(
+        replay,
+        vec![
+            ("PUT", s(a), s("2"), r2, r1, 2, None),
+            ("PUT", s(b), s("1"), r3, r3, 1, None),
+            ("DELETE", s(a), s(""), r4, 0, 0, None),
+            ("PUT", s(a), s("3"), r5, r5, 1, None),
+        ],
+        "replay of {prefix} from {r2}"
+    );
+    drop(w);
+
+    // Compact at r3; make sure the watcher's member has applied it (a linearizable read
+    // there waits for everything committed before it).
+    writer
+        .compact(r3, Some(CompactionOptions::new().with_physical()))
+        .await
+        .expect("compact");
+    watcher
+        .get(a, Some(GetOptions::new()))
+        .await
+        .expect("linearizable get");
+    let mut w = watcher
+        .watch(a, Some(WatchOptions::new().with_start_revision(r1)))
+        .await
+        .expect("watch a from the compacted r1");
+    let canceled = within(Duration::from_secs(10), "the compaction cancel", async {
+        loop {
+            let resp = w
+                .message()
+                .await
+                .expect("watch stream")
+                .expect("watch stream ended");
+            assert!(resp.events().is_empty(), "events from a compacted revision");
+            if resp.canceled() {
+                break resp;
+            }
+        }
+    })
+    .await;
+    assert_eq!(
+        canceled.compact_revision(),
+        r3,
+        "compact_revision of the cancel"
+    );
+    drop(w);
+    let mut w = watcher
+        .watch(
+            prefix,
+            Some(WatchOptions::new().with_prefix().with_start_revision(r3)),
+        )
+        .await
+        .expect("watch prefix from r3");
+    let replay = next_events(&mut w, 3).await;
+    let revisions: Vec<i64> = replay.iter().map(|e| e.3).collect();
+    assert_eq!(
+        revisions,
+        vec![r3, r4, r5],
+        "replay from the compaction revision: {replay:?}"
+    );
+    drop(w);
+
+    drop((writer, watcher));
+    target.stop();
 }

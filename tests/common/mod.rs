@@ -10,6 +10,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod conformance;
+pub mod etcdctl;
 
 use std::future::Future;
 use std::net::TcpListener;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use coordbench::provision::etcd::{self, EtcdOptions};
+use coordbench::provision::raft::{self, RaftOptions};
 use coordbench::provision::{Cluster, ClusterSpec, DiskKind};
 use coordbench::runner::{self, LoadMode, LoadPlan, RunOutcome};
 use coordbench_drivers::etcd::{EtcdConfig, EtcdCoordinator};
@@ -41,20 +43,24 @@ pub const LONG_TTL: Duration = Duration::from_secs(10);
 pub enum TargetKind {
     /// Debian's etcd-server (/usr/bin/etcd), through the etcd v3 driver.
     Etcd,
+    /// The built-in Raft engine (`coordbench serve raft` processes), through the same driver.
+    Raft,
 }
 
 impl TargetKind {
     pub fn name(self) -> &'static str {
         match self {
             TargetKind::Etcd => "etcd",
+            TargetKind::Raft => "raft",
         }
     }
 
     /// The shortest session TTL the target honours with the launcher's default settings
-    /// (etcd raises lease TTLs to 1.5 election timeouts, rounded up to whole seconds: 2 s).
+    /// (etcd raises lease TTLs to 1.5 election timeouts, rounded up to whole seconds: 2 s;
+    /// the Raft engine follows etcd's rule with the same election timeout).
     pub fn min_ttl(self) -> Duration {
         match self {
-            TargetKind::Etcd => Duration::from_secs(2),
+            TargetKind::Etcd | TargetKind::Raft => Duration::from_secs(2),
         }
     }
 }
@@ -144,6 +150,13 @@ pub async fn start_target(kind: TargetKind, size: usize) -> Target {
         )
         .await
         .unwrap_or_else(|e| panic!("starting a {size}-member etcd cluster: {e}")),
+        TargetKind::Raft => within(
+            START_BOUND,
+            "starting raft",
+            raft::start(&spec, &raft_options()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("starting a {size}-member raft cluster: {e}")),
     };
     let coordinator = connect(kind, cluster.endpoints(), 4).await;
     Target {
@@ -154,6 +167,15 @@ pub async fn start_target(kind: TargetKind, size: usize) -> Target {
     }
 }
 
+/// Launcher options for raft members: the defaults (etcd's timing), served by the
+/// coordbench binary cargo built for this test run rather than one found by guessing.
+pub fn raft_options() -> RaftOptions {
+    RaftOptions {
+        binary: Some(env!("CARGO_BIN_EXE_coordbench").into()),
+        ..Default::default()
+    }
+}
+
 /// Connects the driver of `kind` to `endpoints` with `conns` connections.
 pub async fn connect(
     kind: TargetKind,
@@ -161,19 +183,16 @@ pub async fn connect(
     conns: usize,
 ) -> Arc<dyn Coordinator> {
     match kind {
-        TargetKind::Etcd => {
+        TargetKind::Etcd | TargetKind::Raft => {
             let config = EtcdConfig {
                 endpoints,
                 conns,
                 connect_timeout: CONNECT_TIMEOUT,
             };
-            let c = within(
-                START_BOUND,
-                "connecting to etcd",
-                EtcdCoordinator::connect(&config),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("connecting to etcd: {e}"));
+            let what = format!("connecting to {}", kind.name());
+            let c = within(START_BOUND, &what, EtcdCoordinator::connect(&config))
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
             Arc::new(c)
         }
     }

@@ -186,7 +186,7 @@ mod tests {
         let lock = report.lock.unwrap();
         assert_eq!(lock.sections, 160);
         assert_eq!((lock.violations, lock.token_regressions), (0, 0));
-        assert!(lock.handover_us.unwrap().len() > 0);
+        assert!(!lock.handover_us.unwrap().is_empty());
     }
 
     #[tokio::test]

@@ -15,6 +15,7 @@
 //! Start a member's API with [`serve`] (on a listener, until a shutdown future) or
 //! [`spawn`] (in the background, with a [`ServerHandle`]).
 
+mod authority;
 mod cluster;
 mod concurrency;
 mod convert;

@@ -12,10 +12,12 @@ use etcd_client::proto::{
 };
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
 
+use crate::authority::FixAuthority;
 use crate::cluster::ClusterService;
 use crate::core::Core;
 use crate::election::ElectionService;
@@ -86,7 +88,11 @@ where
                 .max_encoding_message_size(usize::MAX)
         };
     }
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    // Each connection is read through FixAuthority: some etcd clients send a malformed
+    // :authority that etcd accepts and h2 would refuse.
+    let incoming = TcpIncoming::from(listener)
+        .with_nodelay(Some(true))
+        .map(|conn| conn.map(FixAuthority::new));
     let stop = {
         let token = token.clone();
         async move {

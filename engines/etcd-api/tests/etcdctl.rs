@@ -237,6 +237,14 @@ async fn etcdctl_watch_status_members(kind: Kind) {
     let expected = format!(", {:x}, 3.5.0-coordbench, ", me.id);
     assert!(status.contains(&expected), "{status}");
     assert!(status.contains(&format!(", {leads}, false, ")), "{status}");
+    // With a URL endpoint, etcdctl 3.4 sends the URL as the HTTP/2 :authority; etcd accepts
+    // that, and so must this server (src/authority.rs).
+    let url = format!("http://{ep}");
+    let status = ctl(&url, &["endpoint", "status"], None).await;
+    assert!(
+        status.starts_with(&format!("{url}, {:x}, ", me.id)),
+        "{status}"
+    );
     let health = command(&ep, &["endpoint", "health"])
         .output()
         .await

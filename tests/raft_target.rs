@@ -1,0 +1,58 @@
+//! The built-in Raft engine as a target: N `coordbench serve raft` processes on 127.0.0.1
+//! (started by `provision::raft::start`, data on tmpfs) pass the very test bodies real etcd
+//! passes in tests/etcd_driver.rs, through the same etcd driver: key-value reads and writes
+//! from every member, the kv-put and lock workloads (both recipes) through the runner on 1
+//! and 3 members, mutual exclusion and fencing tokens, handover when a holder's lease
+//! expires, the herd effect, and watches from a past revision with previous values. Every
+//! test starts its own cluster and checks that no member process is left behind.
+
+mod common;
+
+use common::{conformance, TargetKind};
+
+const RAFT: TargetKind = TargetKind::Raft;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kv_on_one_member() {
+    conformance::kv_round_trip_and_put_workload(RAFT, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kv_on_three_members() {
+    conformance::kv_round_trip_and_put_workload(RAFT, 3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_workload_is_safe_on_one_member() {
+    conformance::lock_workload_is_safe(RAFT, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_workload_is_safe_on_three_members() {
+    conformance::lock_workload_is_safe(RAFT, 3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_excludes_until_release() {
+    conformance::lock_excludes_until_release(RAFT, 3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_holder_hands_over_on_lease_expiry() {
+    conformance::abandoned_holder_hands_over_on_expiry(RAFT, 3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_notifies_herd_only_with_naive() {
+    conformance::release_notifies_herd_only_with_naive(RAFT, 3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_replays_history_with_prev_kv_on_one_member() {
+    conformance::watch_replays_history_with_prev_kv(RAFT, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_replays_history_with_prev_kv_on_three_members() {
+    conformance::watch_replays_history_with_prev_kv(RAFT, 3).await;
+}
