@@ -43,7 +43,13 @@ fn merge_interval(c: &mut Criterion) {
 
 fn pacer_next(c: &mut Criterion) {
     let t0 = Instant::now();
-    let pacer = Pacer::new(LoadMode::Open { rate: 1e9 }, t0, Duration::ZERO, Duration::from_secs(1_000_000), None);
+    let pacer = Pacer::new(
+        LoadMode::Open { rate: 1e9 },
+        t0,
+        Duration::ZERO,
+        Duration::from_secs(1_000_000),
+        None,
+    );
     c.bench_function("pacer/open_next", |b| b.iter(|| black_box(pacer.next(t0))));
 }
 

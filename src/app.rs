@@ -47,9 +47,16 @@ const SYNC_PROBE_SAMPLES: usize = 50;
 pub async fn run(args: RunArgs) -> Result<Outcome, UsageError> {
     let config = RunConfig::from_args(&args)?;
     let stop = signals::stop_on_signals()?;
-    let out = args.out.clone().unwrap_or_else(|| default_out_dir(&config.target, &config.workload));
-    std::fs::create_dir_all(&out)
-        .map_err(|e| UsageError(format!("cannot create results directory {}: {e}", out.display())))?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out_dir(&config.target, &config.workload));
+    std::fs::create_dir_all(&out).map_err(|e| {
+        UsageError(format!(
+            "cannot create results directory {}: {e}",
+            out.display()
+        ))
+    })?;
 
     let mut record = RunRecord {
         schema: SCHEMA,
@@ -180,10 +187,12 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
 /// Sync latency of the first member's data directory, where the cluster has one.
 async fn probe(cluster: &Cluster) -> Option<crate::provision::disk::SyncProbe> {
     let dir = cluster.data_dirs().into_iter().next()?;
-    tokio::task::spawn_blocking(move || probe_sync_latency(Path::new(&dir), SYNC_PROBE_SAMPLES).ok())
-        .await
-        .ok()
-        .flatten()
+    tokio::task::spawn_blocking(move || {
+        probe_sync_latency(Path::new(&dir), SYNC_PROBE_SAMPLES).ok()
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 fn now_rfc3339() -> String {

@@ -17,7 +17,11 @@ pub struct StatusLine {
 impl StatusLine {
     /// Enabled only when stderr is a terminal and the user did not ask for quiet.
     pub fn new(quiet: bool) -> Self {
-        StatusLine { enabled: !quiet && std::io::stderr().is_terminal(), last_ops: 0, last_elapsed: Duration::ZERO }
+        StatusLine {
+            enabled: !quiet && std::io::stderr().is_terminal(),
+            last_ops: 0,
+            last_elapsed: Duration::ZERO,
+        }
     }
 
     pub fn update(&mut self, elapsed: Duration, aggregator: &Aggregator) {
@@ -26,11 +30,19 @@ impl StatusLine {
         }
         let (ops, errors) = aggregator.live_totals();
         let dt = elapsed.saturating_sub(self.last_elapsed).as_secs_f64();
-        let rate = if dt > 0.0 { (ops - self.last_ops) as f64 / dt } else { 0.0 };
+        let rate = if dt > 0.0 {
+            (ops - self.last_ops) as f64 / dt
+        } else {
+            0.0
+        };
         self.last_ops = ops;
         self.last_elapsed = elapsed;
         let p99 = aggregator.p99_so_far().map_or("-".into(), format_us);
-        let phase = if elapsed.is_zero() { "warm-up" } else { "measuring" };
+        let phase = if elapsed.is_zero() {
+            "warm-up"
+        } else {
+            "measuring"
+        };
         eprint!(
             "\r\x1b[K{phase} {:>6.1}s  {:>10.0} ops/s  p99 {:>9}  errors {}",
             elapsed.as_secs_f64(),
@@ -60,8 +72,22 @@ pub fn format_us(us: u64) -> String {
 /// The end-of-run table, on stdout.
 pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
     let c = &record.config;
-    let status = if record.complete { "complete" } else { "INCOMPLETE" };
-    println!("{} {} ({}{}) — {status}", c.target, c.workload, c.mode, if c.recipe.is_empty() { String::new() } else { format!(", recipe {}", c.recipe) });
+    let status = if record.complete {
+        "complete"
+    } else {
+        "INCOMPLETE"
+    };
+    println!(
+        "{} {} ({}{}) — {status}",
+        c.target,
+        c.workload,
+        c.mode,
+        if c.recipe.is_empty() {
+            String::new()
+        } else {
+            format!(", recipe {}", c.recipe)
+        }
+    );
     if let Some(r) = &record.results {
         let opt = |v: Option<u64>| v.map_or("-".into(), format_us);
         println!("  {:<14} {:>12}", "ops", r.ops);

@@ -6,15 +6,21 @@ use std::path::Path;
 use std::time::Duration;
 
 use coordbench::provision::disk::DiskKind;
-use coordbench_drivers::zookeeper::four_letter::{field, four_letter_word};
 use coordbench::provision::zookeeper::{self, ZkOptions};
 use coordbench::provision::{Cluster, ClusterSpec, ProvisionError};
+use coordbench_drivers::zookeeper::four_letter::{field, four_letter_word};
 
 /// Upper bound for any single cluster start in these tests (JVMs start in seconds).
 const START_BOUND: Duration = Duration::from_secs(70);
 
 fn spec(size: usize, disk: DiskKind, ttl: Duration, work_dir: &Path) -> ClusterSpec {
-    ClusterSpec { size, disk, ttl, base_port: None, work_dir: work_dir.to_path_buf() }
+    ClusterSpec {
+        size,
+        disk,
+        ttl,
+        base_port: None,
+        work_dir: work_dir.to_path_buf(),
+    }
 }
 
 async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, ProvisionError> {
@@ -25,13 +31,18 @@ async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Provisio
 }
 
 fn pids(cluster: &Cluster) -> Vec<u32> {
-    (0..cluster.member_count()).filter_map(|i| cluster.member_pid(i)).collect()
+    (0..cluster.member_count())
+        .filter_map(|i| cluster.member_pid(i))
+        .collect()
 }
 
 /// True while `pid` exists and is not a zombie.
 fn running(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')),
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z')),
         Err(_) => false,
     }
 }
@@ -56,16 +67,22 @@ async fn srvr_modes(cluster: &Cluster) -> Vec<String> {
 
 fn assert_one_line(err: &ProvisionError) {
     let msg = err.to_string();
-    assert!(!msg.is_empty() && !msg.contains('\n'), "not one line: {msg:?}");
+    assert!(
+        !msg.is_empty() && !msg.contains('\n'),
+        "not one line: {msg:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn standalone_server_follows_the_ttl_and_stops() {
     let work = tempfile::tempdir().expect("tempdir");
     let ttl = Duration::from_secs(2);
-    let mut cluster = start(&spec(1, DiskKind::Nofsync, ttl, work.path()), &ZkOptions::default())
-        .await
-        .expect("start standalone ZooKeeper");
+    let mut cluster = start(
+        &spec(1, DiskKind::Nofsync, ttl, work.path()),
+        &ZkOptions::default(),
+    )
+    .await
+    .expect("start standalone ZooKeeper");
     assert!(cluster.is_provisioned());
     assert_eq!(cluster.info().target, "zookeeper");
     assert_eq!(cluster.info().version.as_deref(), Some("3.8.0"));
@@ -75,20 +92,45 @@ async fn standalone_server_follows_the_ttl_and_stops() {
     // TTL 2 s: tick 400 ms, and the server admits a 2 s session timeout.
     assert_eq!(setting(&cluster, "tickTime-ms"), "400");
     assert_eq!(setting(&cluster, "forceSync"), "no");
-    let conf = four_letter_word(&cluster.endpoints()[0], "conf").await.expect("conf");
-    let conf_value = |key: &str| conf.lines().find_map(|l| l.strip_prefix(&format!("{key}=")).map(str::to_string));
+    let conf = four_letter_word(&cluster.endpoints()[0], "conf")
+        .await
+        .expect("conf");
+    let conf_value = |key: &str| {
+        conf.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")).map(str::to_string))
+    };
     assert_eq!(conf_value("tickTime").as_deref(), Some("400"), "{conf}");
-    let min: u64 = conf_value("minSessionTimeout").and_then(|v| v.parse().ok()).expect("minSessionTimeout");
-    let max: u64 = conf_value("maxSessionTimeout").and_then(|v| v.parse().ok()).expect("maxSessionTimeout");
+    let min: u64 = conf_value("minSessionTimeout")
+        .and_then(|v| v.parse().ok())
+        .expect("minSessionTimeout");
+    let max: u64 = conf_value("maxSessionTimeout")
+        .and_then(|v| v.parse().ok())
+        .expect("maxSessionTimeout");
     assert!(min <= 2000 && 2000 <= max, "{conf}");
 
     let data_dir = cluster.data_dirs()[0].clone();
-    assert!(data_dir.starts_with(work.path().join("data")), "{data_dir:?}");
+    assert!(
+        data_dir.starts_with(work.path().join("data")),
+        "{data_dir:?}"
+    );
     let cfg = std::fs::read_to_string(data_dir.join("zoo.cfg")).expect("zoo.cfg");
-    assert!(cfg.contains("forceSync=no") && cfg.contains("clientPortAddress=127.0.0.1"), "{cfg}");
-    assert_eq!(std::fs::read_to_string(data_dir.join("data/myid")).expect("myid").trim(), "1");
+    assert!(
+        cfg.contains("forceSync=no") && cfg.contains("clientPortAddress=127.0.0.1"),
+        "{cfg}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(data_dir.join("data/myid"))
+            .expect("myid")
+            .trim(),
+        "1"
+    );
     let log = work.path().join("logs/zk-1.log");
-    assert!(std::fs::read_to_string(&log).expect("server log").contains("QuorumPeerConfig"), "nothing logged");
+    assert!(
+        std::fs::read_to_string(&log)
+            .expect("server log")
+            .contains("QuorumPeerConfig"),
+        "nothing logged"
+    );
 
     let pids = pids(&cluster);
     assert!(pids.iter().all(|&p| running(p)));
@@ -100,9 +142,12 @@ async fn standalone_server_follows_the_ttl_and_stops() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_server_ensemble_on_tmpfs_has_one_leader_and_stops() {
     let work = tempfile::tempdir().expect("tempdir");
-    let mut cluster = start(&spec(3, DiskKind::Tmpfs, Duration::from_secs(10), work.path()), &ZkOptions::default())
-        .await
-        .expect("start a 3-server ensemble");
+    let mut cluster = start(
+        &spec(3, DiskKind::Tmpfs, Duration::from_secs(10), work.path()),
+        &ZkOptions::default(),
+    )
+    .await
+    .expect("start a 3-server ensemble");
     let mut modes = srvr_modes(&cluster).await;
     modes.sort();
     assert_eq!(modes, ["follower", "follower", "leader"]);
@@ -134,15 +179,30 @@ async fn three_server_ensemble_on_tmpfs_has_one_leader_and_stops() {
 async fn missing_jar_or_java_is_reported_before_anything_starts() {
     let work = tempfile::tempdir().expect("tempdir");
     let s = spec(1, DiskKind::Disk, Duration::from_secs(10), work.path());
-    let no_jar = ZkOptions { classpath: Some("/nonexistent/zookeeper.jar".into()), ..ZkOptions::default() };
+    let no_jar = ZkOptions {
+        classpath: Some("/nonexistent/zookeeper.jar".into()),
+        ..ZkOptions::default()
+    };
     let err = start(&s, &no_jar).await.expect_err("must fail");
-    assert!(matches!(err, ProvisionError::BinaryNotFound { .. }), "{err:?}");
-    assert!(err.to_string().contains("apt-get install zookeeper"), "{err}");
+    assert!(
+        matches!(err, ProvisionError::BinaryNotFound { .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("apt-get install zookeeper"),
+        "{err}"
+    );
     assert_one_line(&err);
 
-    let no_java = ZkOptions { java: Some("/nonexistent/java".into()), ..ZkOptions::default() };
+    let no_java = ZkOptions {
+        java: Some("/nonexistent/java".into()),
+        ..ZkOptions::default()
+    };
     let err = start(&s, &no_java).await.expect_err("must fail");
-    assert!(matches!(err, ProvisionError::BinaryNotFound { .. }), "{err:?}");
+    assert!(
+        matches!(err, ProvisionError::BinaryNotFound { .. }),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("java"), "{err}");
     assert_one_line(&err);
     assert!(!work.path().join("logs").exists(), "nothing may be started");
@@ -154,13 +214,25 @@ async fn a_server_that_dies_at_startup_is_reported_with_its_log() {
     // A classpath that exists but holds no ZooKeeper: the JVM exits at once.
     let empty = work.path().join("empty-lib");
     std::fs::create_dir(&empty).expect("mkdir");
-    let opts = ZkOptions { classpath: Some(format!("{}/*", empty.display())), ..ZkOptions::default() };
+    let opts = ZkOptions {
+        classpath: Some(format!("{}/*", empty.display())),
+        ..ZkOptions::default()
+    };
     let t = std::time::Instant::now();
-    let err = start(&spec(3, DiskKind::Disk, Duration::from_secs(10), work.path()), &opts)
-        .await
-        .expect_err("must fail");
-    assert!(t.elapsed() < Duration::from_secs(15), "exit not noticed promptly");
-    assert!(matches!(err, ProvisionError::MemberExited { .. }), "{err:?}");
+    let err = start(
+        &spec(3, DiskKind::Disk, Duration::from_secs(10), work.path()),
+        &opts,
+    )
+    .await
+    .expect_err("must fail");
+    assert!(
+        t.elapsed() < Duration::from_secs(15),
+        "exit not noticed promptly"
+    );
+    assert!(
+        matches!(err, ProvisionError::MemberExited { .. }),
+        "{err:?}"
+    );
     assert_one_line(&err);
     assert!(err.to_string().contains("QuorumPeerMain"), "{err}");
 }
@@ -171,8 +243,13 @@ fn servers_die_with_the_thread_that_started_them() {
     let work = tempfile::tempdir().expect("tempdir");
     let s = spec(1, DiskKind::Disk, Duration::from_secs(10), work.path());
     let pids = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        let cluster = rt.block_on(start(&s, &ZkOptions::default())).expect("start");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let cluster = rt
+            .block_on(start(&s, &ZkOptions::default()))
+            .expect("start");
         let pids = pids(&cluster);
         std::mem::forget(cluster); // no Drop: only the parent-death signal may kill it
         pids
@@ -183,7 +260,10 @@ fn servers_die_with_the_thread_that_started_them() {
     while pids.iter().any(|&p| running(p)) && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(pids.iter().all(|&p| !running(p)), "JVM {pids:?} survived its spawning thread");
+    assert!(
+        pids.iter().all(|&p| !running(p)),
+        "JVM {pids:?} survived its spawning thread"
+    );
     for pid in pids {
         // SAFETY: reaping our own zombie child by pid.
         unsafe { libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0) };

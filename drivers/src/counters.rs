@@ -41,7 +41,9 @@ impl std::ops::Sub for ClientCounters {
             requests: self.requests.saturating_sub(rhs.requests),
             notifications: self.notifications.saturating_sub(rhs.notifications),
             keepalives: self.keepalives.saturating_sub(rhs.keepalives),
-            session_reestablishments: self.session_reestablishments.saturating_sub(rhs.session_reestablishments),
+            session_reestablishments: self
+                .session_reestablishments
+                .saturating_sub(rhs.session_reestablishments),
         }
     }
 }
@@ -69,7 +71,9 @@ impl CounterHandle {
         self.0.keepalives.fetch_add(1, Ordering::Relaxed);
     }
     pub fn session_reestablished(&self) {
-        self.0.session_reestablishments.fetch_add(1, Ordering::Relaxed);
+        self.0
+            .session_reestablishments
+            .fetch_add(1, Ordering::Relaxed);
     }
     pub fn snapshot(&self) -> ClientCounters {
         ClientCounters {

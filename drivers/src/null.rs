@@ -81,21 +81,30 @@ impl Session for NullSession {
 
     async fn lock(&mut self, name: &str, _recipe: LockRecipe) -> Result<LockGuard, DriverError> {
         if self.held.contains_key(name) {
-            return Err(DriverError::Unsupported(format!("lock {name} is already held by this session")));
+            return Err(DriverError::Unsupported(format!(
+                "lock {name} is already held by this session"
+            )));
         }
         self.counters.request();
         let mut guard = self.lock_cell(name).lock_owned().await;
         *guard += 1;
         let token = *guard;
         self.held.insert(name.to_string(), guard);
-        Ok(LockGuard { name: name.to_string(), token, key: name.as_bytes().to_vec() })
+        Ok(LockGuard {
+            name: name.to_string(),
+            token,
+            key: name.as_bytes().to_vec(),
+        })
     }
 
     async fn unlock(&mut self, guard: LockGuard) -> Result<(), DriverError> {
         self.counters.request();
         match self.held.remove(&guard.name) {
             Some(_) => Ok(()),
-            None => Err(DriverError::Unsupported(format!("lock {} is not held", guard.name))),
+            None => Err(DriverError::Unsupported(format!(
+                "lock {} is not held",
+                guard.name
+            ))),
         }
     }
 
@@ -120,7 +129,9 @@ mod tests {
     use std::time::Duration;
 
     fn opts() -> SessionOptions {
-        SessionOptions { ttl: Duration::from_secs(2) }
+        SessionOptions {
+            ttl: Duration::from_secs(2),
+        }
     }
 
     #[tokio::test]

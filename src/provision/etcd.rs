@@ -44,9 +44,11 @@ impl Default for EtcdOptions {
 /// Finds the etcd binary: an explicit path must be an executable file (a bare name is
 /// looked up on PATH); with none, `etcd` on PATH, else /usr/bin/etcd.
 pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError> {
-    find_executable(explicit, "etcd", "/usr/bin/etcd").map_err(|tried| ProvisionError::BinaryNotFound {
-        binary: format!("etcd binary {}", tried.display()),
-        hint: INSTALL_HINT.to_string(),
+    find_executable(explicit, "etcd", "/usr/bin/etcd").map_err(|tried| {
+        ProvisionError::BinaryNotFound {
+            binary: format!("etcd binary {}", tried.display()),
+            hint: INSTALL_HINT.to_string(),
+        }
     })
 }
 
@@ -206,15 +208,15 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
             env_remove: env_remove.clone(),
         };
         let process = launch.spawn(&log_file).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    ProvisionError::BinaryNotFound {
-                        binary: format!("etcd binary {}", binary.display()),
-                        hint: INSTALL_HINT.to_string(),
-                    }
-                } else {
-                    ProvisionError::io(format!("starting etcd member {name}"), e)
+            if e.kind() == std::io::ErrorKind::NotFound {
+                ProvisionError::BinaryNotFound {
+                    binary: format!("etcd binary {}", binary.display()),
+                    hint: INSTALL_HINT.to_string(),
                 }
-            })?;
+            } else {
+                ProvisionError::io(format!("starting etcd member {name}"), e)
+            }
+        })?;
         let member = MemberInfo {
             name,
             client_url: client_url(i),
@@ -234,7 +236,10 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
 /// Polls every member's Status until all answer with the same non-zero leader; fails at once
 /// if a member exits. Returns the server version. Serves any cluster that speaks etcd's v3
 /// API (etcd itself, the built-in Raft engine).
-pub(super) async fn wait_ready(cluster: &mut Cluster, target: &str) -> Result<String, ProvisionError> {
+pub(super) async fn wait_ready(
+    cluster: &mut Cluster,
+    target: &str,
+) -> Result<String, ProvisionError> {
     let started = Instant::now();
     let endpoints = cluster.endpoints();
     let names: Vec<String> = cluster

@@ -6,7 +6,11 @@ use std::path::{Path, PathBuf};
 /// Resolves an executable: an explicit path must be an executable file (a bare name is
 /// looked up on PATH); with none, `name` on PATH, else `fallback`. On failure returns the
 /// path (or bare name) that was tried, for the caller's error message.
-pub fn find_executable(explicit: Option<&Path>, name: &str, fallback: &str) -> Result<PathBuf, PathBuf> {
+pub fn find_executable(
+    explicit: Option<&Path>,
+    name: &str,
+    fallback: &str,
+) -> Result<PathBuf, PathBuf> {
     let candidate = match explicit {
         Some(p) if p.components().count() > 1 => Some(p.to_path_buf()),
         Some(bare) => find_on_path(bare),

@@ -49,8 +49,15 @@ fn pick_free(count: usize) -> Result<Vec<u16>, ProvisionError> {
     let span = FREE_RANGE.len();
     // Start each process at a different place so concurrent processes rarely probe alike.
     let seed = std::process::id() as usize
-        ^ SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos() as usize);
-    let _ = CURSOR.compare_exchange(usize::MAX, seed % span, Ordering::Relaxed, Ordering::Relaxed);
+        ^ SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos() as usize);
+    let _ = CURSOR.compare_exchange(
+        usize::MAX,
+        seed % span,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
     let mut ports = Vec::with_capacity(count);
     for _ in 0..span {
         if ports.len() == count {

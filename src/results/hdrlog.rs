@@ -14,7 +14,8 @@ use crate::results::RunRecord;
 use crate::runner::RunOutcome;
 
 pub fn write(path: &Path, record: &RunRecord, outcome: &RunOutcome) -> anyhow::Result<()> {
-    let file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let file =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let mut out = BufWriter::new(file);
     let mut serializer = V2DeflateSerializer::new();
     let mut builder = IntervalLogWriterBuilder::new();
@@ -24,10 +25,17 @@ pub fn write(path: &Path, record: &RunRecord, outcome: &RunOutcome) -> anyhow::R
             record.environment.coordbench_version, record.config.target, record.config.workload
         ))
         .with_max_value_divisor(1.0);
-    let mut log = builder.begin_log_with(&mut out, &mut serializer).context("writing latency.hlog")?;
+    let mut log = builder
+        .begin_log_with(&mut out, &mut serializer)
+        .context("writing latency.hlog")?;
     for (second, stats) in &outcome.intervals {
-        log.write_histogram(&stats.latency, Duration::from_secs(*second), Duration::from_secs(1), None)
-            .map_err(|e| anyhow::anyhow!("writing latency.hlog: {e:?}"))?;
+        log.write_histogram(
+            &stats.latency,
+            Duration::from_secs(*second),
+            Duration::from_secs(1),
+            None,
+        )
+        .map_err(|e| anyhow::anyhow!("writing latency.hlog: {e:?}"))?;
     }
     drop(log);
     std::io::Write::flush(&mut out).context("writing latency.hlog")?;

@@ -101,11 +101,20 @@ impl MeasuredResults {
         MeasuredResults {
             window_s,
             ops,
-            throughput_ops_s: if window_s > 0.0 { ops as f64 / window_s } else { 0.0 },
+            throughput_ops_s: if window_s > 0.0 {
+                ops as f64 / window_s
+            } else {
+                0.0
+            },
             latency: LatencySummary::of(&outcome.total.latency),
             service_time: LatencySummary::of(&outcome.total.service),
             errors: outcome.total.errors_total(),
-            errors_by_kind: outcome.total.errors.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            errors_by_kind: outcome
+                .total
+                .errors
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
             violations: outcome.check.violations(),
             lock: outcome.check.lock.as_ref().map(|l| l.summary()),
             requests: outcome.counters.requests,

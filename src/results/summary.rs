@@ -64,7 +64,12 @@ impl SummaryRow {
             conns: c.conns,
             locks: c.locks,
             ttl_ms: c.ttl_ms,
-            disk: record.cluster.as_ref().and_then(|cl| cl.disk).map(|d| d.to_string()).unwrap_or_default(),
+            disk: record
+                .cluster
+                .as_ref()
+                .and_then(|cl| cl.disk)
+                .map(|d| d.to_string())
+                .unwrap_or_default(),
             mode: c.mode.clone(),
             rate: c.rate,
             value_size: c.value_size,
@@ -98,10 +103,13 @@ impl SummaryRow {
 
 /// Writes `rows` to `path` with a header.
 pub fn write(path: &Path, rows: &[SummaryRow]) -> anyhow::Result<()> {
-    let mut w = csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w =
+        csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
     for row in rows {
-        w.serialize(row).with_context(|| format!("writing {}", path.display()))?;
+        w.serialize(row)
+            .with_context(|| format!("writing {}", path.display()))?;
     }
-    w.flush().with_context(|| format!("writing {}", path.display()))?;
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

@@ -20,7 +20,8 @@ struct IntervalRow {
 }
 
 pub fn write(path: &Path, outcome: &RunOutcome) -> anyhow::Result<()> {
-    let mut w = csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w =
+        csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
     let seconds = outcome.window.as_secs_f64().ceil() as u64;
     for second in 0..seconds {
         // Empty intervals are written too: a stalled server shows as zeros, not as a gap.
@@ -37,11 +38,21 @@ pub fn write(path: &Path, outcome: &RunOutcome) -> anyhow::Result<()> {
                     errors: s.errors_total(),
                 }
             }
-            None => IntervalRow { second, ops: 0, throughput_ops_s: 0.0, p50_us: None, p99_us: None, max_us: None, errors: 0 },
+            None => IntervalRow {
+                second,
+                ops: 0,
+                throughput_ops_s: 0.0,
+                p50_us: None,
+                p99_us: None,
+                max_us: None,
+                errors: 0,
+            },
         };
-        w.serialize(row).with_context(|| format!("writing {}", path.display()))?;
+        w.serialize(row)
+            .with_context(|| format!("writing {}", path.display()))?;
     }
-    w.flush().with_context(|| format!("writing {}", path.display()))?;
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 

@@ -30,7 +30,13 @@ pub struct Pacer {
 }
 
 impl Pacer {
-    pub fn new(mode: LoadMode, t0: Instant, warmup: Duration, duration: Duration, max_ops: Option<u64>) -> Self {
+    pub fn new(
+        mode: LoadMode,
+        t0: Instant,
+        warmup: Duration,
+        duration: Duration,
+        max_ops: Option<u64>,
+    ) -> Self {
         let warmup_slots = match mode {
             LoadMode::Open { rate } => (warmup.as_secs_f64() * rate).ceil() as u64,
             LoadMode::Closed => 0,
@@ -90,7 +96,13 @@ mod tests {
     #[test]
     fn open_loop_slots_are_evenly_spaced_and_end_with_the_window() {
         let t0 = Instant::now();
-        let p = Pacer::new(LoadMode::Open { rate: 1000.0 }, t0, Duration::ZERO, Duration::from_millis(10), None);
+        let p = Pacer::new(
+            LoadMode::Open { rate: 1000.0 },
+            t0,
+            Duration::ZERO,
+            Duration::from_millis(10),
+            None,
+        );
         let slots: Vec<_> = std::iter::from_fn(|| p.next(t0)).collect();
         assert_eq!(slots.len(), 10);
         assert_eq!(slots[3] - slots[2], Duration::from_millis(1));
@@ -99,16 +111,39 @@ mod tests {
     #[test]
     fn the_operation_budget_excludes_warm_up() {
         let t0 = Instant::now();
-        let p = Pacer::new(LoadMode::Open { rate: 100.0 }, t0, Duration::from_millis(100), Duration::from_secs(10), Some(5));
+        let p = Pacer::new(
+            LoadMode::Open { rate: 100.0 },
+            t0,
+            Duration::from_millis(100),
+            Duration::from_secs(10),
+            Some(5),
+        );
         assert_eq!(std::iter::from_fn(|| p.next(t0)).count(), 10 + 5);
-        let c = Pacer::new(LoadMode::Closed, t0, Duration::ZERO, Duration::from_secs(10), Some(3));
-        assert_eq!(std::iter::from_fn(|| c.next(Instant::now())).take(10).count(), 3);
+        let c = Pacer::new(
+            LoadMode::Closed,
+            t0,
+            Duration::ZERO,
+            Duration::from_secs(10),
+            Some(3),
+        );
+        assert_eq!(
+            std::iter::from_fn(|| c.next(Instant::now()))
+                .take(10)
+                .count(),
+            3
+        );
     }
 
     #[test]
     fn closed_loop_stops_at_the_end_of_the_window() {
         let t0 = Instant::now();
-        let c = Pacer::new(LoadMode::Closed, t0, Duration::ZERO, Duration::from_millis(5), None);
+        let c = Pacer::new(
+            LoadMode::Closed,
+            t0,
+            Duration::ZERO,
+            Duration::from_millis(5),
+            None,
+        );
         assert!(c.next(t0).is_some());
         assert!(c.next(t0 + Duration::from_millis(5)).is_none());
     }

@@ -95,7 +95,10 @@ impl Aggregator {
 
     /// (operations, errors) recorded so far.
     pub fn live_totals(&self) -> (u64, u64) {
-        (self.ops.load(Ordering::Relaxed), self.errors.load(Ordering::Relaxed))
+        (
+            self.ops.load(Ordering::Relaxed),
+            self.errors.load(Ordering::Relaxed),
+        )
     }
 
     /// The 99th percentile over the intervals handed in so far, µs.
@@ -124,7 +127,12 @@ pub struct ClientRecorder {
 
 impl ClientRecorder {
     pub fn new(sink: Arc<Aggregator>, measure_end: Instant) -> Self {
-        ClientRecorder { sink, measure_end, current_index: 0, current: IntervalStats::new() }
+        ClientRecorder {
+            sink,
+            measure_end,
+            current_index: 0,
+            current: IntervalStats::new(),
+        }
     }
 
     /// Makes `current` the interval a completion belongs to; false outside the window.
@@ -154,7 +162,12 @@ impl ClientRecorder {
     /// A failed operation. Timeouts also enter the latency histogram at `latency` (the
     /// timeout), so a stalled server shows in the percentiles; fast failures do not, so they
     /// cannot flatter them.
-    pub fn record_error(&mut self, completed: Instant, kind: &'static str, latency: Option<Duration>) {
+    pub fn record_error(
+        &mut self,
+        completed: Instant,
+        kind: &'static str,
+        latency: Option<Duration>,
+    ) {
         if self.select(completed) {
             *self.current.errors.entry(kind).or_default() += 1;
             if let Some(latency) = latency {
@@ -206,7 +219,11 @@ mod tests {
         assert_eq!(iv[&0].ops, 1);
         assert_eq!(iv[&1].ops, 1);
         assert_eq!(iv[&1].errors["timeout"], 1);
-        assert_eq!(iv[&1].latency.len(), 2, "the timeout is in the latency histogram");
+        assert_eq!(
+            iv[&1].latency.len(),
+            2,
+            "the timeout is in the latency histogram"
+        );
         assert_eq!(iv[&2].errors["unreachable"], 1);
         assert_eq!(iv[&2].latency.len(), 0, "fast failures are not");
         assert_eq!(agg.live_totals(), (2, 2));
@@ -219,7 +236,11 @@ mod tests {
         for _ in 0..4 {
             let mut r = ClientRecorder::new(agg.clone(), start + Duration::from_secs(10));
             for _ in 0..10 {
-                r.record_ok(start + Duration::from_millis(5), Duration::from_micros(100), Duration::from_micros(100));
+                r.record_ok(
+                    start + Duration::from_millis(5),
+                    Duration::from_micros(100),
+                    Duration::from_micros(100),
+                );
             }
         }
         let iv = agg.intervals();

@@ -51,7 +51,9 @@ pub struct CheckReport {
 impl CheckReport {
     /// Safety violations of any kind (0 for workloads without a safety property).
     pub fn violations(&self) -> u64 {
-        self.lock.as_ref().map_or(0, |l| l.violations + l.token_regressions)
+        self.lock
+            .as_ref()
+            .map_or(0, |l| l.violations + l.token_regressions)
     }
 }
 
@@ -88,7 +90,10 @@ pub fn check_sections(sections: &[Section], window: (Duration, Duration)) -> Loc
     for s in sections {
         by_lock.entry(&s.lock).or_default().push(s);
     }
-    let mut check = LockCheck { sections: sections.len() as u64, ..Default::default() };
+    let mut check = LockCheck {
+        sections: sections.len() as u64,
+        ..Default::default()
+    };
     let mut handovers = latency_histogram();
     for list in by_lock.values_mut() {
         list.sort_by_key(|s| (s.enter, s.exit));
@@ -127,7 +132,14 @@ mod tests {
         Duration::from_millis(v)
     }
 
-    fn section(lock: &str, token: i64, requested: u64, enter: u64, exit: u64, released: u64) -> Section {
+    fn section(
+        lock: &str,
+        token: i64,
+        requested: u64,
+        enter: u64,
+        exit: u64,
+        released: u64,
+    ) -> Section {
         Section {
             lock: lock.into(),
             client: token as usize,
@@ -143,7 +155,10 @@ mod tests {
 
     #[test]
     fn back_to_back_sections_are_clean_and_handovers_are_measured() {
-        let s = vec![section("a", 1, 0, 0, 10, 12), section("a", 2, 1, 15, 20, 21)];
+        let s = vec![
+            section("a", 1, 0, 0, 10, 12),
+            section("a", 2, 1, 15, 20, 21),
+        ];
         let c = check_sections(&s, ALL);
         assert_eq!((c.violations, c.token_regressions), (0, 0));
         let h = c.handover_us.unwrap();
@@ -177,16 +192,31 @@ mod tests {
 
     #[test]
     fn a_token_that_does_not_increase_is_a_regression() {
-        let s = vec![section("a", 5, 0, 0, 10, 11), section("a", 5, 0, 12, 14, 15)];
+        let s = vec![
+            section("a", 5, 0, 0, 10, 11),
+            section("a", 5, 0, 12, 14, 15),
+        ];
         assert_eq!(check_sections(&s, ALL).token_regressions, 1);
     }
 
     #[test]
     fn idle_gaps_and_handovers_outside_the_window_are_not_handovers() {
         // The second client asked only after the release: idle time, not a handover.
-        let s = vec![section("a", 1, 0, 0, 10, 11), section("a", 2, 50, 51, 60, 61)];
+        let s = vec![
+            section("a", 1, 0, 0, 10, 11),
+            section("a", 2, 50, 51, 60, 61),
+        ];
         assert_eq!(check_sections(&s, ALL).handover_us.unwrap().len(), 0);
-        let s = vec![section("a", 1, 0, 0, 10, 11), section("a", 2, 1, 12, 20, 21)];
-        assert_eq!(check_sections(&s, (ms(100), ms(200))).handover_us.unwrap().len(), 0);
+        let s = vec![
+            section("a", 1, 0, 0, 10, 11),
+            section("a", 2, 1, 12, 20, 21),
+        ];
+        assert_eq!(
+            check_sections(&s, (ms(100), ms(200)))
+                .handover_us
+                .unwrap()
+                .len(),
+            0
+        );
     }
 }

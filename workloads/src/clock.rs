@@ -11,7 +11,9 @@ pub struct RunClock {
 
 impl RunClock {
     pub fn start() -> Self {
-        RunClock { origin: Instant::now() }
+        RunClock {
+            origin: Instant::now(),
+        }
     }
 
     pub fn origin(&self) -> Instant {

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use coordbench_drivers::{ClientCounters, Consistency, Coordinator, DriverError, Session, SessionOptions};
+use coordbench_drivers::{
+    ClientCounters, Consistency, Coordinator, DriverError, Session, SessionOptions,
+};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -61,10 +63,15 @@ impl Workload for KvWorkload {
     async fn setup(&self, coordinator: &dyn Coordinator) -> Result<(), WorkloadError> {
         // Reads need keys to exist; writes start from the same state so runs compare.
         const WRITERS: usize = 8;
-        let options = SessionOptions { ttl: Duration::from_secs(10) };
+        let options = SessionOptions {
+            ttl: Duration::from_secs(10),
+        };
         let mut tasks = Vec::new();
         for w in 0..WRITERS.min(self.options.keys) {
-            let mut session = coordinator.open_session(w, &options).await.map_err(WorkloadError::Setup)?;
+            let mut session = coordinator
+                .open_session(w, &options)
+                .await
+                .map_err(WorkloadError::Setup)?;
             let keys = self.options.keys;
             let value = self.value.clone();
             tasks.push(tokio::spawn(async move {
@@ -76,7 +83,9 @@ impl Workload for KvWorkload {
         }
         for task in tasks {
             task.await
-                .map_err(|e| WorkloadError::Setup(DriverError::Server(format!("setup task failed: {e}"))))?
+                .map_err(|e| {
+                    WorkloadError::Setup(DriverError::Server(format!("setup task failed: {e}")))
+                })?
                 .map_err(WorkloadError::Setup)?;
         }
         Ok(())

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use coordbench_drivers::{ClientCounters, Coordinator, DriverError, LockGuard, LockRecipe, Session};
+use coordbench_drivers::{
+    ClientCounters, Coordinator, DriverError, LockGuard, LockRecipe, Session,
+};
 
 use crate::checker::check_sections;
 use crate::{Actor, CheckReport, OpResult, RunClock, Section, Workload, WorkloadError};
@@ -34,7 +36,11 @@ impl LockWorkload {
         if options.locks == 0 {
             return Err(WorkloadError::Invalid("--locks must be at least 1".into()));
         }
-        Ok(LockWorkload { options, clock, sections: SectionLog::default() })
+        Ok(LockWorkload {
+            options,
+            clock,
+            sections: SectionLog::default(),
+        })
     }
 
     /// Every section recorded so far (for tests and the history file).
@@ -71,7 +77,9 @@ impl Workload for LockWorkload {
     }
 
     fn check(&self, window: (Duration, Duration)) -> CheckReport {
-        CheckReport { lock: Some(check_sections(&lock_log(&self.sections), window)) }
+        CheckReport {
+            lock: Some(check_sections(&lock_log(&self.sections), window)),
+        }
     }
 }
 
@@ -140,7 +148,9 @@ impl Actor for LockActor {
         if let Some(held) = self.held.take() {
             self.release(held, exit).await?;
         }
-        Ok(OpResult { latency: Some(enter - requested) })
+        Ok(OpResult {
+            latency: Some(enter - requested),
+        })
     }
 
     async fn finish(&mut self) {
@@ -163,12 +173,21 @@ mod tests {
     async fn null_target_lock_history_is_clean_with_increasing_tokens() {
         let coordinator = NullCoordinator::new();
         let clock = RunClock::start();
-        let options = LockOptions { locks: 2, hold: Duration::from_micros(200), recipe: LockRecipe::HerdFree };
+        let options = LockOptions {
+            locks: 2,
+            hold: Duration::from_micros(200),
+            recipe: LockRecipe::HerdFree,
+        };
         let workload = Arc::new(LockWorkload::new(options, clock).unwrap());
         let mut tasks = Vec::new();
         for c in 0..8 {
             let session = coordinator
-                .open_session(c, &SessionOptions { ttl: Duration::from_secs(2) })
+                .open_session(
+                    c,
+                    &SessionOptions {
+                        ttl: Duration::from_secs(2),
+                    },
+                )
                 .await
                 .unwrap();
             let mut actor = workload.actor(c, session);
@@ -193,12 +212,21 @@ mod tests {
     async fn a_cancelled_hold_is_closed_and_released_on_the_next_operation() {
         let coordinator = NullCoordinator::new();
         let clock = RunClock::start();
-        let options = LockOptions { locks: 1, hold: Duration::from_secs(60), recipe: LockRecipe::HerdFree };
+        let options = LockOptions {
+            locks: 1,
+            hold: Duration::from_secs(60),
+            recipe: LockRecipe::HerdFree,
+        };
         let workload = LockWorkload::new(options, clock).unwrap();
-        let opts = SessionOptions { ttl: Duration::from_secs(2) };
+        let opts = SessionOptions {
+            ttl: Duration::from_secs(2),
+        };
         let mut a = workload.actor(0, coordinator.open_session(0, &opts).await.unwrap());
         let cancelled = tokio::time::timeout(Duration::from_millis(20), a.run_op()).await;
-        assert!(cancelled.is_err(), "the 60 s hold should have been cancelled");
+        assert!(
+            cancelled.is_err(),
+            "the 60 s hold should have been cancelled"
+        );
         assert_eq!(workload.sections()[0].exit, Duration::MAX);
         // The next operation of the same client repairs: closes the section, releases.
         let mut b = workload.actor(1, coordinator.open_session(1, &opts).await.unwrap());
@@ -206,7 +234,13 @@ mod tests {
         let s = workload.sections();
         assert!(s[0].exit < Duration::MAX && s[0].released.is_some());
         let b_op = tokio::time::timeout(Duration::from_millis(20), b.run_op()).await;
-        assert!(b_op.is_err(), "b acquires after a's release, then holds for 60 s");
-        assert_eq!(workload.check((Duration::ZERO, Duration::MAX)).violations(), 0);
+        assert!(
+            b_op.is_err(),
+            "b acquires after a's release, then holds for 60 s"
+        );
+        assert_eq!(
+            workload.check((Duration::ZERO, Duration::MAX)).violations(),
+            0
+        );
     }
 }

@@ -8,12 +8,14 @@ use crate::DriverError;
 /// Classifies an etcd-client error so results count it under a stable kind.
 pub fn map_error(error: Error) -> DriverError {
     match error {
-        Error::TransportError(e) => {
-            DriverError::Unreachable { endpoint: "etcd".into(), detail: one_line(&e.to_string()) }
-        }
-        Error::IoError(e) => {
-            DriverError::Unreachable { endpoint: "etcd".into(), detail: one_line(&e.to_string()) }
-        }
+        Error::TransportError(e) => DriverError::Unreachable {
+            endpoint: "etcd".into(),
+            detail: one_line(&e.to_string()),
+        },
+        Error::IoError(e) => DriverError::Unreachable {
+            endpoint: "etcd".into(),
+            detail: one_line(&e.to_string()),
+        },
         Error::GRpcStatus(status) => {
             let message = one_line(status.message());
             match status.code() {
@@ -24,9 +26,10 @@ pub fn map_error(error: Error) -> DriverError {
                 _ if message.contains("requested lease not found") => {
                     DriverError::SessionExpired(message)
                 }
-                Code::Unavailable => {
-                    DriverError::Unreachable { endpoint: "etcd".into(), detail: message }
-                }
+                Code::Unavailable => DriverError::Unreachable {
+                    endpoint: "etcd".into(),
+                    detail: message,
+                },
                 code => DriverError::Server(format!("{code:?}: {message}")),
             }
         }

@@ -57,7 +57,9 @@ pub(super) async fn lock_mutex(s: &mut EtcdSession, name: &str) -> Result<LockGu
         header_rev
     } else {
         match ops.first() {
-            Some(TxnOpResponse::Get(g)) => g.kvs().first().map(|kv| kv.create_revision()).unwrap_or(0),
+            Some(TxnOpResponse::Get(g)) => {
+                g.kvs().first().map(|kv| kv.create_revision()).unwrap_or(0)
+            }
             _ => 0,
         }
     };
@@ -66,7 +68,9 @@ pub(super) async fn lock_mutex(s: &mut EtcdSession, name: &str) -> Result<LockGu
         _ => None,
     };
     if my_rev == 0 {
-        return Err(DriverError::Server(format!("lock key {key} vanished during acquisition")));
+        return Err(DriverError::Server(format!(
+            "lock key {key} vanished during acquisition"
+        )));
     }
     if owner_rev != Some(my_rev) {
         wait_for_predecessors(s, &prefix, my_rev).await?;
@@ -75,11 +79,17 @@ pub(super) async fn lock_mutex(s: &mut EtcdSession, name: &str) -> Result<LockGu
         let mine = s.client.get(key.clone(), None).await.map_err(map_error)?;
         if mine.kvs().is_empty() {
             s.pending_key = None;
-            return Err(DriverError::SessionExpired(format!("lock key {key} expired while waiting")));
+            return Err(DriverError::SessionExpired(format!(
+                "lock key {key} expired while waiting"
+            )));
         }
     }
     s.pending_key = None;
-    Ok(LockGuard { name: name.to_string(), token: my_rev, key: key.into_bytes() })
+    Ok(LockGuard {
+        name: name.to_string(),
+        token: my_rev,
+        key: key.into_bytes(),
+    })
 }
 
 /// Waits until no key under `prefix` has a create revision below `my_rev`, watching only
@@ -96,7 +106,11 @@ async fn wait_for_predecessors(
             .with_max_create_revision(my_rev - 1)
             .with_limit(1);
         s.counters.request();
-        let resp = s.client.get(prefix, Some(options)).await.map_err(map_error)?;
+        let resp = s
+            .client
+            .get(prefix, Some(options))
+            .await
+            .map_err(map_error)?;
         let Some(predecessor) = resp.kvs().first() else {
             return Ok(());
         };
@@ -113,13 +127,22 @@ async fn wait_for_delete(
 ) -> Result<(), DriverError> {
     s.counters.request();
     let options = WatchOptions::new().with_start_revision(start_revision);
-    let mut stream = s.client.watch(key, Some(options)).await.map_err(map_error)?;
+    let mut stream = s
+        .client
+        .watch(key, Some(options))
+        .await
+        .map_err(map_error)?;
     loop {
         let Some(resp) = stream.message().await.map_err(map_error)? else {
-            return Err(DriverError::Server("watch stream closed by the server".into()));
+            return Err(DriverError::Server(
+                "watch stream closed by the server".into(),
+            ));
         };
         if resp.canceled() {
-            return Err(DriverError::Server(format!("watch canceled: {}", resp.cancel_reason())));
+            return Err(DriverError::Server(format!(
+                "watch canceled: {}",
+                resp.cancel_reason()
+            )));
         }
         let events = resp.events();
         s.counters.notifications(events.len() as u64);
@@ -137,13 +160,21 @@ pub(super) async fn lock_naive(s: &mut EtcdSession, name: &str) -> Result<LockGu
     loop {
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key.clone(), value.clone(), Some(PutOptions::new().with_lease(lease)))])
+            .and_then([TxnOp::put(
+                key.clone(),
+                value.clone(),
+                Some(PutOptions::new().with_lease(lease)),
+            )])
             .or_else([TxnOp::get(key.clone(), None)]);
         s.counters.request();
         let resp = s.client.txn(txn).await.map_err(map_error)?;
         let rev = resp.header().map(|h| h.revision()).unwrap_or(0);
         if resp.succeeded() {
-            return Ok(LockGuard { name: name.to_string(), token: rev, key: key.into_bytes() });
+            return Ok(LockGuard {
+                name: name.to_string(),
+                token: rev,
+                key: key.into_bytes(),
+            });
         }
         wait_for_delete(s, key.clone().into_bytes(), rev + 1).await?;
     }
@@ -153,7 +184,11 @@ pub(super) async fn lock_naive(s: &mut EtcdSession, name: &str) -> Result<LockGu
 /// so a holder whose lease expired cannot delete its successor's key.
 pub(super) async fn unlock(s: &mut EtcdSession, guard: LockGuard) -> Result<(), DriverError> {
     let txn = Txn::new()
-        .when([Compare::create_revision(guard.key.clone(), CompareOp::Equal, guard.token)])
+        .when([Compare::create_revision(
+            guard.key.clone(),
+            CompareOp::Equal,
+            guard.token,
+        )])
         .and_then([TxnOp::delete(guard.key.clone(), None::<DeleteOptions>)]);
     s.counters.request();
     let resp = s.client.txn(txn).await.map_err(map_error)?;

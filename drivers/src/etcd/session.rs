@@ -51,14 +51,21 @@ impl EtcdSession {
     pub(super) async fn lease_id(&mut self) -> Result<i64, DriverError> {
         if let Some(lease) = &self.lease {
             if lease.expired.load(Ordering::Relaxed) {
-                return Err(DriverError::SessionExpired(format!("lease {:x} expired", lease.id)));
+                return Err(DriverError::SessionExpired(format!(
+                    "lease {:x} expired",
+                    lease.id
+                )));
             }
             return Ok(lease.id);
         }
         // etcd's TTLs are whole seconds (and the server raises them to its minimum).
         let ttl_s = (self.ttl.as_millis() as i64 + 999) / 1000;
         self.counters.request();
-        let granted = self.client.lease_grant(ttl_s.max(1), None).await.map_err(map_error)?;
+        let granted = self
+            .client
+            .lease_grant(ttl_s.max(1), None)
+            .await
+            .map_err(map_error)?;
         let id = granted.id();
         let expired = Arc::new(AtomicBool::new(false));
         let keepalive = tokio::spawn(keep_alive(
@@ -68,7 +75,11 @@ impl EtcdSession {
             self.counters.clone(),
             expired.clone(),
         ));
-        self.lease = Some(Lease { id, keepalive, expired });
+        self.lease = Some(Lease {
+            id,
+            keepalive,
+            expired,
+        });
         Ok(id)
     }
 
@@ -133,7 +144,11 @@ impl Session for EtcdSession {
         };
         self.counters.request();
         let mut resp = self.client.get(key, options).await.map_err(map_error)?;
-        Ok(resp.take_kvs().into_iter().next().map(|kv| kv.value().to_vec()))
+        Ok(resp
+            .take_kvs()
+            .into_iter()
+            .next()
+            .map(|kv| kv.value().to_vec()))
     }
 
     async fn lock(&mut self, name: &str, recipe: LockRecipe) -> Result<LockGuard, DriverError> {
@@ -163,7 +178,10 @@ impl Session for EtcdSession {
             lease.keepalive.abort();
             self.counters.request();
             // Revoking deletes every key attached to the lease, including held locks.
-            self.client.lease_revoke(lease.id).await.map_err(map_error)?;
+            self.client
+                .lease_revoke(lease.id)
+                .await
+                .map_err(map_error)?;
         }
         Ok(())
     }

@@ -10,16 +10,22 @@ use crate::DriverError;
 pub fn map_error(error: Error) -> DriverError {
     match error {
         // Moved: the session was taken over by another connection; for this client it is gone.
-        Error::SessionExpired | Error::SessionMoved => DriverError::SessionExpired(error.to_string()),
-        Error::ConnectionLoss | Error::NoHosts => {
-            DriverError::Unreachable { endpoint: "zookeeper".into(), detail: error.to_string() }
+        Error::SessionExpired | Error::SessionMoved => {
+            DriverError::SessionExpired(error.to_string())
         }
+        Error::ConnectionLoss | Error::NoHosts => DriverError::Unreachable {
+            endpoint: "zookeeper".into(),
+            detail: error.to_string(),
+        },
         Error::Timeout => DriverError::Timeout(Duration::ZERO),
-        Error::BadArguments(_) | Error::Unimplemented => DriverError::Unsupported(error.to_string()),
-        // Socket-level failures arrive as custom errors carrying the io::Error.
-        Error::Custom(_) => {
-            DriverError::Unreachable { endpoint: "zookeeper".into(), detail: one_line(&error.to_string()) }
+        Error::BadArguments(_) | Error::Unimplemented => {
+            DriverError::Unsupported(error.to_string())
         }
+        // Socket-level failures arrive as custom errors carrying the io::Error.
+        Error::Custom(_) => DriverError::Unreachable {
+            endpoint: "zookeeper".into(),
+            detail: one_line(&error.to_string()),
+        },
         other => DriverError::Server(one_line(&other.to_string())),
     }
 }

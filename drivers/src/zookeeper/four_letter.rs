@@ -30,7 +30,10 @@ pub async fn four_letter_word(addr: &str, cmd: &str) -> io::Result<String> {
     tokio::time::timeout(TIMEOUT, exchange).await.map_err(|_| {
         io::Error::new(
             io::ErrorKind::TimedOut,
-            format!("no reply to '{cmd}' from {addr} within {}ms", TIMEOUT.as_millis()),
+            format!(
+                "no reply to '{cmd}' from {addr} within {}ms",
+                TIMEOUT.as_millis()
+            ),
         )
     })?
 }
@@ -61,13 +64,17 @@ mod tests {
         let reply = "Zookeeper version: 3.8.0-abc, built on 2024-12-29 17:54 UTC\n\
                      Latency min/avg/max: 0/0.0/0\nMode: follower\nNode count: 5\n";
         assert_eq!(field(reply, "Mode"), Some("follower"));
-        assert_eq!(field(reply, "Zookeeper version"), Some("3.8.0-abc, built on 2024-12-29 17:54 UTC"));
+        assert_eq!(
+            field(reply, "Zookeeper version"),
+            Some("3.8.0-abc, built on 2024-12-29 17:54 UTC")
+        );
         assert_eq!(field(reply, "Zxid"), None);
     }
 
     #[test]
     fn versions_lose_only_an_unexpanded_placeholder() {
-        let debian = "Zookeeper version: 3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC\n";
+        let debian =
+            "Zookeeper version: 3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC\n";
         assert_eq!(version(debian).as_deref(), Some("3.8.0"));
         let upstream = "Zookeeper version: 3.9.2-e454e8c7, built on 2024-02-12\n";
         assert_eq!(version(upstream).as_deref(), Some("3.9.2-e454e8c7"));
@@ -75,7 +82,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_closed_port_is_an_error_not_a_hang() {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port());
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port());
         let addr = format!("127.0.0.1:{}", port.expect("free port"));
         assert!(four_letter_word(&addr, "ruok").await.is_err());
     }

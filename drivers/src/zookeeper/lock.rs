@@ -12,14 +12,17 @@
 //! node's name (Curator's "protection") lets a cancelled acquisition find its node, whose
 //! sequence number it never learned.
 
-use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, Error, EventType, SessionState, WatchedEvent};
+use zookeeper_client::{
+    Acls, Client, CreateMode, CreateOptions, Error, EventType, SessionState, WatchedEvent,
+};
 
 use super::session::{create_in_parent, ZkSession};
 use super::{map_error, ROOT};
 use crate::{DriverError, LockGuard};
 
 const EPHEMERAL: CreateOptions<'static> = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
-const EPHEMERAL_SEQUENTIAL: CreateOptions<'static> = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+const EPHEMERAL_SEQUENTIAL: CreateOptions<'static> =
+    CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
 
 /// A node a cancelled acquisition may have left behind.
 #[derive(Debug, Clone)]
@@ -61,7 +64,11 @@ pub(super) async fn repair(s: &mut ZkSession) -> Result<(), DriverError> {
     Ok(())
 }
 
-async fn delete_if_present(zk: &Client, path: &str, version: Option<i32>) -> Result<(), DriverError> {
+async fn delete_if_present(
+    zk: &Client,
+    path: &str,
+    version: Option<i32>,
+) -> Result<(), DriverError> {
     match zk.delete(path, version).await {
         Ok(()) | Err(Error::NoNode) => Ok(()),
         Err(e) => Err(map_error(e)),
@@ -76,12 +83,12 @@ pub(crate) fn sequence(name: &str) -> Option<i64> {
 /// Fails if a watch fired because the session ended rather than because the node changed.
 fn check_session(event: &WatchedEvent) -> Result<(), DriverError> {
     match (event.event_type, event.session_state) {
-        (EventType::Session, SessionState::Expired) => {
-            Err(DriverError::SessionExpired("session expired while waiting for the lock".into()))
-        }
-        (EventType::Session, state) if state.is_terminated() => {
-            Err(DriverError::Server(format!("session ended ({state:?}) while waiting for the lock")))
-        }
+        (EventType::Session, SessionState::Expired) => Err(DriverError::SessionExpired(
+            "session expired while waiting for the lock".into(),
+        )),
+        (EventType::Session, state) if state.is_terminated() => Err(DriverError::Server(format!(
+            "session ended ({state:?}) while waiting for the lock"
+        ))),
         _ => Ok(()),
     }
 }
@@ -91,10 +98,14 @@ pub(super) async fn lock_queue(s: &mut ZkSession, name: &str) -> Result<LockGuar
     let zk = s.zk()?.clone();
     let dir = format!("{ROOT}/lock/{name}");
     let prefix = format!("{:016x}-lock-", zk.session_id().0);
-    s.pending = Some(Pending::Queue { dir: dir.clone(), prefix: prefix.clone() });
+    s.pending = Some(Pending::Queue {
+        dir: dir.clone(),
+        prefix: prefix.clone(),
+    });
     s.counters.request();
-    let (stat, seq) =
-        create_in_parent(&zk, &format!("{dir}/{prefix}"), b"", &EPHEMERAL_SEQUENTIAL).await.map_err(map_error)?;
+    let (stat, seq) = create_in_parent(&zk, &format!("{dir}/{prefix}"), b"", &EPHEMERAL_SEQUENTIAL)
+        .await
+        .map_err(map_error)?;
     let me = format!("{prefix}{seq}");
     let my_seq = seq.into_i64();
     loop {
@@ -102,7 +113,9 @@ pub(super) async fn lock_queue(s: &mut ZkSession, name: &str) -> Result<LockGuar
         let children = zk.list_children(&dir).await.map_err(map_error)?;
         if !children.contains(&me) {
             s.pending = None;
-            return Err(DriverError::SessionExpired(format!("lock node {dir}/{me} vanished while waiting")));
+            return Err(DriverError::SessionExpired(format!(
+                "lock node {dir}/{me} vanished while waiting"
+            )));
         }
         // The predecessor: the child with the highest sequence number below ours.
         let predecessor = children
@@ -112,10 +125,17 @@ pub(super) async fn lock_queue(s: &mut ZkSession, name: &str) -> Result<LockGuar
         let Some((_, predecessor)) = predecessor else {
             s.pending = None;
             let key = format!("{dir}/{me}").into_bytes();
-            return Ok(LockGuard { name: name.to_string(), token: stat.czxid, key });
+            return Ok(LockGuard {
+                name: name.to_string(),
+                token: stat.czxid,
+                key,
+            });
         };
         s.counters.request();
-        let (exists, watcher) = zk.check_and_watch_stat(&format!("{dir}/{predecessor}")).await.map_err(map_error)?;
+        let (exists, watcher) = zk
+            .check_and_watch_stat(&format!("{dir}/{predecessor}"))
+            .await
+            .map_err(map_error)?;
         if exists.is_some() {
             let event = watcher.changed().await;
             s.counters.notifications(1);
@@ -131,12 +151,18 @@ pub(super) async fn lock_naive(s: &mut ZkSession, name: &str) -> Result<LockGuar
     let holder = format!("{dir}/holder");
     let value = format!("client-{}", s.client_id);
     loop {
-        s.pending = Some(Pending::Holder { path: holder.clone() });
+        s.pending = Some(Pending::Holder {
+            path: holder.clone(),
+        });
         s.counters.request();
         match create_in_parent(&zk, &holder, value.as_bytes(), &EPHEMERAL).await {
             Ok((stat, _)) => {
                 s.pending = None;
-                return Ok(LockGuard { name: name.to_string(), token: stat.czxid, key: holder.into_bytes() });
+                return Ok(LockGuard {
+                    name: name.to_string(),
+                    token: stat.czxid,
+                    key: holder.into_bytes(),
+                });
             }
             Err(Error::NodeExists) => s.pending = None,
             Err(e) => return Err(map_error(e)),
@@ -155,8 +181,9 @@ pub(super) async fn lock_naive(s: &mut ZkSession, name: &str) -> Result<LockGuar
 /// is unique to this session, the holder node is this session's ephemeral, and an expired
 /// session can send nothing, so a delete that succeeds deletes this session's own node.
 pub(super) async fn unlock(s: &mut ZkSession, guard: LockGuard) -> Result<(), DriverError> {
-    let path = String::from_utf8(guard.key)
-        .map_err(|_| DriverError::Unsupported(format!("lock {} has a non-UTF-8 node path", guard.name)))?;
+    let path = String::from_utf8(guard.key).map_err(|_| {
+        DriverError::Unsupported(format!("lock {} has a non-UTF-8 node path", guard.name))
+    })?;
     s.counters.request();
     match s.zk()?.delete(&path, None).await {
         Ok(()) => Ok(()),
@@ -175,7 +202,10 @@ mod tests {
     #[test]
     fn sequence_numbers_are_read_from_the_end_of_the_name() {
         assert_eq!(sequence("00000000deadbeef-lock-0000000042"), Some(42));
-        assert_eq!(sequence("00000000deadbeef-lock-0000000000000000042"), Some(42));
+        assert_eq!(
+            sequence("00000000deadbeef-lock-0000000000000000042"),
+            Some(42)
+        );
         assert_eq!(sequence("holder"), None);
     }
 }

@@ -14,10 +14,13 @@ use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, Error, StateWatc
 
 use super::lock::{self, Pending};
 use super::map_error;
-use crate::{ClientCounters, Consistency, CounterHandle, DriverError, LockGuard, LockRecipe, Session};
+use crate::{
+    ClientCounters, Consistency, CounterHandle, DriverError, LockGuard, LockRecipe, Session,
+};
 
 /// Options of the persistent znodes kv keys and lock directories are.
-pub(super) const PERSISTENT: CreateOptions<'static> = CreateMode::Persistent.with_acls(Acls::anyone_all());
+pub(super) const PERSISTENT: CreateOptions<'static> =
+    CreateMode::Persistent.with_acls(Acls::anyone_all());
 
 pub(super) struct ZkSession {
     /// `None` once abandoned or closed.
@@ -34,7 +37,12 @@ pub(super) struct ZkSession {
 }
 
 impl ZkSession {
-    pub(super) fn new(client: Client, client_id: usize, cluster: String, connect_timeout: Duration) -> Self {
+    pub(super) fn new(
+        client: Client,
+        client_id: usize,
+        cluster: String,
+        connect_timeout: Duration,
+    ) -> Self {
         ZkSession {
             client: Some(client),
             client_id,
@@ -48,19 +56,27 @@ impl ZkSession {
     /// The live client; once the session was abandoned or closed, an error of the kind a
     /// crashed-and-expired client would see.
     pub(super) fn zk(&self) -> Result<&Client, DriverError> {
-        self.client
-            .as_ref()
-            .ok_or_else(|| DriverError::SessionExpired("the session was abandoned or closed".into()))
+        self.client.as_ref().ok_or_else(|| {
+            DriverError::SessionExpired("the session was abandoned or closed".into())
+        })
     }
 
-    async fn create_with_parents(&self, zk: &Client, path: &str, value: &[u8]) -> Result<(), DriverError> {
+    async fn create_with_parents(
+        &self,
+        zk: &Client,
+        path: &str,
+        value: &[u8],
+    ) -> Result<(), DriverError> {
         self.counters.request();
         match create_in_parent(zk, path, value, &PERSISTENT).await {
             Ok(_) => Ok(()),
             // Another writer created it first: write over it, as a put would.
             Err(Error::NodeExists) => {
                 self.counters.request();
-                zk.set_data(path, value, None).await.map(drop).map_err(map_error)
+                zk.set_data(path, value, None)
+                    .await
+                    .map(drop)
+                    .map_err(map_error)
             }
             Err(e) => Err(map_error(e)),
         }
@@ -114,7 +130,11 @@ impl Session for ZkSession {
     /// Linearizable: sync() then getData, pipelined (the server answers a session's requests
     /// in order, so the read waits for the sync); serializable: getData from the connected
     /// server as it stands.
-    async fn get(&mut self, key: &str, consistency: Consistency) -> Result<Option<Vec<u8>>, DriverError> {
+    async fn get(
+        &mut self,
+        key: &str,
+        consistency: Consistency,
+    ) -> Result<Option<Vec<u8>>, DriverError> {
         let path = znode_path(key);
         let zk = self.zk()?;
         let read = match consistency {
@@ -202,5 +222,7 @@ async fn until_ended(mut state: StateWatcher, bound: Duration) -> Result<(), Dri
             state.changed().await;
         }
     };
-    tokio::time::timeout(bound, ended).await.map_err(|_| DriverError::Timeout(bound))
+    tokio::time::timeout(bound, ended)
+        .await
+        .map_err(|_| DriverError::Timeout(bound))
 }

@@ -11,14 +11,19 @@ use crate::DriverError;
 pub fn map_error(error: ZkError) -> DriverError {
     match error {
         // Moved: the session was taken over by another connection; for this client it is gone.
-        ZkError::SessionExpired | ZkError::SessionMoved => DriverError::SessionExpired(error.to_string()),
+        ZkError::SessionExpired | ZkError::SessionMoved => {
+            DriverError::SessionExpired(error.to_string())
+        }
         // The crate answers ConnectionLoss for every request it dropped when its connection
         // ended; it reconnects on its own.
-        ZkError::ConnectionLoss => {
-            DriverError::Unreachable { endpoint: "zookeeper".into(), detail: "connection lost".into() }
-        }
+        ZkError::ConnectionLoss => DriverError::Unreachable {
+            endpoint: "zookeeper".into(),
+            detail: "connection lost".into(),
+        },
         ZkError::OperationTimeout => DriverError::Timeout(Duration::ZERO),
-        ZkError::BadArguments | ZkError::Unimplemented => DriverError::Unsupported(error.to_string()),
+        ZkError::BadArguments | ZkError::Unimplemented => {
+            DriverError::Unsupported(error.to_string())
+        }
         other => DriverError::Server(other.to_string()),
     }
 }

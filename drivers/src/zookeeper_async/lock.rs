@@ -61,7 +61,11 @@ pub(super) async fn repair(s: &mut AsyncZkSession) -> Result<(), DriverError> {
     Ok(())
 }
 
-async fn delete_if_present(zk: &ZooKeeper, path: &str, version: Option<i32>) -> Result<(), DriverError> {
+async fn delete_if_present(
+    zk: &ZooKeeper,
+    path: &str,
+    version: Option<i32>,
+) -> Result<(), DriverError> {
     match zk.delete(path, version).await {
         Ok(()) | Err(ZkError::NoNode) => Ok(()),
         Err(e) => Err(map_error(e)),
@@ -69,14 +73,20 @@ async fn delete_if_present(zk: &ZooKeeper, path: &str, version: Option<i32>) -> 
 }
 
 /// A one-shot watch: the callback to hand the crate, and the receiver to wait on.
-fn one_shot_watch() -> (impl FnOnce(WatchedEvent) + Send + 'static, oneshot::Receiver<WatchedEvent>) {
+fn one_shot_watch() -> (
+    impl FnOnce(WatchedEvent) + Send + 'static,
+    oneshot::Receiver<WatchedEvent>,
+) {
     let (tx, rx) = oneshot::channel();
     (move |event| drop(tx.send(event)), rx)
 }
 
 /// Waits until the watch fires (a notification) or the crate reconnects (the watch is then
 /// gone on the server, so the caller must look again).
-async fn wait(s: &mut AsyncZkSession, fired: oneshot::Receiver<WatchedEvent>) -> Result<(), DriverError> {
+async fn wait(
+    s: &mut AsyncZkSession,
+    fired: oneshot::Receiver<WatchedEvent>,
+) -> Result<(), DriverError> {
     tokio::select! {
         event = fired => {
             event.map_err(|_| DriverError::Server("the client library dropped a watch".into()))?;
@@ -90,23 +100,37 @@ async fn wait(s: &mut AsyncZkSession, fired: oneshot::Receiver<WatchedEvent>) ->
 }
 
 /// The herd-free recipe.
-pub(super) async fn lock_queue(s: &mut AsyncZkSession, name: &str) -> Result<LockGuard, DriverError> {
+pub(super) async fn lock_queue(
+    s: &mut AsyncZkSession,
+    name: &str,
+) -> Result<LockGuard, DriverError> {
     let zk = s.zk()?;
     let dir = format!("{ROOT}/lock/{name}");
     let prefix = format!("{:016x}-lock-", s.tag);
-    s.pending = Some(Pending::Queue { dir: dir.clone(), prefix: prefix.clone() });
+    s.pending = Some(Pending::Queue {
+        dir: dir.clone(),
+        prefix: prefix.clone(),
+    });
     s.counters.request();
-    let (path, stat) = create_in_parent(&zk, &format!("{dir}/{prefix}"), b"", CreateMode::EphemeralSequential)
-        .await
-        .map_err(map_error)?;
+    let (path, stat) = create_in_parent(
+        &zk,
+        &format!("{dir}/{prefix}"),
+        b"",
+        CreateMode::EphemeralSequential,
+    )
+    .await
+    .map_err(map_error)?;
     let me = path.rsplit('/').next().unwrap_or_default().to_string();
-    let my_seq = sequence(&me).ok_or_else(|| DriverError::Server(format!("unexpected lock node name {path}")))?;
+    let my_seq = sequence(&me)
+        .ok_or_else(|| DriverError::Server(format!("unexpected lock node name {path}")))?;
     loop {
         s.counters.request();
         let children = zk.get_children(&dir, false).await.map_err(map_error)?;
         if !children.contains(&me) {
             s.pending = None;
-            return Err(DriverError::SessionExpired(format!("lock node {path} vanished while waiting")));
+            return Err(DriverError::SessionExpired(format!(
+                "lock node {path} vanished while waiting"
+            )));
         }
         // The predecessor: the child with the highest sequence number below ours.
         let predecessor = children
@@ -115,13 +139,20 @@ pub(super) async fn lock_queue(s: &mut AsyncZkSession, name: &str) -> Result<Loc
             .max_by_key(|(n, _)| *n);
         let Some((_, predecessor)) = predecessor else {
             s.pending = None;
-            return Ok(LockGuard { name: name.to_string(), token: stat.czxid, key: path.into_bytes() });
+            return Ok(LockGuard {
+                name: name.to_string(),
+                token: stat.czxid,
+                key: path.into_bytes(),
+            });
         };
         // Reconnections from here on wake the wait.
         s.reconnected.borrow_and_update();
         let (callback, fired) = one_shot_watch();
         s.counters.request();
-        let exists = zk.exists_w(&format!("{dir}/{predecessor}"), callback).await.map_err(map_error)?;
+        let exists = zk
+            .exists_w(&format!("{dir}/{predecessor}"), callback)
+            .await
+            .map_err(map_error)?;
         if exists.is_some() {
             wait(s, fired).await?;
         }
@@ -129,18 +160,28 @@ pub(super) async fn lock_queue(s: &mut AsyncZkSession, name: &str) -> Result<Loc
 }
 
 /// The naive recipe.
-pub(super) async fn lock_naive(s: &mut AsyncZkSession, name: &str) -> Result<LockGuard, DriverError> {
+pub(super) async fn lock_naive(
+    s: &mut AsyncZkSession,
+    name: &str,
+) -> Result<LockGuard, DriverError> {
     let zk = s.zk()?;
     let dir = format!("{ROOT}/naive-lock/{name}");
     let holder = format!("{dir}/holder");
     let value = format!("client-{}-{:016x}", s.client_id, s.tag);
     loop {
-        s.pending = Some(Pending::Holder { path: holder.clone(), value: value.clone() });
+        s.pending = Some(Pending::Holder {
+            path: holder.clone(),
+            value: value.clone(),
+        });
         s.counters.request();
         match create_in_parent(&zk, &holder, value.as_bytes(), CreateMode::Ephemeral).await {
             Ok((_, stat)) => {
                 s.pending = None;
-                return Ok(LockGuard { name: name.to_string(), token: stat.czxid, key: holder.into_bytes() });
+                return Ok(LockGuard {
+                    name: name.to_string(),
+                    token: stat.czxid,
+                    key: holder.into_bytes(),
+                });
             }
             Err(ZkError::NodeExists) => s.pending = None,
             Err(e) => return Err(map_error(e)),
@@ -161,9 +202,15 @@ pub(super) async fn lock_naive(s: &mut AsyncZkSession, name: &str) -> Result<Loc
 /// deleted on one session in order: a node we see as ours cannot belong to a session that
 /// expired before the current one began).
 pub(super) async fn unlock(s: &mut AsyncZkSession, guard: LockGuard) -> Result<(), DriverError> {
-    let path = String::from_utf8(guard.key)
-        .map_err(|_| DriverError::Unsupported(format!("lock {} has a non-UTF-8 node path", guard.name)))?;
-    let lost = || DriverError::SessionExpired(format!("lock {} was lost before release (its node is gone)", guard.name));
+    let path = String::from_utf8(guard.key).map_err(|_| {
+        DriverError::Unsupported(format!("lock {} has a non-UTF-8 node path", guard.name))
+    })?;
+    let lost = || {
+        DriverError::SessionExpired(format!(
+            "lock {} was lost before release (its node is gone)",
+            guard.name
+        ))
+    };
     let zk = s.zk()?;
     let version = if path.starts_with(&format!("{ROOT}/naive-lock/")) {
         s.counters.request();

@@ -12,7 +12,9 @@ use zookeeper_async::{Acl, CreateMode, Stat, ZkError, ZkResult, ZooKeeper, ZooKe
 use super::lock::{self, Pending};
 use super::map_error;
 use crate::zookeeper::znode_path;
-use crate::{ClientCounters, Consistency, CounterHandle, DriverError, LockGuard, LockRecipe, Session};
+use crate::{
+    ClientCounters, Consistency, CounterHandle, DriverError, LockGuard, LockRecipe, Session,
+};
 
 pub(super) struct AsyncZkSession {
     /// `None` once abandoned or closed.
@@ -53,17 +55,27 @@ impl AsyncZkSession {
     /// The live client; once the session was abandoned or closed, an error of the kind a
     /// crashed-and-expired client would see.
     pub(super) fn zk(&self) -> Result<Arc<ZooKeeper>, DriverError> {
-        self.zk.clone().ok_or_else(|| DriverError::SessionExpired("the session was abandoned or closed".into()))
+        self.zk.clone().ok_or_else(|| {
+            DriverError::SessionExpired("the session was abandoned or closed".into())
+        })
     }
 
-    async fn create_with_parents(&self, zk: &ZooKeeper, path: &str, value: &[u8]) -> Result<(), DriverError> {
+    async fn create_with_parents(
+        &self,
+        zk: &ZooKeeper,
+        path: &str,
+        value: &[u8],
+    ) -> Result<(), DriverError> {
         self.counters.request();
         match create_in_parent(zk, path, value, CreateMode::Persistent).await {
             Ok(_) => Ok(()),
             // Another writer created it first: write over it, as a put would.
             Err(ZkError::NodeExists) => {
                 self.counters.request();
-                zk.set_data(path, value.to_vec(), None).await.map(drop).map_err(map_error)
+                zk.set_data(path, value.to_vec(), None)
+                    .await
+                    .map(drop)
+                    .map_err(map_error)
             }
             Err(e) => Err(map_error(e)),
         }
@@ -108,7 +120,11 @@ impl Session for AsyncZkSession {
 
     /// Serializable only: getData from the connected server. The crate cannot send sync(),
     /// which a linearizable read needs.
-    async fn get(&mut self, key: &str, consistency: Consistency) -> Result<Option<Vec<u8>>, DriverError> {
+    async fn get(
+        &mut self,
+        key: &str,
+        consistency: Consistency,
+    ) -> Result<Option<Vec<u8>>, DriverError> {
         if consistency == Consistency::Linearizable {
             return Err(DriverError::Unsupported(
                 "zookeeper-async has no sync(), so no linearizable read; use --consistency serializable".into(),
@@ -169,7 +185,8 @@ impl Session for AsyncZkSession {
 /// would keep it alive (and its locks held) until the process exits.
 impl Drop for AsyncZkSession {
     fn drop(&mut self) {
-        let (Some(zk), Ok(runtime)) = (self.zk.take(), tokio::runtime::Handle::try_current()) else {
+        let (Some(zk), Ok(runtime)) = (self.zk.take(), tokio::runtime::Handle::try_current())
+        else {
             return;
         };
         let bound = self.close_timeout;

@@ -62,7 +62,17 @@ mod tests {
         assert_eq!(count(&[ZkState::Connecting, ZkState::Connected]), 0);
         assert_eq!(count(&[ZkState::Connecting, ZkState::Connected]), 0);
         // The server said expired: the next connection is a new session.
-        assert_eq!(count(&[ZkState::NotConnected, ZkState::Connecting, ZkState::Connected]), 1);
-        assert_eq!(count(&[ZkState::Connecting, ZkState::Connected, ZkState::Closed]), 0);
+        assert_eq!(
+            count(&[
+                ZkState::NotConnected,
+                ZkState::Connecting,
+                ZkState::Connected
+            ]),
+            1
+        );
+        assert_eq!(
+            count(&[ZkState::Connecting, ZkState::Connected, ZkState::Closed]),
+            0
+        );
     }
 }

@@ -213,9 +213,11 @@ impl Checker {
         for (index, data) in &self.acked {
             match sm.items.get(*index as usize - 1) {
                 Some((_, Some(d))) if d == data => {}
-                other => return Err(format!(
+                other => {
+                    return Err(format!(
                     "acknowledged write lost: node {node} has {other:?} at {index}, acked {data:?}"
-                )),
+                ))
+                }
             }
         }
         Ok(())
