@@ -27,7 +27,7 @@ pub struct Cli {
 pub enum Command {
     /// Run one workload against one target and write its results.
     Run(RunArgs),
-    /// Run one member of a built-in engine (what --target raft starts N of).
+    /// Run one member of a built-in engine (what --target raft|zab starts N of).
     #[command(subcommand)]
     Serve(ServeCommand),
 }
@@ -36,7 +36,9 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum ServeCommand {
     /// A member of the Raft engine, serving etcd's v3 gRPC API.
-    Raft(crate::serve::ServeRaftArgs),
+    Raft(crate::serve::ServeArgs),
+    /// A member of the Zab engine, serving ZooKeeper's protocol.
+    Zab(crate::serve::ServeArgs),
 }
 
 /// What to measure.
@@ -50,6 +52,9 @@ pub enum TargetKind {
     Zookeeper,
     /// The built-in Raft engine speaking etcd's v3 API: N `coordbench serve raft` processes.
     Raft,
+    /// The built-in Zab engine speaking ZooKeeper's protocol: N `coordbench serve zab`
+    /// processes.
+    Zab,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -68,27 +68,41 @@ pub struct RunConfig {
 impl RunConfig {
     pub fn from_args(args: &RunArgs) -> Result<Self, ConfigError> {
         let family = family_of(args.target);
-        let lock_recipe = family.parse_recipe(args.recipe.as_deref()).map_err(ConfigError)?;
+        let lock_recipe = family
+            .parse_recipe(args.recipe.as_deref())
+            .map_err(ConfigError)?;
         if args.workload != WorkloadKind::Lock && args.recipe.is_some() {
-            return Err(ConfigError("--recipe applies only to --workload lock".into()));
+            return Err(ConfigError(
+                "--recipe applies only to --workload lock".into(),
+            ));
         }
         if args.target == TargetKind::Null && !args.endpoints.is_empty() {
-            return Err(ConfigError("--endpoints cannot be used with --target null".into()));
+            return Err(ConfigError(
+                "--endpoints cannot be used with --target null".into(),
+            ));
         }
-        if args.target == TargetKind::Zookeeper && args.conns.is_some_and(|c| c != args.clients) {
+        if family_of(args.target) == ApiFamily::ZooKeeper
+            && args.conns.is_some_and(|c| c != args.clients)
+        {
             return Err(ConfigError(
                 "--conns does not apply to zookeeper: each client has its own session (its own connection), which owns its locks; omit --conns".into(),
             ));
         }
         if args.target != TargetKind::Zookeeper && args.zk_classpath.is_some() {
-            return Err(ConfigError("--zk-classpath applies only to --target zookeeper".into()));
+            return Err(ConfigError(
+                "--zk-classpath applies only to --target zookeeper".into(),
+            ));
         }
-        if args.target != TargetKind::Zookeeper && args.zk_client.is_some() {
-            return Err(ConfigError("--zk-client applies only to --target zookeeper".into()));
+        if family_of(args.target) != ApiFamily::ZooKeeper && args.zk_client.is_some() {
+            return Err(ConfigError(
+                "--zk-client applies only to --target zookeeper".into(),
+            ));
         }
         let zk_client_kind = args.zk_client.unwrap_or_default();
         if zk_client_kind == ZkClientArg::Async {
-            if args.workload == WorkloadKind::KvGet && args.consistency == ConsistencyArg::Linearizable {
+            if args.workload == WorkloadKind::KvGet
+                && args.consistency == ConsistencyArg::Linearizable
+            {
                 return Err(ConfigError(
                     "--zk-client async cannot read linearizably (zookeeper-async has no sync()); use --consistency serializable".into(),
                 ));
@@ -100,7 +114,9 @@ impl RunConfig {
             }
         }
         if args.ttl < Duration::from_secs(1) && family == ApiFamily::Etcd {
-            return Err(ConfigError("--ttl must be at least 1s on the etcd API (leases are whole seconds)".into()));
+            return Err(ConfigError(
+                "--ttl must be at least 1s on the etcd API (leases are whole seconds)".into(),
+            ));
         }
         let clients = args.clients as usize;
         let mode = match args.rate {
@@ -130,7 +146,12 @@ impl RunConfig {
             } else {
                 String::new()
             },
-            mode: if args.rate.is_some() { "open" } else { "closed" }.to_string(),
+            mode: if args.rate.is_some() {
+                "open"
+            } else {
+                "closed"
+            }
+            .to_string(),
             rate: args.rate,
             clients,
             conns: args.conns.map_or(clients, |c| c as usize),
@@ -149,7 +170,8 @@ impl RunConfig {
             endpoints: args.endpoints.clone(),
             etcd_bin: args.etcd_bin.clone(),
             zk_classpath: args.zk_classpath.clone(),
-            zk_client: (args.target == TargetKind::Zookeeper).then(|| value_name(zk_client_kind)),
+            zk_client: (family_of(args.target) == ApiFamily::ZooKeeper)
+                .then(|| value_name(zk_client_kind)),
             base_port: args.base_port,
             seed: args.seed,
             target_kind: args.target,
@@ -172,7 +194,7 @@ pub fn family_of(target: TargetKind) -> ApiFamily {
     match target {
         TargetKind::Null => ApiFamily::Null,
         TargetKind::Etcd | TargetKind::Raft => ApiFamily::Etcd,
-        TargetKind::Zookeeper => ApiFamily::ZooKeeper,
+        TargetKind::Zookeeper | TargetKind::Zab => ApiFamily::ZooKeeper,
     }
 }
 
@@ -181,14 +203,17 @@ fn client_lib(target: TargetKind, zk_client: ZkClientArg) -> &'static str {
     match (target, zk_client) {
         (TargetKind::Null, _) => "null",
         (TargetKind::Etcd | TargetKind::Raft, _) => "etcd-client",
-        (TargetKind::Zookeeper, ZkClientArg::Client) => "zookeeper-client",
-        (TargetKind::Zookeeper, ZkClientArg::Async) => "zookeeper-async",
+        (TargetKind::Zookeeper | TargetKind::Zab, ZkClientArg::Client) => "zookeeper-client",
+        (TargetKind::Zookeeper | TargetKind::Zab, ZkClientArg::Async) => "zookeeper-async",
     }
 }
 
 /// The name clap shows for an enum value (`kv-put`, `etcd`, ...).
 fn value_name<T: clap::ValueEnum>(value: T) -> String {
-    value.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()
+    value
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -209,7 +234,10 @@ mod tests {
     #[test]
     fn defaults_describe_a_closed_loop_lock_run_with_the_herd_free_recipe() {
         let c = config(&[]).unwrap();
-        assert_eq!((c.target.as_str(), c.workload.as_str(), c.recipe.as_str()), ("raft", "lock", "etcd-mutex"));
+        assert_eq!(
+            (c.target.as_str(), c.workload.as_str(), c.recipe.as_str()),
+            ("raft", "lock", "etcd-mutex")
+        );
         assert_eq!((c.mode.as_str(), c.clients, c.conns), ("closed", 16, 16));
     }
 
@@ -225,8 +253,22 @@ mod tests {
             &["--zk-classpath", "/usr/share/java/zookeeper.jar"],
             &["--zk-client", "async"],
             &["--target", "null", "--zk-client", "client"],
-            &["--target", "zookeeper", "--zk-client", "async", "--workload", "kv-get"],
-            &["--target", "zookeeper", "--zk-client", "async", "--ttl", "1s"],
+            &[
+                "--target",
+                "zookeeper",
+                "--zk-client",
+                "async",
+                "--workload",
+                "kv-get",
+            ],
+            &[
+                "--target",
+                "zookeeper",
+                "--zk-client",
+                "async",
+                "--ttl",
+                "1s",
+            ],
         ] {
             let err = config(args).unwrap_err().to_string();
             assert!(!err.is_empty() && !err.contains('\n'), "{args:?}: {err}");
@@ -235,11 +277,24 @@ mod tests {
 
     #[test]
     fn zookeeper_takes_its_own_recipe_names_and_short_ttls() {
-        let c = config(&["--target", "zookeeper", "--recipe", "naive", "--ttl", "500ms"]).unwrap();
-        assert_eq!((c.target.as_str(), c.recipe.as_str(), c.ttl_ms), ("zookeeper", "naive", 500));
+        let c = config(&[
+            "--target",
+            "zookeeper",
+            "--recipe",
+            "naive",
+            "--ttl",
+            "500ms",
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.target.as_str(), c.recipe.as_str(), c.ttl_ms),
+            ("zookeeper", "naive", 500)
+        );
         let c = config(&["--target", "zookeeper"]).unwrap();
         assert_eq!((c.recipe.as_str(), c.conns), ("zk-recipe", 16));
-        let err = config(&["--target", "zookeeper", "--recipe", "etcd-mutex"]).unwrap_err().to_string();
+        let err = config(&["--target", "zookeeper", "--recipe", "etcd-mutex"])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("zk-recipe or naive"), "{err}");
     }
 
@@ -248,11 +303,29 @@ mod tests {
         let lib = |args: &[&str]| config(args).map(|c| (c.client_lib, c.zk_client)).unwrap();
         assert_eq!(lib(&["--target", "null"]), ("null".into(), None));
         assert_eq!(lib(&[]), ("etcd-client".into(), None));
-        assert_eq!(lib(&["--target", "zookeeper"]), ("zookeeper-client".into(), Some("client".into())));
+        assert_eq!(
+            lib(&["--target", "zookeeper"]),
+            ("zookeeper-client".into(), Some("client".into()))
+        );
         let async_lock = config(&["--target", "zookeeper", "--zk-client", "async"]).unwrap();
-        assert_eq!((async_lock.client_lib.as_str(), async_lock.zk_client_kind), ("zookeeper-async", ZkClientArg::Async));
-        let serializable = ["--target", "zookeeper", "--zk-client", "async", "--workload", "kv-get", "--consistency", "serializable"];
-        assert_eq!(config(&serializable).unwrap().zk_client.as_deref(), Some("async"));
+        assert_eq!(
+            (async_lock.client_lib.as_str(), async_lock.zk_client_kind),
+            ("zookeeper-async", ZkClientArg::Async)
+        );
+        let serializable = [
+            "--target",
+            "zookeeper",
+            "--zk-client",
+            "async",
+            "--workload",
+            "kv-get",
+            "--consistency",
+            "serializable",
+        ];
+        assert_eq!(
+            config(&serializable).unwrap().zk_client.as_deref(),
+            Some("async")
+        );
     }
 
     #[test]

@@ -26,7 +26,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -36,9 +39,14 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => app::run(args).await,
-            Command::Serve(ServeCommand::Raft(args)) => {
-                coordbench::serve::run_raft(args).await.map(|()| Outcome::Complete).map_err(app::UsageError::from)
-            }
+            Command::Serve(ServeCommand::Raft(args)) => coordbench::serve::run_raft(args)
+                .await
+                .map(|()| Outcome::Complete)
+                .map_err(app::UsageError::from),
+            Command::Serve(ServeCommand::Zab(args)) => coordbench::serve::run_zab(args)
+                .await
+                .map(|()| Outcome::Complete)
+                .map_err(app::UsageError::from),
         }
     });
     match result {
@@ -57,10 +65,16 @@ fn main() -> ExitCode {
 fn usage_line(e: &clap::Error) -> String {
     let rendered = e.render().to_string();
     let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
-    let mut first = lines.next().unwrap_or("error: invalid arguments").to_string();
+    let mut first = lines
+        .next()
+        .unwrap_or("error: invalid arguments")
+        .to_string();
     if first.ends_with(':') {
         // "the following required arguments were not provided:" then one line per argument.
-        let listed: Vec<&str> = lines.clone().take_while(|l| !l.starts_with("Usage:")).collect();
+        let listed: Vec<&str> = lines
+            .clone()
+            .take_while(|l| !l.starts_with("Usage:"))
+            .collect();
         first = format!("{first} {}", listed.join(", "));
     }
     let possible = lines.find(|l| l.starts_with("[possible values:"));

@@ -1,9 +1,12 @@
-//! `coordbench serve raft`: one member of the built-in Raft engine as a server process.
+//! `coordbench serve raft|zab`: one member of a built-in engine as a server process.
 //!
-//! The member is the node runtime (engines/node: WAL, transport, the Raft core) carrying
+//! A Raft member is the node runtime (engines/node: WAL, transport, the Raft core) carrying
 //! etcd's data model (engines/kv) and serving etcd's v3 gRPC API (engines/etcd-api), so
-//! etcdctl and every etcd client work against it unchanged. `--target raft` starts N of
-//! these processes (see `provision::raft`).
+//! etcdctl and every etcd client work against it unchanged. A Zab member is the same runtime
+//! around the Zab core carrying ZooKeeper's data tree (engines/tree) and serving ZooKeeper's
+//! protocol (engines/zk-api), so zkCli and ZooKeeper clients work against it. Both take the
+//! same arguments ([`ServeArgs`]). `--target raft|zab` starts N of these processes (see
+//! `provision::raft`, `provision::zab`).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -15,12 +18,13 @@ use anyhow::Context;
 use clap::Args;
 use coordbench_etcd_api::{serve, KvStateMachine, MemberInfo, ServeOptions};
 use coordbench_node::disk::DiskKind as EngineDisk;
-use coordbench_node::{NodeConfig, RaftNode};
+use coordbench_node::{NodeConfig, RaftNode, ZabNode};
+use coordbench_zk_api::TreeStateMachine;
 use tokio::net::TcpListener;
 
-/// Options of one Raft member.
+/// Options of one member of either engine.
 #[derive(Debug, Clone, Args)]
-pub struct ServeRaftArgs {
+pub struct ServeArgs {
     /// This member's id (1-based, one of the ids in --peers).
     #[arg(long)]
     pub id: u64,
@@ -29,7 +33,8 @@ pub struct ServeRaftArgs {
     #[arg(long, value_parser = parse_member_addrs)]
     pub peers: MemberAddrs,
 
-    /// Every member's client (gRPC) address; this member listens on its own: 1=127.0.0.1:23791,...
+    /// Every member's client (etcd gRPC or ZooKeeper) address; this member listens on its
+    /// own: 1=127.0.0.1:23791,...
     #[arg(long, value_parser = parse_member_addrs)]
     pub clients: MemberAddrs,
 
@@ -41,21 +46,22 @@ pub struct ServeRaftArgs {
     #[arg(long, default_value = "disk", value_parser = parse_engine_disk)]
     pub disk: EngineDisk,
 
-    /// Length of one Raft tick.
+    /// Length of one tick of the consensus core.
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     pub tick: Duration,
 
-    /// Heartbeat interval, in ticks.
+    /// Heartbeat (Zab: ping) interval, in ticks.
     #[arg(long, default_value_t = 10)]
     pub heartbeat_ticks: u32,
 
-    /// Election timeout range [min, max), in ticks.
+    /// Election timeout range [min, max), in ticks (Zab: syncLimit = min, initLimit = max).
     #[arg(long, default_value_t = 100)]
     pub election_ticks_min: u32,
     #[arg(long, default_value_t = 200)]
     pub election_ticks_max: u32,
 
-    /// Applied entries between snapshots (log compaction); etcd's --snapshot-count default.
+    /// Applied entries between snapshots (log compaction); etcd's --snapshot-count and
+    /// ZooKeeper's snapCount default.
     /// A snapshot serializes the whole store with its uncompacted history, so it is costly.
     #[arg(long, default_value_t = 100_000)]
     pub snapshot_every: u64,
@@ -68,9 +74,15 @@ pub struct MemberAddrs(pub BTreeMap<u64, SocketAddr>);
 fn parse_member_addrs(s: &str) -> Result<MemberAddrs, String> {
     let mut map = BTreeMap::new();
     for pair in s.split(',').filter(|p| !p.is_empty()) {
-        let (id, addr) = pair.split_once('=').ok_or_else(|| format!("'{pair}' is not id=host:port"))?;
-        let id: u64 = id.parse().map_err(|_| format!("'{id}' is not a member id (a positive number)"))?;
-        let addr: SocketAddr = addr.parse().map_err(|_| format!("'{addr}' is not host:port"))?;
+        let (id, addr) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("'{pair}' is not id=host:port"))?;
+        let id: u64 = id
+            .parse()
+            .map_err(|_| format!("'{id}' is not a member id (a positive number)"))?;
+        let addr: SocketAddr = addr
+            .parse()
+            .map_err(|_| format!("'{addr}' is not host:port"))?;
         if id == 0 || map.insert(id, addr).is_some() {
             return Err(format!("member id {id} is zero or given twice"));
         }
@@ -85,17 +97,54 @@ fn parse_engine_disk(s: &str) -> Result<EngineDisk, String> {
     EngineDisk::from_str(s).map_err(|e| e.to_string())
 }
 
-/// Runs the member until SIGINT or SIGTERM, then stops it cleanly (the WAL is synced).
-pub async fn run_raft(args: ServeRaftArgs) -> anyhow::Result<()> {
+/// A checked member: its node configuration and the client address it listens on.
+struct Member {
+    config: NodeConfig,
+    client_addr: SocketAddr,
+}
+
+fn member(args: &ServeArgs) -> anyhow::Result<Member> {
     let peers = &args.peers.0;
     let clients = &args.clients.0;
-    anyhow::ensure!(peers.contains_key(&args.id), "--id {} is not one of the ids in --peers", args.id);
+    anyhow::ensure!(
+        peers.contains_key(&args.id),
+        "--id {} is not one of the ids in --peers",
+        args.id
+    );
     anyhow::ensure!(
         peers.keys().eq(clients.keys()),
         "--peers and --clients must name the same member ids"
     );
-    let client_addr = clients[&args.id];
-    let members = peers
+    let mut config = NodeConfig::new(args.id, peers.clone(), &args.data_dir);
+    config.disk = args.disk;
+    config.tick_interval = args.tick;
+    config.heartbeat_ticks = args.heartbeat_ticks;
+    config.election_ticks_min = args.election_ticks_min;
+    config.election_ticks_max = args.election_ticks_max;
+    config.snapshot_every = args.snapshot_every;
+    Ok(Member {
+        config,
+        client_addr: clients[&args.id],
+    })
+}
+
+/// Binds the client port first: a taken port fails before the member joins the cluster.
+async fn bind_clients(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen for clients on {addr}"))
+}
+
+/// Runs a Raft member until SIGINT or SIGTERM, then stops it cleanly (the WAL is synced).
+pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
+    let Member {
+        config,
+        client_addr,
+    } = member(&args)?;
+    let clients = &args.clients.0;
+    let members = args
+        .peers
+        .0
         .iter()
         .map(|(&id, peer)| MemberInfo {
             id,
@@ -104,30 +153,52 @@ pub async fn run_raft(args: ServeRaftArgs) -> anyhow::Result<()> {
             client_urls: vec![format!("http://{}", clients[&id])],
         })
         .collect();
-
-    let mut config = NodeConfig::new(args.id, peers.clone(), &args.data_dir);
-    config.disk = args.disk;
-    config.tick_interval = args.tick;
-    config.heartbeat_ticks = args.heartbeat_ticks;
-    config.election_ticks_min = args.election_ticks_min;
-    config.election_ticks_max = args.election_ticks_max;
-    config.snapshot_every = args.snapshot_every;
-
-    // Bind the client port first: a taken port fails before the member joins the cluster.
-    let listener = TcpListener::bind(client_addr)
-        .await
-        .with_context(|| format!("cannot listen for clients on {client_addr}"))?;
+    let listener = bind_clients(client_addr).await?;
     let (handle, node) = RaftNode::start(config, KvStateMachine::new())
         .await
         .with_context(|| format!("cannot start raft member {}", args.id))?;
     let stop = crate::signals::stop_on_signals().context("cannot install signal handlers")?;
-    let served = serve(listener, handle, members, ServeOptions::default(), async move {
-        stop.cancelled().await
-    })
+    let served = serve(
+        listener,
+        handle,
+        members,
+        ServeOptions::default(),
+        async move { stop.cancelled().await },
+    )
     .await;
     let stopped = node.stop().await;
     served.context("etcd API server failed")?;
     stopped.context("raft member did not stop cleanly")?;
+    Ok(())
+}
+
+/// Runs a Zab member until SIGINT or SIGTERM, then stops it cleanly (the WAL is synced).
+pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
+    let Member {
+        config,
+        client_addr,
+    } = member(&args)?;
+    let options = coordbench_zk_api::ServeOptions {
+        server_id: args.id,
+        cluster_size: args.peers.0.len(),
+        ..Default::default()
+    };
+    let listener = bind_clients(client_addr).await?;
+    let (handle, node) = ZabNode::start(config, TreeStateMachine::new())
+        .await
+        .with_context(|| format!("cannot start zab member {}", args.id))?;
+    let stop = crate::signals::stop_on_signals().context("cannot install signal handlers")?;
+    let served =
+        coordbench_zk_api::serve(
+            listener,
+            handle,
+            options,
+            async move { stop.cancelled().await },
+        )
+        .await;
+    let stopped = node.stop().await;
+    served.context("ZooKeeper protocol server failed")?;
+    stopped.context("zab member did not stop cleanly")?;
     Ok(())
 }
 
@@ -139,7 +210,13 @@ mod tests {
     fn member_lists_parse_and_refuse_what_they_cannot_use() {
         let m = parse_member_addrs("1=127.0.0.1:1001,2=127.0.0.1:1002").unwrap();
         assert_eq!(m.0.len(), 2);
-        for bad in ["", "1=nohost", "x=127.0.0.1:1", "0=127.0.0.1:1", "1=127.0.0.1:1,1=127.0.0.1:2"] {
+        for bad in [
+            "",
+            "1=nohost",
+            "x=127.0.0.1:1",
+            "0=127.0.0.1:1",
+            "1=127.0.0.1:1,1=127.0.0.1:2",
+        ] {
             assert!(parse_member_addrs(bad).is_err(), "{bad}");
         }
     }

@@ -40,16 +40,24 @@ impl ServerCounters {
 }
 
 fn sum<'a>(members: impl Iterator<Item = &'a Metrics>, key: &str) -> Option<f64> {
-    members.filter_map(|m| m.get(key)).copied().reduce(|a, b| a + b)
+    members
+        .filter_map(|m| m.get(key))
+        .copied()
+        .reduce(|a, b| a + b)
 }
 
 /// Reads every member's counters; `None` for targets without server counters. A member
 /// that does not answer is left out (a run on a degraded cluster still reports the rest).
 pub async fn scrape(target: TargetKind, cluster: &Cluster) -> Option<BTreeMap<String, Metrics>> {
-    if target != TargetKind::Zookeeper {
+    if !matches!(target, TargetKind::Zookeeper | TargetKind::Zab) {
         return None;
     }
-    let addrs: Vec<String> = cluster.info().members.iter().map(|m| m.client_url.clone()).collect();
+    let addrs: Vec<String> = cluster
+        .info()
+        .members
+        .iter()
+        .map(|m| m.client_url.clone())
+        .collect();
     let replies = join_all(addrs.iter().map(|a| four_letter_word(a, "mntr"))).await;
     let metrics: BTreeMap<String, Metrics> = addrs
         .into_iter()
@@ -69,11 +77,18 @@ pub fn difference(
         .iter()
         .filter_map(|(member, a)| {
             let b = before.get(member)?;
-            let d = a.iter().filter_map(|(k, v)| Some((k.clone(), v - b.get(k)?))).collect();
+            let d = a
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), v - b.get(k)?)))
+                .collect();
             Some((member.clone(), d))
         })
         .collect();
-    ServerCounters { source: "zookeeper mntr", delta, after }
+    ServerCounters {
+        source: "zookeeper mntr",
+        delta,
+        after,
+    }
 }
 
 /// `mntr` replies are `key<TAB>value` lines; non-numeric values (version, state) are skipped.
@@ -94,14 +109,20 @@ mod tests {
     #[test]
     fn mntr_values_are_parsed_and_differenced_per_member() {
         let before = parse_mntr("zk_version\t3.8.0\nzk_packets_received\t10\nzk_watch_count\t2\n");
-        let after = parse_mntr("zk_version\t3.8.0\nzk_packets_received\t25\nzk_watch_count\t5\nzk_new\t1\n");
+        let after = parse_mntr(
+            "zk_version\t3.8.0\nzk_packets_received\t25\nzk_watch_count\t5\nzk_new\t1\n",
+        );
         assert_eq!(before.len(), 2, "non-numeric values are skipped");
         let counters = difference(
             BTreeMap::from([("a".to_string(), before.clone()), ("b".to_string(), before)]),
             BTreeMap::from([("a".to_string(), after.clone()), ("b".to_string(), after)]),
         );
         assert_eq!(counters.total_delta("zk_packets_received"), Some(30.0));
-        assert_eq!(counters.total_delta("zk_new"), None, "a key missing before has no delta");
+        assert_eq!(
+            counters.total_delta("zk_new"),
+            None,
+            "a key missing before has no delta"
+        );
         assert_eq!(counters.total_after("zk_watch_count"), Some(10.0));
     }
 }

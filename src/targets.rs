@@ -35,10 +35,18 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
         TargetKind::Null => {
             let coordinator = Arc::new(NullCoordinator::new());
             let server_version = coordinator.server_version().await?;
-            Ok(ReadyTarget { coordinator, cluster: None, server_version })
+            Ok(ReadyTarget {
+                coordinator,
+                cluster: None,
+                server_version,
+            })
         }
         TargetKind::Etcd | TargetKind::Raft => {
-            let name = if config.target_kind == TargetKind::Raft { "raft" } else { "etcd" };
+            let name = if config.target_kind == TargetKind::Raft {
+                "raft"
+            } else {
+                "etcd"
+            };
             let cluster = if config.attached() {
                 Cluster::attached(name, config.endpoints.clone())
             } else if config.target_kind == TargetKind::Raft {
@@ -57,11 +65,17 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
             };
             let coordinator = EtcdCoordinator::connect(&etcd).await.context(name)?;
             let server_version = coordinator.server_version().await.context(name)?;
-            Ok(ReadyTarget { coordinator: Arc::new(coordinator), cluster: Some(cluster), server_version })
+            Ok(ReadyTarget {
+                coordinator: Arc::new(coordinator),
+                cluster: Some(cluster),
+                server_version,
+            })
         }
-        TargetKind::Zookeeper => {
+        TargetKind::Zookeeper | TargetKind::Zab => {
             let cluster = if config.attached() {
-                Cluster::attached("zookeeper", config.endpoints.clone())
+                Cluster::attached(value_of(config.target_kind), config.endpoints.clone())
+            } else if config.target_kind == TargetKind::Zab {
+                provision::zab::start(&cluster_spec(config, work_dir), &Default::default()).await?
             } else {
                 let options = provision::zookeeper::ZkOptions {
                     classpath: config.zk_classpath.clone(),
@@ -69,16 +83,35 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
                 };
                 provision::zookeeper::start(&cluster_spec(config, work_dir), &options).await?
             };
-            let zk = ZkConfig { endpoints: cluster.endpoints(), connect_timeout: CONNECT_TIMEOUT };
+            let zk = ZkConfig {
+                endpoints: cluster.endpoints(),
+                connect_timeout: CONNECT_TIMEOUT,
+            };
             let coordinator: Arc<dyn Coordinator> = match config.zk_client_kind {
-                ZkClientArg::Client => Arc::new(ZkCoordinator::connect(&zk).await.context("zookeeper")?),
-                ZkClientArg::Async => {
-                    Arc::new(AsyncZkCoordinator::connect(&zk).await.context("zookeeper (zookeeper-async)")?)
+                ZkClientArg::Client => {
+                    Arc::new(ZkCoordinator::connect(&zk).await.context("zookeeper")?)
                 }
+                ZkClientArg::Async => Arc::new(
+                    AsyncZkCoordinator::connect(&zk)
+                        .await
+                        .context("zookeeper (zookeeper-async)")?,
+                ),
             };
             let server_version = coordinator.server_version().await.context("zookeeper")?;
-            Ok(ReadyTarget { coordinator, cluster: Some(cluster), server_version })
+            Ok(ReadyTarget {
+                coordinator,
+                cluster: Some(cluster),
+                server_version,
+            })
         }
+    }
+}
+
+fn value_of(kind: TargetKind) -> &'static str {
+    if kind == TargetKind::Zab {
+        "zab"
+    } else {
+        "zookeeper"
     }
 }
 

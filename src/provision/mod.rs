@@ -11,6 +11,7 @@ pub mod executable;
 pub mod ports;
 pub mod process;
 pub mod raft;
+pub mod zab;
 pub mod zookeeper;
 
 pub use disk::DiskKind;

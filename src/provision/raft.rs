@@ -1,6 +1,9 @@
 //! Starts the built-in Raft engine as a local cluster: N `coordbench serve raft` processes
 //! on 127.0.0.1, each with its own data directory, client (gRPC) and peer ports, and waits
 //! until every member answers etcd's Status with the same leader, as for real etcd.
+//!
+//! The launcher ([`launch_members`]) is shared with the Zab engine (`provision::zab`),
+//! which differs only in the subcommand, the client URL form and the readiness check.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -11,7 +14,7 @@ use super::{etcd, ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, Provisio
 
 const TARGET: &str = "raft";
 
-/// How the members are started.
+/// How the members of a built-in engine (Raft or Zab) are started.
 #[derive(Debug, Clone)]
 pub struct RaftOptions {
     /// The coordbench binary that serves a member (default: this one, or the `coordbench`
@@ -48,12 +51,19 @@ impl RaftOptions {
 pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError> {
     let not_found = |binary: &Path| ProvisionError::BinaryNotFound {
         binary: format!("coordbench binary {}", binary.display()),
-        hint: "build it with cargo build (the raft target runs members as `coordbench serve raft`)".into(),
+        hint: "build it with cargo build (the raft and zab targets run members as \
+               `coordbench serve raft|zab`)"
+            .into(),
     };
     if let Some(path) = explicit {
-        return if path.is_file() { Ok(path.to_path_buf()) } else { Err(not_found(path)) };
+        return if path.is_file() {
+            Ok(path.to_path_buf())
+        } else {
+            Err(not_found(path))
+        };
     }
-    let current = std::env::current_exe().map_err(|e| ProvisionError::io("locating the running binary", e))?;
+    let current = std::env::current_exe()
+        .map_err(|e| ProvisionError::io("locating the running binary", e))?;
     if current.file_stem().is_some_and(|n| n == "coordbench") {
         return Ok(current);
     }
@@ -68,13 +78,30 @@ pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError
 /// Starts `spec.size` members. Call from a tokio worker or the main thread (members die with
 /// the thread that spawned them); on any error everything started so far is stopped.
 pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, ProvisionError> {
+    let mut cluster = launch_members(spec, opts, TARGET, |addr| format!("http://{addr}"))?;
+    let version = etcd::wait_ready(&mut cluster, TARGET).await?;
+    cluster.info_mut().version = Some(version);
+    Ok(cluster)
+}
+
+/// Starts `spec.size` `coordbench serve <engine>` processes and returns them without
+/// waiting for readiness. `client_url` turns a client `host:port` into what the target's
+/// driver connects to.
+pub(super) fn launch_members(
+    spec: &ClusterSpec,
+    opts: &RaftOptions,
+    engine: &str,
+    client_url: impl Fn(&str) -> String,
+) -> Result<Cluster, ProvisionError> {
     if spec.size == 0 {
-        return Err(ProvisionError::Unsupported("a raft cluster needs at least 1 member".into()));
+        return Err(ProvisionError::Unsupported(format!(
+            "a {engine} cluster needs at least 1 member"
+        )));
     }
     let binary = resolve_binary(opts.binary.as_deref())?;
     // Member i listens for clients on ports[2i] and for peers on ports[2i+1].
     let ports = ports::allocate(spec.base_port, 2 * spec.size)?;
-    let root = disk::create_data_root(spec, TARGET)?;
+    let root = disk::create_data_root(spec, engine)?;
     let root_path = root.path.clone();
     let (engine_disk, fsync) = match spec.disk {
         DiskKind::Disk => ("disk", "on"),
@@ -82,7 +109,7 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
         DiskKind::Nofsync => ("nofsync", "off"),
     };
     let info = ClusterInfo {
-        target: TARGET.to_string(),
+        target: engine.to_string(),
         size: spec.size,
         disk: Some(spec.disk),
         provisioned: true,
@@ -91,7 +118,10 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
         members: Vec::new(),
         settings: vec![
             ("tick-ms".into(), opts.tick.as_millis().to_string()),
-            ("heartbeat-interval-ms".into(), (opts.tick * opts.heartbeat_ticks).as_millis().to_string()),
+            (
+                "heartbeat-interval-ms".into(),
+                (opts.tick * opts.heartbeat_ticks).as_millis().to_string(),
+            ),
             (
                 "election-timeout-ms".into(),
                 format!(
@@ -109,23 +139,30 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
     let client = |i: usize| format!("127.0.0.1:{}", ports[2 * i]);
     let peer = |i: usize| format!("127.0.0.1:{}", ports[2 * i + 1]);
     let list = |addr: &dyn Fn(usize) -> String| {
-        (0..spec.size).map(|i| format!("{}={}", i + 1, addr(i))).collect::<Vec<_>>().join(",")
+        (0..spec.size)
+            .map(|i| format!("{}={}", i + 1, addr(i)))
+            .collect::<Vec<_>>()
+            .join(",")
     };
     let (peers, clients) = (list(&peer), list(&client));
     for i in 0..spec.size {
         let name = format!("m{}", i + 1);
-        let data_dir = root_path.join(format!("raft-{name}"));
+        let data_dir = root_path.join(format!("{engine}-{name}"));
         // A member restores whatever its data directory holds: start from nothing.
         if data_dir.exists() {
-            std::fs::remove_dir_all(&data_dir)
-                .map_err(|e| ProvisionError::io(format!("removing stale {}", data_dir.display()), e))?;
+            std::fs::remove_dir_all(&data_dir).map_err(|e| {
+                ProvisionError::io(format!("removing stale {}", data_dir.display()), e)
+            })?;
         }
         std::fs::create_dir_all(&data_dir)
             .map_err(|e| ProvisionError::io(format!("creating {}", data_dir.display()), e))?;
-        let log_file = spec.work_dir.join("logs").join(format!("raft-{name}.log"));
+        let log_file = spec
+            .work_dir
+            .join("logs")
+            .join(format!("{engine}-{name}.log"));
         let args: Vec<String> = vec![
             "serve".into(),
-            "raft".into(),
+            engine.into(),
             format!("--id={}", i + 1),
             format!("--peers={peers}"),
             format!("--clients={clients}"),
@@ -136,13 +173,17 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
             format!("--election-ticks-min={}", opts.election_ticks_min),
             format!("--election-ticks-max={}", opts.election_ticks_max),
         ];
-        let launch = Launch { program: binary.clone(), args, env_remove: Vec::new() };
+        let launch = Launch {
+            program: binary.clone(),
+            args,
+            env_remove: Vec::new(),
+        };
         let process = launch
             .spawn(&log_file)
-            .map_err(|e| ProvisionError::io(format!("starting raft member {name}"), e))?;
+            .map_err(|e| ProvisionError::io(format!("starting {engine} member {name}"), e))?;
         let member = MemberInfo {
             name,
-            client_url: format!("http://{}", client(i)),
+            client_url: client_url(&client(i)),
             peer_url: Some(format!("http://{}", peer(i))),
             data_dir: Some(data_dir),
             log_file: Some(log_file),
@@ -150,7 +191,5 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
         };
         cluster.add_member(member, launch, process);
     }
-    let version = etcd::wait_ready(&mut cluster, TARGET).await?;
-    cluster.info_mut().version = Some(version);
     Ok(cluster)
 }

@@ -22,13 +22,19 @@ const DEBIAN_JAR: &str = "/usr/share/java/zookeeper.jar";
 /// without one the server logs nothing at all).
 const DEBIAN_LOG_BINDING: &str = "/usr/share/java/slf4j-simple.jar";
 const MAIN_CLASS: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
-const JAR_HINT: &str = "install Debian's zookeeper package (apt-get install zookeeper) or pass --zk-classpath";
+const JAR_HINT: &str =
+    "install Debian's zookeeper package (apt-get install zookeeper) or pass --zk-classpath";
 const JAVA_HINT: &str = "install a Java runtime (apt-get install zookeeper pulls one in)";
 /// Bound on waiting for a leader: JVMs take seconds to start, elections a few ticks more.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(200);
 /// Variables that would silently change the JVM's options or classpath.
-const JVM_ENV: [&str; 4] = ["JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH"];
+const JVM_ENV: [&str; 4] = [
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "CLASSPATH",
+];
 
 #[derive(Debug, Clone)]
 pub struct ZkOptions {
@@ -42,7 +48,11 @@ pub struct ZkOptions {
 
 impl Default for ZkOptions {
     fn default() -> Self {
-        ZkOptions { classpath: None, java: None, heap_mb: 512 }
+        ZkOptions {
+            classpath: None,
+            java: None,
+            heap_mb: 512,
+        }
     }
 }
 
@@ -122,9 +132,11 @@ pub fn resolve_classpath(explicit: Option<&str>) -> Result<String, ProvisionErro
 
 /// Finds java: an explicit path, else `java` on PATH, else /usr/bin/java.
 pub fn resolve_java(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError> {
-    find_executable(explicit, "java", "/usr/bin/java").map_err(|tried| ProvisionError::BinaryNotFound {
-        binary: format!("java binary {}", tried.display()),
-        hint: JAVA_HINT.to_string(),
+    find_executable(explicit, "java", "/usr/bin/java").map_err(|tried| {
+        ProvisionError::BinaryNotFound {
+            binary: format!("java binary {}", tried.display()),
+            hint: JAVA_HINT.to_string(),
+        }
     })
 }
 
@@ -141,7 +153,9 @@ fn server_ports(ports: &[u16], i: usize) -> (u16, u16, u16) {
 /// is stopped before returning.
 pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, ProvisionError> {
     if spec.size == 0 {
-        return Err(ProvisionError::Unsupported("a ZooKeeper cluster needs at least 1 server".into()));
+        return Err(ProvisionError::Unsupported(
+            "a ZooKeeper cluster needs at least 1 server".into(),
+        ));
     }
     if opts.heap_mb < 64 {
         return Err(ProvisionError::Unsupported(format!(
@@ -163,7 +177,11 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
         DiskKind::Tmpfs => "on (no-op on tmpfs)",
         DiskKind::Nofsync => "off (forceSync=no)",
     };
-    let force_sync = if spec.disk == DiskKind::Nofsync { "no" } else { "yes" };
+    let force_sync = if spec.disk == DiskKind::Nofsync {
+        "no"
+    } else {
+        "yes"
+    };
     let info = ClusterInfo {
         target: TARGET.to_string(),
         size: spec.size,
@@ -174,9 +192,18 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
         members: Vec::new(),
         settings: vec![
             ("tickTime-ms".into(), timing.tick_ms.to_string()),
-            ("session-timeout-ms".into(), timing.session_timeout_ms.to_string()),
-            ("minSessionTimeout-ms".into(), timing.min_session_timeout_ms.to_string()),
-            ("maxSessionTimeout-ms".into(), timing.max_session_timeout_ms.to_string()),
+            (
+                "session-timeout-ms".into(),
+                timing.session_timeout_ms.to_string(),
+            ),
+            (
+                "minSessionTimeout-ms".into(),
+                timing.min_session_timeout_ms.to_string(),
+            ),
+            (
+                "maxSessionTimeout-ms".into(),
+                timing.max_session_timeout_ms.to_string(),
+            ),
             ("initLimit-ticks".into(), timing.init_limit.to_string()),
             ("syncLimit-ticks".into(), timing.sync_limit.to_string()),
             ("forceSync".into(), force_sync.into()),
@@ -206,24 +233,41 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
         let member_dir = root_path.join(format!("zookeeper-{name}"));
         // An old data dir would bring back an old ensemble's state.
         if member_dir.exists() {
-            std::fs::remove_dir_all(&member_dir)
-                .map_err(|e| ProvisionError::io(format!("removing stale {}", member_dir.display()), e))?;
+            std::fs::remove_dir_all(&member_dir).map_err(|e| {
+                ProvisionError::io(format!("removing stale {}", member_dir.display()), e)
+            })?;
         }
         let data_dir = member_dir.join("data");
         let log_dir = member_dir.join("datalog");
         for dir in [&data_dir, &log_dir] {
-            std::fs::create_dir_all(dir).map_err(|e| ProvisionError::io(format!("creating {}", dir.display()), e))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| ProvisionError::io(format!("creating {}", dir.display()), e))?;
         }
         let write = |path: PathBuf, text: String| {
-            std::fs::write(&path, text).map_err(|e| ProvisionError::io(format!("writing {}", path.display()), e))
+            std::fs::write(&path, text)
+                .map_err(|e| ProvisionError::io(format!("writing {}", path.display()), e))
         };
         write(data_dir.join("myid"), format!("{id}\n"))?;
         let config_file = member_dir.join("zoo.cfg");
-        write(config_file.clone(), zoo_cfg(&timing, &data_dir, &log_dir, client_port, force_sync, &server_lines))?;
+        write(
+            config_file.clone(),
+            zoo_cfg(
+                &timing,
+                &data_dir,
+                &log_dir,
+                client_port,
+                force_sync,
+                &server_lines,
+            ),
+        )?;
 
         let log_file = spec.work_dir.join("logs").join(format!("zk-{id}.log"));
         let args = jvm_args(opts.heap_mb, &classpath, &config_file);
-        let launch = Launch { program: java.clone(), args, env_remove: env_remove.clone() };
+        let launch = Launch {
+            program: java.clone(),
+            args,
+            env_remove: env_remove.clone(),
+        };
         let process = launch.spawn(&log_file).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 ProvisionError::BinaryNotFound {
@@ -305,10 +349,15 @@ fn jvm_args(heap_mb: u32, classpath: &str, config_file: &Path) -> Vec<String> {
 /// Polls every server with `ruok` and `srvr` until all serve, with exactly one leader and
 /// the rest followers (or one standalone server); fails at once if a server exits. Returns
 /// the server version.
-async fn wait_ready(cluster: &mut Cluster) -> Result<String, ProvisionError> {
+pub(super) async fn wait_ready(cluster: &mut Cluster) -> Result<String, ProvisionError> {
     let started = Instant::now();
     let endpoints = cluster.endpoints();
-    let names: Vec<String> = cluster.info().members.iter().map(|m| m.name.clone()).collect();
+    let names: Vec<String> = cluster
+        .info()
+        .members
+        .iter()
+        .map(|m| m.name.clone())
+        .collect();
     let mut detail;
     loop {
         cluster.check_alive()?;
@@ -319,7 +368,10 @@ async fn wait_ready(cluster: &mut Cluster) -> Result<String, ProvisionError> {
             match four_letter_word(addr, "ruok").await {
                 Ok(reply) if reply.trim() == "imok" => {}
                 Ok(reply) => {
-                    detail = format!("server {name} at {addr} answered ruok with {:?}", reply.trim());
+                    detail = format!(
+                        "server {name} at {addr} answered ruok with {:?}",
+                        reply.trim()
+                    );
                     continue;
                 }
                 Err(e) => {
@@ -349,7 +401,8 @@ async fn wait_ready(cluster: &mut Cluster) -> Result<String, ProvisionError> {
             if ready {
                 return Ok(reported);
             }
-            detail = format!("servers report modes {modes:?}; want one leader and the rest followers");
+            detail =
+                format!("servers report modes {modes:?}; want one leader and the rest followers");
         }
         if started.elapsed() >= READY_TIMEOUT {
             return Err(ProvisionError::NotReady {
@@ -370,7 +423,10 @@ mod tests {
     fn ttl_lies_within_2_to_20_ticks_where_the_tick_bounds_allow() {
         for ttl_ms in [500u64, 1000, 2000, 5000, 10_000] {
             let t = Timing::for_ttl(Duration::from_millis(ttl_ms));
-            assert!(ttl_ms >= 2 * t.tick_ms && ttl_ms <= 20 * t.tick_ms, "{ttl_ms}: {t:?}");
+            assert!(
+                ttl_ms >= 2 * t.tick_ms && ttl_ms <= 20 * t.tick_ms,
+                "{ttl_ms}: {t:?}"
+            );
             assert_eq!(t.session_timeout_ms, ttl_ms);
         }
         assert_eq!(Timing::for_ttl(Duration::from_secs(10)).tick_ms, 2000);
@@ -386,14 +442,21 @@ mod tests {
         assert_eq!(long.tick_ms, 2000);
         assert!(long.max_session_timeout_ms >= 120_000);
         for t in [short, long] {
-            assert!(t.init_limit * t.tick_ms >= 10_000 && t.sync_limit * t.tick_ms >= 2_000, "{t:?}");
+            assert!(
+                t.init_limit * t.tick_ms >= 10_000 && t.sync_limit * t.tick_ms >= 2_000,
+                "{t:?}"
+            );
         }
     }
 
     #[test]
     fn an_explicit_classpath_with_a_missing_entry_is_refused() {
-        let err = resolve_classpath(Some("/nonexistent/zookeeper.jar:/nonexistent/lib/*")).unwrap_err();
-        assert!(matches!(err, ProvisionError::BinaryNotFound { .. }), "{err:?}");
+        let err =
+            resolve_classpath(Some("/nonexistent/zookeeper.jar:/nonexistent/lib/*")).unwrap_err();
+        assert!(
+            matches!(err, ProvisionError::BinaryNotFound { .. }),
+            "{err:?}"
+        );
         assert!(err.to_string().contains("--zk-classpath"), "{err}");
     }
 }

@@ -1,4 +1,4 @@
-//! [`NodeConfig`]: everything a Raft member needs to start, with defaults close to etcd's.
+//! [`NodeConfig`]: everything a Raft or Zab member needs to start, with defaults close to etcd's.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -79,6 +79,23 @@ impl NodeConfig {
     /// losing one, plus one voting round).
     pub fn election_timeout(&self) -> Duration {
         self.tick_interval * self.election_ticks_max
+    }
+
+    /// The Zab core's configuration, from the same timing: pings every heartbeat, a
+    /// follower or leader gives up on its peer after the shortest election timeout
+    /// (syncLimit), discovery and sync must finish within the longest (initLimit).
+    pub fn zab_config(&self, seed: u64) -> coordbench_zab::Config {
+        let mut c = coordbench_zab::Config::new(self.id, self.peers.keys().copied().collect());
+        c.ping_ticks = self.heartbeat_ticks.max(1);
+        c.sync_limit = self.election_ticks_min.max(c.ping_ticks + 1);
+        c.init_limit = self.election_ticks_max.max(c.sync_limit);
+        // Fast leader election settles after a short quiet period (ZooKeeper: 200 ms).
+        c.finalize_ticks = (self.heartbeat_ticks / 2).max(1);
+        c.notify_ticks = self.heartbeat_ticks.max(1);
+        c.max_inflight_msgs = self.max_inflight.max(1);
+        c.max_proposals_per_msg = self.max_entries_per_msg.max(1);
+        c.seed = seed;
+        c
     }
 
     /// The core's configuration; `seed` varies the election timeouts between incarnations.

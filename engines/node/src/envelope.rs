@@ -1,4 +1,4 @@
-//! What nodes send each other: the core's Raft messages plus the runtime's own requests
+//! What nodes send each other: the core's Raft (or Zab) messages plus the runtime's own requests
 //! (a follower forwarding a proposal or a ReadIndex request to the leader, and the answers).
 //! Encoded with postcard; the transport frames it.
 
@@ -17,6 +17,9 @@ pub struct Envelope {
 pub enum Payload {
     /// A message of the consensus core.
     Raft(Message),
+    /// A message of the Zab core (a Zab member's proposal forwarding reuses `Forward*`,
+    /// with the zxid as `index` and the epoch as `term`; its reads use the core's sync).
+    Zab(coordbench_zab::Message),
     /// A follower asks the leader to propose `command`.
     Forward {
         request_id: u64,
@@ -74,6 +77,7 @@ impl Envelope {
     pub fn kind(&self) -> &'static str {
         match &self.payload {
             Payload::Raft(m) => m.body.name(),
+            Payload::Zab(_) => "Zab",
             Payload::Forward { .. } => "Forward",
             Payload::ForwardAccepted { .. } => "ForwardAccepted",
             Payload::ForwardRejected { .. } => "ForwardRejected",

@@ -1,4 +1,6 @@
-//! [`RaftHandle`]: the services' side of a running member, implementing [`Replicator`].
+//! [`NodeHandle`] ([`RaftHandle`], [`ZabHandle`]): the services' side of a running member,
+//! implementing [`Replicator`]. The same handle serves both cores: it only speaks the
+//! runtime's request channel and watches the published status (for Zab, indexes are zxids).
 //!
 //! Requests go to the node's loop over a bounded channel (a full channel makes callers
 //! wait: backpressure). Every call has one deadline (`request_timeout`); retries happen
@@ -18,8 +20,13 @@ use crate::seam::{NodeError, NodeStatus, Replicator, StateMachine};
 /// Attempts per request at most (each bounded by the request's deadline anyway).
 const MAX_ATTEMPTS: usize = 32;
 
-/// A cheap, cloneable handle to a running Raft member.
-pub struct RaftHandle<S: StateMachine> {
+/// A Raft member's handle.
+pub type RaftHandle<S> = NodeHandle<S>;
+/// A Zab member's handle (`status().term` is the epoch; indexes are zxids).
+pub type ZabHandle<S> = NodeHandle<S>;
+
+/// A cheap, cloneable handle to a running member.
+pub struct NodeHandle<S: StateMachine> {
     inner: Arc<Inner<S>>,
 }
 
@@ -34,7 +41,7 @@ struct Inner<S: StateMachine> {
     retry_pause: Duration,
 }
 
-impl<S: StateMachine> Clone for RaftHandle<S> {
+impl<S: StateMachine> Clone for NodeHandle<S> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
@@ -42,7 +49,7 @@ impl<S: StateMachine> Clone for RaftHandle<S> {
     }
 }
 
-impl<S: StateMachine> RaftHandle<S> {
+impl<S: StateMachine> NodeHandle<S> {
     pub(crate) fn new(
         id: NodeId,
         requests: mpsc::Sender<Request<S>>,
@@ -150,7 +157,7 @@ impl<S: StateMachine> RaftHandle<S> {
 }
 
 #[async_trait]
-impl<S: StateMachine> Replicator<S> for RaftHandle<S> {
+impl<S: StateMachine> Replicator<S> for NodeHandle<S> {
     async fn propose(&self, command: Vec<u8>) -> Result<S::Output, NodeError> {
         let deadline = Instant::now() + self.inner.request_timeout;
         let mut command = command;

@@ -1,6 +1,6 @@
 //! The node runtime: what turns a sans-IO consensus core into a server.
 //!
-//! A core (Raft today, Zab later) only computes; this crate gives it a clock (ticks), a
+//! A core (Raft or Zab) only computes; this crate gives it a clock (ticks), a
 //! write-ahead log on a [`Disk`] with group commit, a transport to its peers, and
 //! the plumbing that services need: [`Replicator::propose`] a command and get the state
 //! machine's output for it once it is committed and applied, [`Replicator::read_barrier`]
@@ -12,7 +12,8 @@
 //!
 //! Start a Raft member with [`RaftNode::start`] (files + TCP) or [`RaftNode::start_with`]
 //! (any [`Disk`] and [`Transport`]); it returns a [`RaftHandle`] (the `Replicator`) and a
-//! [`NodeTask`] to stop it.
+//! [`NodeTask`] to stop it. [`ZabNode::start`] does the same for a Zab member (the Zab core,
+//! a [`ZabWal`], the same transports, handle and envelopes).
 
 mod config;
 pub mod disk;
@@ -26,14 +27,19 @@ mod snapfile;
 pub mod tcp;
 pub mod transport;
 pub mod wal;
+mod zab_node;
+mod zab_runtime;
+pub mod zab_wal;
 
 pub use config::NodeConfig;
 pub use disk::{Disk, DiskFile, DiskKind, FileDisk, MemDisk};
 pub use envelope::{Envelope, Payload, Refusal};
-pub use handle::RaftHandle;
+pub use handle::{NodeHandle, RaftHandle, ZabHandle};
 pub use raft_node::{NodeTask, RaftNode, StartError};
 pub use runtime::RuntimeError;
 pub use seam::{NodeError, NodeRole, NodeStatus, Replicator, StateMachine};
 pub use tcp::{TcpOptions, TcpTransport};
 pub use transport::{InProcNetwork, InProcTransport, Transport};
 pub use wal::{Wal, WalError, WalOptions, WalStats};
+pub use zab_node::ZabNode;
+pub use zab_wal::ZabWal;

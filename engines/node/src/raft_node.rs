@@ -46,8 +46,42 @@ pub enum StartError {
     Restore { index: u64, reason: String },
     #[error("the Raft core refused the recovered state: {0}")]
     Raft(#[from] coordbench_raft::Error),
+    #[error("the Zab core refused the recovered state: {0}")]
+    Zab(#[from] coordbench_zab::Error),
     #[error("startup task failed: {0}")]
     Task(String),
+}
+
+/// What both cores start on in production: real files under `config.data_dir` and TCP on
+/// `config.peers[id]`.
+pub(crate) async fn open_files_and_tcp(
+    config: &NodeConfig,
+) -> Result<(Arc<dyn Disk>, TcpTransport, mpsc::Receiver<Envelope>), StartError> {
+    let listen = *config
+        .peers
+        .get(&config.id)
+        .ok_or_else(|| StartError::Config(format!("node {} is not in peers", config.id)))?;
+    let disk =
+        FileDisk::open(&config.data_dir, config.disk).map_err(|source| StartError::DataDir {
+            dir: config.data_dir.clone(),
+            source,
+        })?;
+    let (inbox_tx, inbox) = mpsc::channel(config.tcp.queue_capacity.max(1));
+    let peers: HashMap<_, _> = config.peers.iter().map(|(&k, &v)| (k, v)).collect();
+    let transport = TcpTransport::start(config.id, listen, &peers, inbox_tx, config.tcp)
+        .await
+        .map_err(|source| StartError::Listen {
+            addr: listen,
+            source,
+        })?;
+    Ok((Arc::new(disk), transport, inbox))
+}
+
+/// Varies a core's randomized timeouts between incarnations of the same member.
+pub(crate) fn incarnation_seed(id: u64) -> u64 {
+    id ^ SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Starts Raft members.
@@ -61,25 +95,8 @@ impl RaftNode {
         config: NodeConfig,
         state_machine: S,
     ) -> Result<(RaftHandle<S>, NodeTask), StartError> {
-        let listen = *config
-            .peers
-            .get(&config.id)
-            .ok_or_else(|| StartError::Config(format!("node {} is not in peers", config.id)))?;
-        let disk = FileDisk::open(&config.data_dir, config.disk).map_err(|source| {
-            StartError::DataDir {
-                dir: config.data_dir.clone(),
-                source,
-            }
-        })?;
-        let (inbox_tx, inbox) = mpsc::channel(config.tcp.queue_capacity.max(1));
-        let peers: HashMap<_, _> = config.peers.iter().map(|(&k, &v)| (k, v)).collect();
-        let transport = TcpTransport::start(config.id, listen, &peers, inbox_tx, config.tcp)
-            .await
-            .map_err(|source| StartError::Listen {
-                addr: listen,
-                source,
-            })?;
-        Self::start_with(config, state_machine, Arc::new(disk), transport, inbox).await
+        let (disk, transport, inbox) = open_files_and_tcp(&config).await?;
+        Self::start_with(config, state_machine, disk, transport, inbox).await
     }
 
     /// Starts a member on any [`Disk`] and [`Transport`] (in-memory disks and in-process
@@ -91,10 +108,7 @@ impl RaftNode {
         transport: T,
         inbox: mpsc::Receiver<Envelope>,
     ) -> Result<(RaftHandle<S>, NodeTask), StartError> {
-        let seed = config.id
-            ^ SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64);
+        let seed = incarnation_seed(config.id);
         let raft_config = config.raft_config(seed);
         raft_config
             .validate()
@@ -157,15 +171,7 @@ impl RaftNode {
             status_tx,
             hard_state,
         );
-        let (stop_tx, stop_rx) = oneshot::channel();
-        let join = tokio::spawn(runtime.run(stop_rx));
-        Ok((
-            handle,
-            NodeTask {
-                stop: Some(stop_tx),
-                join: Some(join),
-            },
-        ))
+        Ok((handle, NodeTask::spawn(|stop| runtime.run(stop))))
     }
 }
 
@@ -177,6 +183,19 @@ pub struct NodeTask {
 }
 
 impl NodeTask {
+    /// Spawns a member's loop, handing it the receiving end of the stop signal.
+    pub(crate) fn spawn<F>(run: impl FnOnce(oneshot::Receiver<()>) -> F) -> Self
+    where
+        F: std::future::Future<Output = Result<(), RuntimeError>> + Send + 'static,
+    {
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let join = tokio::spawn(run(stop_rx));
+        Self {
+            stop: Some(stop_tx),
+            join: Some(join),
+        }
+    }
+
     /// Clean stop: finishes the `Ready` in progress, syncs the WAL, closes the network.
     /// Handles answer `Stopped` afterwards.
     pub async fn stop(mut self) -> Result<(), RuntimeError> {

@@ -46,8 +46,12 @@ pub(crate) enum EncodeError {
     Postcard(#[from] postcard::Error),
 }
 
-/// Appends one framed record to `buf`.
-pub(crate) fn encode(buf: &mut Vec<u8>, record: &RecordRef<'_>) -> Result<(), EncodeError> {
+/// Appends one framed record to `buf` (any serializable record type: the Raft WAL's
+/// [`RecordRef`] or the Zab WAL's).
+pub(crate) fn encode<R: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    record: &R,
+) -> Result<(), EncodeError> {
     let start = buf.len();
     buf.extend_from_slice(&[0u8; HEADER]);
     let mut out = std::mem::take(buf);
@@ -65,9 +69,9 @@ pub(crate) fn encode(buf: &mut Vec<u8>, record: &RecordRef<'_>) -> Result<(), En
 }
 
 /// The records of one segment, in order.
-#[derive(Debug, Default)]
-pub(crate) struct Scan {
-    pub records: Vec<Record>,
+#[derive(Debug)]
+pub(crate) struct Scan<R = Record> {
+    pub records: Vec<R>,
     /// Length of the intact prefix.
     pub valid_len: usize,
     /// Why scanning stopped before the end, if it did.
@@ -75,8 +79,12 @@ pub(crate) struct Scan {
 }
 
 /// Decodes records from `bytes` up to the first damaged one.
-pub(crate) fn scan(bytes: &[u8]) -> Scan {
-    let mut s = Scan::default();
+pub(crate) fn scan<R: serde::de::DeserializeOwned>(bytes: &[u8]) -> Scan<R> {
+    let mut s = Scan {
+        records: Vec::new(),
+        valid_len: 0,
+        torn: None,
+    };
     let mut pos = 0;
     while pos < bytes.len() {
         let rest = &bytes[pos..];
@@ -98,7 +106,7 @@ pub(crate) fn scan(bytes: &[u8]) -> Scan {
             s.torn = Some("checksum mismatch");
             break;
         }
-        match postcard::from_bytes::<Record>(payload) {
+        match postcard::from_bytes::<R>(payload) {
             Ok(r) => s.records.push(r),
             Err(_) => {
                 s.torn = Some("undecodable record");
@@ -144,7 +152,7 @@ mod tests {
                 install: true,
             },
         )?;
-        let s = scan(&buf);
+        let s: Scan = scan(&buf);
         assert_eq!(s.torn, None);
         assert_eq!(s.valid_len, buf.len());
         assert_eq!(
@@ -161,7 +169,7 @@ mod tests {
         );
         // Every cut inside the last record leaves exactly the first two.
         for cut in first_two + 1..buf.len() {
-            let s = scan(&buf[..cut]);
+            let s: Scan = scan(&buf[..cut]);
             assert_eq!(s.records.len(), 2, "cut at {cut}");
             assert_eq!(s.valid_len, first_two);
             assert!(s.torn.is_some());
@@ -169,11 +177,11 @@ mod tests {
         // A flipped bit is caught by the checksum.
         let mut bad = buf.clone();
         bad[first_two + HEADER] ^= 1;
-        assert_eq!(scan(&bad).torn, Some("checksum mismatch"));
+        assert_eq!(scan::<Record>(&bad).torn, Some("checksum mismatch"));
         // Zeroed space (preallocated or never written) is not a record.
         let mut zeros = buf.clone();
         zeros.extend_from_slice(&[0u8; 64]);
-        assert_eq!(scan(&zeros).records.len(), 3);
+        assert_eq!(scan::<Record>(&zeros).records.len(), 3);
         Ok(())
     }
 }

@@ -24,11 +24,11 @@ use crate::transport::Transport;
 use crate::wal::{Wal, WalError};
 
 /// Queued inputs handled per turn at most, per source (bounds one turn's latency).
-const DRAIN: usize = 4096;
+pub(crate) const DRAIN: usize = 4096;
 /// Entries applied per state-machine lock, so readers are never held off for long.
-const APPLY_CHUNK: usize = 256;
+pub(crate) const APPLY_CHUNK: usize = 256;
 /// Ticks between sweeps of expired or abandoned requests.
-const SWEEP_TICKS: u64 = 10;
+pub(crate) const SWEEP_TICKS: u64 = 10;
 
 /// Why the loop stopped on its own.
 #[derive(Debug, thiserror::Error)]
@@ -68,11 +68,69 @@ enum ReadWaiter {
 }
 
 /// A proposal sent to the leader, waiting for it to say where it went.
-struct Forwarded<O> {
-    reply: ProposeReply<O>,
-    command: Vec<u8>,
-    leader: NodeId,
-    deadline: Instant,
+pub(crate) struct Forwarded<O> {
+    pub reply: ProposeReply<O>,
+    pub command: Vec<u8>,
+    pub leader: NodeId,
+    pub deadline: Instant,
+}
+
+/// Answers `Timeout` to forwarded proposals whose answer never came or whose caller left
+/// (shared by both cores' loops).
+pub(crate) fn expire_forwards<O>(forwards: &mut HashMap<u64, Forwarded<O>>, now: Instant) {
+    let expired: Vec<u64> = forwards
+        .iter()
+        .filter(|(_, f)| f.deadline <= now || f.reply.is_closed())
+        .map(|(&id, _)| id)
+        .collect();
+    for id in expired {
+        if let Some(f) = forwards.remove(&id) {
+            let _ = f.reply.send(Err(ProposeFail {
+                error: NodeError::Timeout,
+                command: None,
+            }));
+        }
+    }
+}
+
+/// A new (or no) leader: proposals forwarded to another one will not be answered. The old
+/// leader may have appended them before stepping down, so they are `Dropped`, not retried.
+pub(crate) fn drop_stale_forwards<O>(
+    forwards: &mut HashMap<u64, Forwarded<O>>,
+    leader: Option<NodeId>,
+) {
+    let stale: Vec<u64> = forwards
+        .iter()
+        .filter(|(_, f)| Some(f.leader) != leader)
+        .map(|(&id, _)| id)
+        .collect();
+    for id in stale {
+        if let Some(f) = forwards.remove(&id) {
+            let _ = f.reply.send(Err(ProposeFail {
+                error: NodeError::Dropped,
+                command: None,
+            }));
+        }
+    }
+}
+
+/// Runs `f` on the WAL in `slot` on a blocking thread (syncs may take milliseconds); the
+/// slot is empty only after a failure that already stopped the loop.
+pub(crate) async fn on_blocking<W: Send + 'static, R: Send + 'static>(
+    slot: &mut Option<W>,
+    f: impl FnOnce(&mut W) -> R + Send + 'static,
+) -> Result<R, RuntimeError> {
+    let mut wal = slot
+        .take()
+        .ok_or_else(|| RuntimeError::Task("WAL lost by an earlier failure".into()))?;
+    let (wal, r) = tokio::task::spawn_blocking(move || {
+        let r = f(&mut wal);
+        (wal, r)
+    })
+    .await
+    .map_err(|e| RuntimeError::Task(format!("WAL task: {e}")))?;
+    *slot = Some(wal);
+    Ok(r)
 }
 
 /// Reads whose index was asked of the leader.
@@ -116,7 +174,7 @@ pub(crate) fn role_of(r: Role) -> NodeRole {
     }
 }
 
-fn refusal_error(r: Refusal) -> NodeError {
+pub(crate) fn refusal_error(r: Refusal) -> NodeError {
     match r {
         Refusal::NotLeader { .. } | Refusal::Busy => NodeError::NoLeader,
         Refusal::Overloaded => NodeError::Rejected("leader overloaded".to_string()),
@@ -246,6 +304,9 @@ impl<S: StateMachine> Runtime<S> {
                 if let Err(e) = self.raw.step(m) {
                     tracing::debug!(from, error = %e, "core refused a message");
                 }
+            }
+            Payload::Zab(_) => {
+                tracing::debug!(from, "ignoring a Zab message at a Raft member");
             }
             Payload::Forward {
                 request_id,
@@ -486,20 +547,7 @@ impl<S: StateMachine> Runtime<S> {
     /// Drops requests whose callers gave up or whose answer never came.
     fn sweep(&mut self) {
         let now = Instant::now();
-        let expired: Vec<u64> = self
-            .forwards
-            .iter()
-            .filter(|(_, f)| f.deadline <= now || f.reply.is_closed())
-            .map(|(&id, _)| id)
-            .collect();
-        for id in expired {
-            if let Some(f) = self.forwards.remove(&id) {
-                let _ = f.reply.send(Err(ProposeFail {
-                    error: NodeError::Timeout,
-                    command: None,
-                }));
-            }
-        }
+        expire_forwards(&mut self.forwards, now);
         let expired: Vec<u64> = self
             .remote_reads
             .iter()
@@ -518,21 +566,7 @@ impl<S: StateMachine> Runtime<S> {
 
     /// A new (or no) leader: requests sent to the old one will not be answered.
     fn on_leader_change(&mut self, leader: Option<NodeId>) {
-        let stale: Vec<u64> = self
-            .forwards
-            .iter()
-            .filter(|(_, f)| Some(f.leader) != leader)
-            .map(|(&id, _)| id)
-            .collect();
-        for id in stale {
-            if let Some(f) = self.forwards.remove(&id) {
-                // The old leader may have appended it before stepping down.
-                let _ = f.reply.send(Err(ProposeFail {
-                    error: NodeError::Dropped,
-                    command: None,
-                }));
-            }
-        }
+        drop_stale_forwards(&mut self.forwards, leader);
         let stale: Vec<u64> = self
             .remote_reads
             .iter()
@@ -574,23 +608,11 @@ impl<S: StateMachine> Runtime<S> {
 
     // ---- Ready ---------------------------------------------------------------------------
 
-    /// Runs `f` on the WAL on a blocking thread (syncs may take milliseconds).
     async fn with_wal<R: Send + 'static>(
         &mut self,
         f: impl FnOnce(&mut Wal) -> R + Send + 'static,
     ) -> Result<R, RuntimeError> {
-        let mut wal = self
-            .wal
-            .take()
-            .ok_or_else(|| RuntimeError::Task("WAL lost by an earlier failure".into()))?;
-        let (wal, r) = tokio::task::spawn_blocking(move || {
-            let r = f(&mut wal);
-            (wal, r)
-        })
-        .await
-        .map_err(|e| RuntimeError::Task(format!("WAL task: {e}")))?;
-        self.wal = Some(wal);
-        Ok(r)
+        on_blocking(&mut self.wal, f).await
     }
 
     async fn process_ready(&mut self) -> Result<(), RuntimeError> {

@@ -249,7 +249,7 @@ impl Wal {
         let count = segs.len();
         for (k, (seq, name)) in segs.into_iter().enumerate() {
             let bytes = disk.read(&name).map_err(io_err(&name))?;
-            let scan = record::scan(&bytes);
+            let scan = record::scan::<Record>(&bytes);
             let mut max_index = 0;
             for r in scan.records {
                 if let Some(last) = replay.apply(r)? {
