@@ -11,6 +11,7 @@
 
 pub mod conformance;
 pub mod etcdctl;
+pub mod zk_conformance;
 
 use std::future::Future;
 use std::net::TcpListener;
@@ -20,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use coordbench::provision::etcd::{self, EtcdOptions};
 use coordbench::provision::raft::{self, RaftOptions};
+use coordbench::provision::zab;
 use coordbench::provision::{Cluster, ClusterSpec, DiskKind};
 use coordbench::runner::{self, LoadMode, LoadPlan, RunOutcome};
 use coordbench_drivers::etcd::{EtcdConfig, EtcdCoordinator};
@@ -45,6 +47,9 @@ pub enum TargetKind {
     Etcd,
     /// The built-in Raft engine (`coordbench serve raft` processes), through the same driver.
     Raft,
+    /// The built-in Zab engine (`coordbench serve zab` processes), through the ZooKeeper
+    /// driver.
+    Zab,
 }
 
 impl TargetKind {
@@ -52,15 +57,20 @@ impl TargetKind {
         match self {
             TargetKind::Etcd => "etcd",
             TargetKind::Raft => "raft",
+            TargetKind::Zab => "zab",
         }
     }
 
     /// The shortest session TTL the target honours with the launcher's default settings
     /// (etcd raises lease TTLs to 1.5 election timeouts, rounded up to whole seconds: 2 s;
-    /// the Raft engine follows etcd's rule with the same election timeout).
+    /// the Raft engine follows etcd's rule with the same election timeout; the Zab engine
+    /// grants at least 2 ticks of 2 s).
     pub fn min_ttl(self) -> Duration {
         match self {
             TargetKind::Etcd | TargetKind::Raft => Duration::from_secs(2),
+            // Zab members keep ZooKeeper's tickTime of 2 s whatever the spec's TTL, and
+            // negotiate session timeouts to at least 2 ticks.
+            TargetKind::Zab => Duration::from_secs(4),
         }
     }
 }
@@ -157,6 +167,13 @@ pub async fn start_target(kind: TargetKind, size: usize) -> Target {
         )
         .await
         .unwrap_or_else(|e| panic!("starting a {size}-member raft cluster: {e}")),
+        TargetKind::Zab => within(
+            START_BOUND,
+            "starting zab",
+            zab::start(&spec, &raft_options()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("starting a {size}-member zab cluster: {e}")),
     };
     let coordinator = connect(kind, cluster.endpoints(), 4).await;
     Target {
@@ -167,7 +184,7 @@ pub async fn start_target(kind: TargetKind, size: usize) -> Target {
     }
 }
 
-/// Launcher options for raft members: the defaults (etcd's timing), served by the
+/// Launcher options for raft and zab members: the defaults (etcd's timing), served by the
 /// coordbench binary cargo built for this test run rather than one found by guessing.
 pub fn raft_options() -> RaftOptions {
     RaftOptions {
@@ -195,6 +212,8 @@ pub async fn connect(
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             Arc::new(c)
         }
+        // The ZooKeeper driver keeps one connection per session; `conns` does not apply.
+        TargetKind::Zab => zk_conformance::connect_zk(endpoints).await,
     }
 }
 

@@ -1,0 +1,313 @@
+//! ZooKeeper-protocol conformance bodies shared by real ZooKeeper (tests/zookeeper_driver.rs)
+//! and the built-in Zab engine (tests/zab_target.rs): kv round trip, the lock workload with
+//! both recipes, session-expiry handover, and the herd check. Each body takes a driver
+//! connected to the whole cluster (and the client endpoints where it needs single members).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use coordbench_drivers::zookeeper::{ZkConfig, ZkCoordinator};
+use coordbench_drivers::{Consistency, Coordinator, LockGuard, LockRecipe, Session};
+use coordbench_workloads::kv::{KvOp, KvOptions, KvWorkload};
+use coordbench_workloads::lock::{LockOptions, LockWorkload};
+use coordbench_workloads::RunClock;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{closed_plan, open_session, run_plan, within, Percentiles, CONNECT_TIMEOUT, LONG_TTL};
+
+pub const RECIPES: [LockRecipe; 2] = [LockRecipe::HerdFree, LockRecipe::Naive];
+pub const WAITERS: usize = 16;
+
+/// Connects the ZooKeeper driver to `endpoints`.
+pub async fn connect_zk(endpoints: Vec<String>) -> Arc<dyn Coordinator> {
+    let config = ZkConfig {
+        endpoints,
+        connect_timeout: CONNECT_TIMEOUT,
+    };
+    let c = within(
+        Duration::from_secs(10),
+        "connecting",
+        ZkCoordinator::connect(&config),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connecting to ZooKeeper: {e}"));
+    Arc::new(c)
+}
+
+/// Writes through the first server, reads through the last: a linearizable read sees the
+/// write, and so does a later serializable read on the same session; a missing key is None.
+pub async fn kv_round_trip(endpoints: &[String]) {
+    let first = connect_zk(endpoints[..1].to_vec()).await;
+    let last = connect_zk(endpoints[endpoints.len() - 1..].to_vec()).await;
+    let mut w = open_session(first.as_ref(), 0, LONG_TTL).await;
+    let mut r = open_session(last.as_ref(), 1, LONG_TTL).await;
+    let key = "/coordbench/kv/round-trip";
+    w.put(key, b"v1")
+        .await
+        .expect("first put creates the znode");
+    w.put(key, b"v2").await.expect("second put sets its data");
+    assert_eq!(
+        r.get(key, Consistency::Linearizable)
+            .await
+            .expect("linearizable get")
+            .as_deref(),
+        Some(&b"v2"[..])
+    );
+    assert_eq!(
+        r.get(key, Consistency::Serializable)
+            .await
+            .expect("serializable get")
+            .as_deref(),
+        Some(&b"v2"[..])
+    );
+    for c in [Consistency::Linearizable, Consistency::Serializable] {
+        assert_eq!(
+            r.get("/coordbench/kv/missing", c)
+                .await
+                .expect("get of a missing key"),
+            None
+        );
+    }
+    assert!(
+        w.counters().requests >= 3 && r.counters().requests >= 6,
+        "{:?} {:?}",
+        w.counters(),
+        r.counters()
+    );
+    w.close().await.expect("close writer");
+    r.close().await.expect("close reader");
+}
+
+/// kv-get through the runner: setup writes the keys, 4 clients read them linearizably.
+pub async fn kv_get_through_the_runner(c: Arc<dyn Coordinator>) {
+    let workload = Arc::new(
+        KvWorkload::new(KvOptions {
+            op: KvOp::Get(Consistency::Linearizable),
+            keys: 50,
+            value_size: 64,
+            seed: 1,
+        })
+        .expect("kv workload"),
+    );
+    let plan = closed_plan(4, Duration::ZERO, Duration::from_secs(1));
+    let outcome = run_plan(&plan, c, workload, RunClock::start()).await;
+    assert!(
+        outcome.total.ops > 0 && outcome.total.errors_total() == 0,
+        "{:?}",
+        outcome.total.errors
+    );
+}
+
+/// The lock workload through the runner, 8 clients on one lock, each recipe: sections,
+/// no overlap, increasing fencing tokens, no errors.
+pub async fn lock_workload_is_safe(c: Arc<dyn Coordinator>) {
+    for recipe in RECIPES {
+        let clock = RunClock::start();
+        let options = LockOptions {
+            locks: 1,
+            hold: Duration::ZERO,
+            recipe,
+        };
+        let workload = Arc::new(LockWorkload::new(options, clock).expect("lock workload"));
+        let plan = closed_plan(8, Duration::from_millis(300), Duration::from_secs(2));
+        let outcome = run_plan(&plan, c.clone(), workload.clone(), clock).await;
+        let check = outcome.check.lock.as_ref().expect("a lock check");
+        assert!(
+            check.sections > 0 && outcome.total.ops > 0,
+            "{recipe:?}: no acquisition"
+        );
+        assert_eq!(
+            (check.violations, check.token_regressions),
+            (0, 0),
+            "{recipe:?}"
+        );
+        assert_eq!(
+            outcome.total.errors_total(),
+            0,
+            "{recipe:?}: errors {:?}",
+            outcome.total.errors
+        );
+        Percentiles::of(&outcome.total.latency).assert_ordered();
+        let clients: BTreeSet<usize> = workload.sections().iter().map(|s| s.client).collect();
+        assert!(
+            clients.len() > 1,
+            "{recipe:?}: only clients {clients:?} held the lock"
+        );
+        eprintln!(
+            "{recipe:?}: {} acquisitions in {:?}, {:.1} requests/op",
+            outcome.total.ops,
+            outcome.window,
+            outcome.counters.requests as f64 / outcome.total.ops as f64
+        );
+    }
+}
+
+/// A holds the lock and abandons its session; B, already waiting, gets the lock when the
+/// server expires A's session: not at once (more than a third of the TTL: a closed session
+/// would release at once), and within TTL + `slack`. Both recipes concurrently.
+pub async fn abandoned_holder_hands_over(c: Arc<dyn Coordinator>, ttl: Duration, slack: Duration) {
+    let [a, b] = RECIPES.map(|recipe| expiry_handover(c.clone(), recipe, ttl));
+    let (da, db) = tokio::join!(a, b);
+    eprintln!("handover after abandon (TTL {ttl:?}): zk-recipe {da:?}, naive {db:?}");
+    for waited in [da, db] {
+        assert!(
+            waited > ttl / 3,
+            "the lock was freed {waited:?} after the abandon: not by expiry"
+        );
+        assert!(
+            waited <= ttl + slack,
+            "the lock was freed only {waited:?} after the abandon"
+        );
+    }
+}
+
+async fn expiry_handover(c: Arc<dyn Coordinator>, recipe: LockRecipe, ttl: Duration) -> Duration {
+    let name = format!("expiry-{recipe:?}");
+    let mut a = open_session(c.as_ref(), 0, ttl).await;
+    let mut b = open_session(c.as_ref(), 1, ttl).await;
+    let ga = within(Duration::from_secs(5), "A's lock", a.lock(&name, recipe))
+        .await
+        .expect("A locks");
+    let b_name = name.clone();
+    let waiter = tokio::spawn(async move {
+        let r = b.lock(&b_name, recipe).await;
+        (b, r, Instant::now())
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !waiter.is_finished(),
+        "{recipe:?}: B acquired while A holds"
+    );
+
+    a.abandon();
+    let abandoned = Instant::now();
+    let (mut b, gb, acquired) = within(ttl * 3, "B's lock after A's expiry", waiter)
+        .await
+        .expect("B's task");
+    let gb = gb.unwrap_or_else(|e| panic!("{recipe:?}: B's lock failed: {e}"));
+    assert!(
+        gb.token > ga.token,
+        "{recipe:?}: token {} after {}",
+        gb.token,
+        ga.token
+    );
+    let late = a
+        .unlock(ga)
+        .await
+        .expect_err("A's release after abandoning");
+    assert_eq!(late.kind(), "session_expired", "{recipe:?}: {late}");
+    b.unlock(gb).await.expect("B unlocks");
+    b.close().await.expect("close B");
+    acquired.duration_since(abandoned)
+}
+
+/// 16 waiters queue behind a holder; its release notifies exactly one waiter under
+/// zk-recipe and every waiter under naive (the herd).
+pub async fn release_wakes_one_or_the_herd(c: Arc<dyn Coordinator>) {
+    for recipe in RECIPES {
+        let notified = herd(c.clone(), recipe).await;
+        eprintln!("{recipe:?}: notifications per waiter after one release: {notified:?}");
+        let total: u64 = notified.iter().sum();
+        match recipe {
+            LockRecipe::HerdFree => assert_eq!(total, 1, "zk-recipe woke {notified:?}"),
+            LockRecipe::Naive => {
+                assert!(
+                    notified.iter().all(|&n| n >= 1),
+                    "naive left a waiter asleep: {notified:?}"
+                );
+                assert!(total <= 2 * WAITERS as u64, "naive: {notified:?}");
+            }
+        }
+    }
+}
+
+/// Notifications each waiter received from one release (waiter order).
+async fn herd(c: Arc<dyn Coordinator>, recipe: LockRecipe) -> Vec<u64> {
+    let name = format!("herd-{recipe:?}");
+    let mut holder = open_session(c.as_ref(), 100, LONG_TTL).await;
+    let held = within(
+        Duration::from_secs(5),
+        "holder's lock",
+        holder.lock(&name, recipe),
+    )
+    .await
+    .expect("holder locks");
+    let (acquired_tx, mut acquired_rx) = mpsc::unbounded_channel::<usize>();
+    let mut waiters = Vec::new();
+    for w in 0..WAITERS {
+        let mut s = open_session(c.as_ref(), w, LONG_TTL).await;
+        let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+        let (acquired_tx, name) = (acquired_tx.clone(), name.clone());
+        let task = tokio::spawn(async move {
+            // Wait until told to stop; the next holder keeps the lock, so nothing cascades.
+            let guard = tokio::select! {
+                r = s.lock(&name, recipe) => Some(r.expect("waiter's lock")),
+                _ = &mut stop_rx => None,
+            };
+            if guard.is_some() {
+                let _ = acquired_tx.send(w);
+                let _ = stop_rx.await;
+            }
+            (s, guard)
+        });
+        waiters.push((stop_tx, task));
+    }
+    // Every waiter has queued and is only waiting now.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(
+        acquired_rx.try_recv().is_err(),
+        "{recipe:?}: a waiter acquired while the holder holds"
+    );
+    let counters_before = holder.counters();
+    holder.unlock(held).await.expect("holder unlocks");
+    within(Duration::from_secs(5), "the next grant", acquired_rx.recv())
+        .await
+        .expect("a waiter acquires");
+    // Let every notification the release caused arrive.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        acquired_rx.try_recv().is_err(),
+        "{recipe:?}: two waiters hold the lock"
+    );
+    assert_eq!(
+        holder.counters().notifications,
+        counters_before.notifications
+    );
+
+    let mut ended: Vec<(Box<dyn Session>, Option<LockGuard>)> = Vec::new();
+    for (stop, task) in waiters {
+        let _ = stop.send(());
+        ended.push(
+            within(Duration::from_secs(5), "a waiter's end", task)
+                .await
+                .expect("waiter task"),
+        );
+    }
+    // Waiters received nothing before the release: every count is the release's doing.
+    let notified = ended
+        .iter()
+        .map(|(s, _)| s.counters().notifications)
+        .collect();
+    for (mut s, guard) in ended {
+        if let Some(g) = guard {
+            s.unlock(g).await.expect("next holder unlocks");
+        }
+        s.close().await.expect("close waiter");
+    }
+    holder.close().await.expect("close holder");
+    notified
+}
+
+/// Connects the ZooKeeper driver to `endpoints`, `None` if that fails within 2 s (for
+/// polling a member that is still starting).
+pub async fn connect_zk_quiet(endpoints: Vec<String>) -> Option<Arc<dyn Coordinator>> {
+    let config = ZkConfig {
+        endpoints,
+        connect_timeout: Duration::from_secs(1),
+    };
+    match tokio::time::timeout(Duration::from_secs(2), ZkCoordinator::connect(&config)).await {
+        Ok(Ok(c)) => Some(Arc::new(c)),
+        _ => None,
+    }
+}
