@@ -65,6 +65,18 @@ pub struct ServeArgs {
     /// A snapshot serializes the whole store with its uncompacted history, so it is costly.
     #[arg(long, default_value_t = 100_000)]
     pub snapshot_every: u64,
+
+    /// zab: ZooKeeper's tickTime; sessions are negotiated within its bounds and expire on it.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    pub session_tick: Duration,
+
+    /// zab: smallest session timeout granted (default 2 x --session-tick).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub min_session_timeout: Option<Duration>,
+
+    /// zab: largest session timeout granted (default 20 x --session-tick).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub max_session_timeout: Option<Duration>,
 }
 
 /// `id=host:port` pairs, ordered by id.
@@ -174,6 +186,7 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
 
 /// Runs a Zab member until SIGINT or SIGTERM, then stops it cleanly (the WAL is synced).
 pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(!args.session_tick.is_zero(), "--session-tick must be greater than zero");
     let Member {
         config,
         client_addr,
@@ -181,6 +194,9 @@ pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
     let options = coordbench_zk_api::ServeOptions {
         server_id: args.id,
         cluster_size: args.peers.0.len(),
+        tick_time: args.session_tick,
+        min_session_timeout: args.min_session_timeout,
+        max_session_timeout: args.max_session_timeout,
         ..Default::default()
     };
     let listener = bind_clients(client_addr).await?;

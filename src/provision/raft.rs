@@ -78,19 +78,20 @@ pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError
 /// Starts `spec.size` members. Call from a tokio worker or the main thread (members die with
 /// the thread that spawned them); on any error everything started so far is stopped.
 pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, ProvisionError> {
-    let mut cluster = launch_members(spec, opts, TARGET, |addr| format!("http://{addr}"))?;
+    let mut cluster = launch_members(spec, opts, TARGET, &[], |addr| format!("http://{addr}"))?;
     let version = etcd::wait_ready(&mut cluster, TARGET).await?;
     cluster.info_mut().version = Some(version);
     Ok(cluster)
 }
 
 /// Starts `spec.size` `coordbench serve <engine>` processes and returns them without
-/// waiting for readiness. `client_url` turns a client `host:port` into what the target's
+/// waiting for readiness. `extra_args` go to every member's command line; `client_url` turns a client `host:port` into what the target's
 /// driver connects to.
 pub(super) fn launch_members(
     spec: &ClusterSpec,
     opts: &RaftOptions,
     engine: &str,
+    extra_args: &[String],
     client_url: impl Fn(&str) -> String,
 ) -> Result<Cluster, ProvisionError> {
     if spec.size == 0 {
@@ -160,7 +161,7 @@ pub(super) fn launch_members(
             .work_dir
             .join("logs")
             .join(format!("{engine}-{name}.log"));
-        let args: Vec<String> = vec![
+        let mut args: Vec<String> = vec![
             "serve".into(),
             engine.into(),
             format!("--id={}", i + 1),
@@ -173,6 +174,7 @@ pub(super) fn launch_members(
             format!("--election-ticks-min={}", opts.election_ticks_min),
             format!("--election-ticks-max={}", opts.election_ticks_max),
         ];
+        args.extend_from_slice(extra_args);
         let launch = Launch {
             program: binary.clone(),
             args,

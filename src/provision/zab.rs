@@ -4,14 +4,26 @@
 //! everywhere and `srvr` shows exactly one leader and followers otherwise.
 
 use super::raft::{launch_members, RaftOptions};
+use super::zookeeper::Timing;
 use super::{zookeeper, Cluster, ClusterSpec, ProvisionError};
 
 const TARGET: &str = "zab";
 
 /// Starts `spec.size` members; on any error everything started so far is stopped.
 pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, ProvisionError> {
+    // Session timing follows the TTL exactly as for a real ZooKeeper ensemble, so session
+    // expiry figures compare.
+    let timing = Timing::for_ttl(spec.ttl);
+    let session_args = [
+        format!("--session-tick={}ms", timing.tick_ms),
+        format!("--min-session-timeout={}ms", timing.min_session_timeout_ms),
+        format!("--max-session-timeout={}ms", timing.max_session_timeout_ms),
+    ];
     // ZooKeeper clients take plain host:port connect strings.
-    let mut cluster = launch_members(spec, opts, TARGET, str::to_string)?;
+    let mut cluster = launch_members(spec, opts, TARGET, &session_args, str::to_string)?;
+    let settings = &mut cluster.info_mut().settings;
+    settings.push(("tickTime-ms".into(), timing.tick_ms.to_string()));
+    settings.push(("sessionTimeout-ms".into(), timing.session_timeout_ms.to_string()));
     let version = zookeeper::wait_ready(&mut cluster).await?;
     cluster.info_mut().version = Some(version);
     Ok(cluster)
