@@ -9,10 +9,11 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::failover::{stop_writers, unavailability, writer, Unavailability};
 use common::{
     assert_gone, open_sessions, raft_options, start_target, within, TargetKind, LONG_TTL,
 };
@@ -20,43 +21,10 @@ use coordbench_drivers::zookeeper::four_letter::{field, four_letter_word};
 use coordbench_drivers::{Consistency, Session};
 
 const WRITERS: usize = 8;
-/// One put may take this long before the writer gives up on it (its outcome is then
-/// unknown, and it is not counted as acknowledged).
-const PUT_BOUND: Duration = Duration::from_secs(2);
 /// How often `srvr` is polled while waiting for a leader.
 const POLL: Duration = Duration::from_millis(20);
 /// Bound on the restarted member catching up.
 const CATCH_UP_BOUND: Duration = Duration::from_secs(15);
-
-/// One acknowledged put: key, when it was issued and when its answer came.
-#[derive(Debug, Clone)]
-struct Ack {
-    key: String,
-    issued: Instant,
-    acked: Instant,
-}
-
-/// Writes `/failover/w<w>-<seq>` = the key itself, in a closed loop until `stop`, and
-/// returns the puts that were acknowledged.
-async fn writer(w: usize, mut session: Box<dyn Session>, stop: Arc<AtomicBool>) -> Vec<Ack> {
-    let mut acks = Vec::new();
-    let mut seq = 0u64;
-    while !stop.load(Ordering::Relaxed) {
-        let key = format!("/failover/w{w}-{seq:08}");
-        seq += 1;
-        let issued = Instant::now();
-        match tokio::time::timeout(PUT_BOUND, session.put(&key, key.as_bytes())).await {
-            Ok(Ok(())) => acks.push(Ack {
-                key,
-                issued,
-                acked: Instant::now(),
-            }),
-            // Refused or unanswered while there is no leader: try the next key.
-            _ => tokio::time::sleep(Duration::from_millis(10)).await,
-        }
-    }
-    acks
-}
 
 /// `srvr` of one member: (Mode, Zxid), `None` if it does not answer (in time).
 async fn srvr(endpoint: &str) -> Option<(String, u64)> {
@@ -84,7 +52,7 @@ async fn leader_failover_keeps_every_acknowledged_write_and_the_restarted_member
     let writers: Vec<_> = sessions
         .into_iter()
         .enumerate()
-        .map(|(w, s)| tokio::spawn(writer(w, s, stop.clone())))
+        .map(|(w, s)| tokio::spawn(writer(move |seq| format!("/failover/w{w}-{seq:08}"), s, stop.clone())))
         .collect();
     // Load before the fault.
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -132,28 +100,9 @@ async fn leader_failover_keeps_every_acknowledged_write_and_the_restarted_member
 
     // Writes resume: wait for puts issued after the kill to be acknowledged, then stop.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut acks: Vec<Ack> = Vec::new();
-    for w in writers {
-        acks.extend(
-            within(PUT_BOUND * 2, "a writer's end", w)
-                .await
-                .expect("writer task"),
-        );
-    }
-    let first_after = acks
-        .iter()
-        .filter(|a| a.issued > killed)
-        .map(|a| a.acked.duration_since(killed))
-        .min()
-        .expect("no put issued after the kill was acknowledged");
-    acks.sort_by_key(|a| a.acked);
-    let longest_gap = acks
-        .windows(2)
-        .map(|p| p[1].acked.duration_since(p[0].acked))
-        .max()
-        .expect("acks");
-    let before = acks.iter().filter(|a| a.acked < killed).count();
+    let acks = stop_writers(writers, &stop).await;
+    let Unavailability { first_write_after: first_after, longest_gap, before } =
+        unavailability(&acks, killed);
     eprintln!(
         "zab failover: killed leader m{}; new leader m{} after {elected:?} (bound {bound:?}), first \
          write issued after the kill acknowledged after {first_after:?}, longest gap between acks \

@@ -11,6 +11,7 @@
 
 pub mod conformance;
 pub mod etcdctl;
+pub mod failover;
 pub mod zk_conformance;
 
 use std::future::Future;
