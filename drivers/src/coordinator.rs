@@ -1,6 +1,12 @@
 //! The traits every driver implements: a [`Coordinator`] opens [`Session`]s, one per
-//! simulated client, and a session offers key-value and recipe-level operations.
+//! simulated client, and a session offers key-value and recipe-level operations: locks,
+//! leader election, service registration and watches.
+//!
+//! Watches are handles ([`LeaderWatch`], [`MembersWatch`], [`ValueWatch`]) a session hands
+//! out; a session may hand out many (thousands of config watchers share a few sessions), and
+//! each counts its notifications and requests into the session's counters.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -33,6 +39,62 @@ pub struct LockGuard {
     pub token: i64,
     /// The key or path the driver must delete to release.
     pub key: Vec<u8>,
+}
+
+/// A leadership won by [`Session::campaign`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leadership {
+    pub election: String,
+    /// Strictly increases across successive leaders of one election: the candidate key's
+    /// create revision (etcd API) or the candidate node's czxid (ZooKeeper).
+    pub token: i64,
+    /// The key or path of this candidate; deleting it resigns.
+    pub key: Vec<u8>,
+}
+
+/// The leader of an election as an observer sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderView {
+    /// The leader's [`Leadership::token`].
+    pub token: i64,
+    /// The value the leader campaigned with.
+    pub value: Vec<u8>,
+}
+
+/// An instance registered by [`Session::register`]; it lives as long as the session (a
+/// leased key or an ephemeral znode) unless deregistered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registration {
+    pub service: String,
+    pub instance: String,
+    /// The key or path the driver deletes to deregister.
+    pub key: Vec<u8>,
+}
+
+/// Follows who leads one election.
+#[async_trait]
+pub trait LeaderWatch: Send {
+    /// The first call returns the current leader (`None` if there is none); each later call
+    /// waits until the leader differs from the one last returned and returns the new one.
+    async fn next(&mut self) -> Result<Option<LeaderView>, DriverError>;
+}
+
+/// Keeps a service's membership list current.
+#[async_trait]
+pub trait MembersWatch: Send {
+    /// The first call returns the current instance names; each later call waits for the next
+    /// change notification and returns the membership after it.
+    async fn next(&mut self) -> Result<BTreeSet<String>, DriverError>;
+}
+
+/// Follows one key's value.
+#[async_trait]
+pub trait ValueWatch: Send {
+    /// The first call returns the current value (`None` if absent); each later call waits for
+    /// the next notification and returns the value it delivers or that is read after it. An
+    /// etcd-style watch returns every version in order; a one-shot ZooKeeper watch returns
+    /// the value read after the event, so versions written in between are coalesced.
+    async fn next(&mut self) -> Result<Option<Vec<u8>>, DriverError>;
 }
 
 /// A connection to a target, shared by all clients of a run.
@@ -71,7 +133,65 @@ pub trait Session: Send {
     /// Releases a lock this session holds.
     async fn unlock(&mut self, guard: LockGuard) -> Result<(), DriverError>;
 
-    /// Requests sent and notifications received so far.
+    /// Campaigns in `election` with `value` and blocks until this session leads. The
+    /// herd-free recipe waits only on its predecessor candidate; naive wakes on every change.
+    async fn campaign(
+        &mut self,
+        election: &str,
+        value: &[u8],
+        recipe: LockRecipe,
+    ) -> Result<Leadership, DriverError> {
+        let _ = (election, value, recipe);
+        Err(DriverError::Unsupported("campaign on this driver".into()))
+    }
+
+    /// Gives up a leadership (or a candidacy abandoned mid-campaign).
+    async fn resign(&mut self, leadership: Leadership) -> Result<(), DriverError> {
+        let _ = leadership;
+        Err(DriverError::Unsupported("resign on this driver".into()))
+    }
+
+    /// A handle that follows the leader of `election`.
+    async fn observe(&mut self, election: &str) -> Result<Box<dyn LeaderWatch>, DriverError> {
+        let _ = election;
+        Err(DriverError::Unsupported("observe on this driver".into()))
+    }
+
+    /// Registers `instance` of `service` for as long as this session lives.
+    async fn register(
+        &mut self,
+        service: &str,
+        instance: &str,
+        data: &[u8],
+    ) -> Result<Registration, DriverError> {
+        let _ = (service, instance, data);
+        Err(DriverError::Unsupported("register on this driver".into()))
+    }
+
+    /// Removes a registration.
+    async fn deregister(&mut self, registration: Registration) -> Result<(), DriverError> {
+        let _ = registration;
+        Err(DriverError::Unsupported("deregister on this driver".into()))
+    }
+
+    /// A handle that keeps `service`'s membership current (a prefix watch on the etcd API,
+    /// child watches on ZooKeeper).
+    async fn watch_members(
+        &mut self,
+        service: &str,
+    ) -> Result<Box<dyn MembersWatch>, DriverError> {
+        let _ = service;
+        Err(DriverError::Unsupported("watch_members on this driver".into()))
+    }
+
+    /// A handle that follows `key`'s value.
+    async fn watch_value(&mut self, key: &str) -> Result<Box<dyn ValueWatch>, DriverError> {
+        let _ = key;
+        Err(DriverError::Unsupported("watch_value on this driver".into()))
+    }
+
+    /// Requests sent and notifications received so far, by this session and every handle it
+    /// gave out.
     fn counters(&self) -> ClientCounters;
 
     /// Stops refreshing the session without releasing anything, as a crashed client would:

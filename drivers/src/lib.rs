@@ -15,7 +15,10 @@ pub mod recipe;
 pub mod zookeeper;
 pub mod zookeeper_async;
 
-pub use coordinator::{Consistency, Coordinator, LockGuard, Session, SessionOptions};
+pub use coordinator::{
+    Consistency, Coordinator, LeaderView, LeaderWatch, Leadership, LockGuard, MembersWatch,
+    Registration, Session, SessionOptions, ValueWatch,
+};
 pub use counters::{ClientCounters, CounterHandle};
 pub use error::DriverError;
 pub use recipe::{ApiFamily, LockRecipe};
