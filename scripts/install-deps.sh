@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what coordbench's build, tests and runs need, when missing, from Debian's
 # packages: etcd (server and etcdctl), ZooKeeper (its server jar and, through its
-# dependencies, a Java runtime) and the protobuf compiler and headers (for gRPC code
-# generation). Safe to run repeatedly: it installs nothing that is already there.
+# dependencies, a Java runtime), the protobuf compiler and headers (for gRPC code
+# generation) and the DejaVu fonts (text in the report's PNG charts). Safe to run
+# repeatedly: it installs nothing that is already there.
 set -euo pipefail
 
 # command-that-proves-it-is-installed:debian-package
@@ -13,6 +14,7 @@ wanted=(
   java:default-jre-headless
   protoc:protobuf-compiler
   /usr/include/google/protobuf/descriptor.proto:libprotobuf-dev
+  /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:fonts-dejavu-core
 )
 
 missing=()

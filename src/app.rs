@@ -5,12 +5,16 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use coordbench_drivers::ApiFamily;
+use coordbench_workloads::config_watch::{ConfigWatchOptions, ConfigWatchWorkload};
+use coordbench_workloads::discovery::{DiscoveryOptions, DiscoveryWorkload};
+use coordbench_workloads::election::{ElectionOptions, ElectionWorkload};
 use coordbench_workloads::kv::{KvOp, KvOptions, KvWorkload};
 use coordbench_workloads::lock::{LockOptions, LockWorkload};
 use coordbench_workloads::{RunClock, Workload};
 
 use crate::cli::{RunArgs, WorkloadKind};
-use crate::config::RunConfig;
+use crate::config::{family_of, RunConfig};
 use crate::console::{print_summary, StatusLine};
 use crate::environment::Environment;
 use crate::provision::disk::probe_sync_latency;
@@ -18,7 +22,7 @@ use crate::provision::Cluster;
 use crate::results::record::{end_reason_name, SCHEMA};
 use crate::results::{default_out_dir, write_run, MeasuredResults, RunRecord};
 use crate::runner::{self, EndReason};
-use crate::{server_stats, signals, targets};
+use crate::{resources, server_stats, signals, targets};
 
 /// How a command ended, as the process exit code says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,12 +45,48 @@ impl<E: Into<anyhow::Error>> From<E> for UsageError {
     }
 }
 
+/// Applies `--pin-servers` to every started member and `--pin-client` to this process
+/// (the load generator), once the members run and before the measurement starts.
+fn pin(config: &RunConfig, target: &targets::ReadyTarget) -> anyhow::Result<()> {
+    if let (Some(cpus), Some(cluster)) = (&config.pin_servers, &target.cluster) {
+        for i in 0..cluster.member_count() {
+            if let Some(pid) = cluster.member_pid(i) {
+                cpus.pin_process(pid)?;
+            }
+        }
+    }
+    if let Some(cpus) = &config.pin_client {
+        cpus.pin_process(std::process::id())?;
+    }
+    Ok(())
+}
+
 /// Samples of the data directory's sync latency taken before a run.
 const SYNC_PROBE_SAMPLES: usize = 50;
+/// How often server processes' CPU, RSS and disk writes are sampled (resources.csv).
+const RESOURCE_SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 pub async fn run(args: RunArgs) -> Result<Outcome, UsageError> {
     let config = RunConfig::from_args(&args)?;
     let stop = signals::stop_on_signals()?;
+    run_with(&args, config, stop, Console::Full).await
+}
+
+/// Whether a run prints its summary table (a sweep prints one line per point instead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Console {
+    Full,
+    Silent,
+}
+
+/// One run of a validated configuration, stopped by the caller's token: what `coordbench
+/// run` does, and what a sweep does for each of its points.
+pub async fn run_with(
+    args: &RunArgs,
+    config: RunConfig,
+    stop: tokio_util::sync::CancellationToken,
+    console: Console,
+) -> Result<Outcome, UsageError> {
     let out = args
         .out
         .clone()
@@ -70,6 +110,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, UsageError> {
         server_version: None,
         cluster: None,
         sync_probe: None,
+        resources: None,
         server_counters: None,
         results: None,
     };
@@ -86,7 +127,9 @@ pub async fn run(args: RunArgs) -> Result<Outcome, UsageError> {
             record.end_reason = "interrupted".into();
             record.finished_at = now_rfc3339();
             write_run(&out, &record, None)?;
-            print_summary(&record, &out);
+            if console == Console::Full {
+                print_summary(&record, &out);
+            }
             return Ok(Outcome::Interrupted);
         }
         Err(e) => {
@@ -103,6 +146,13 @@ pub async fn run(args: RunArgs) -> Result<Outcome, UsageError> {
         record.cluster = Some(cluster.info().clone());
         record.sync_probe = probe(cluster).await;
     }
+    if let Err(e) = pin(&config, &target) {
+        // Started members are stopped when `target` drops.
+        record.error = Some(format!("{e:#}"));
+        record.finished_at = now_rfc3339();
+        let _ = write_run(&out, &record, None);
+        return Err(UsageError::from(e));
+    }
 
     let counters_before = match &target.cluster {
         Some(cluster) => server_stats::scrape(config.target_kind, cluster).await,
@@ -111,16 +161,44 @@ pub async fn run(args: RunArgs) -> Result<Outcome, UsageError> {
     let clock = RunClock::start();
     let workload = build_workload(&config, clock)?;
     let mut status = StatusLine::new(args.quiet);
+    let sampler = target
+        .cluster
+        .as_ref()
+        .and_then(|c| resources::Sampler::start(c.member_pids(), RESOURCE_SAMPLE_EVERY).ok());
+    // When the measured window began, from the first progress report inside it.
+    let mut window_start: Option<std::time::Instant> = None;
     let measured = runner::run(
         &config.plan,
         target.coordinator.clone(),
         workload,
         clock,
         stop.clone(),
-        &mut |elapsed, aggregator| status.update(elapsed, aggregator),
+        &mut |elapsed, aggregator| {
+            if window_start.is_none() && !elapsed.is_zero() {
+                window_start = std::time::Instant::now().checked_sub(elapsed);
+            }
+            status.update(elapsed, aggregator)
+        },
     )
     .await;
+    let run_ended = std::time::Instant::now();
     status.clear();
+    if let Some(sampler) = sampler {
+        let samples = sampler.stop();
+        if let Ok(o) = &measured {
+            let from = window_start
+                .or_else(|| run_ended.checked_sub(o.window))
+                .unwrap_or(run_ended);
+            record.resources = Some(resources::summarize(
+                &samples,
+                from,
+                from + o.window,
+                o.total.ops,
+            ));
+        }
+        // Best effort: a missing resources.csv must not cost the run's other results.
+        let _ = resources::write_csv(&out.join("resources.csv"), &samples);
+    }
 
     if let (Some(before), Some(cluster)) = (counters_before, &target.cluster) {
         if let Some(after) = server_stats::scrape(config.target_kind, cluster).await {
@@ -157,11 +235,14 @@ pub async fn run(args: RunArgs) -> Result<Outcome, UsageError> {
         cluster.stop();
     }
     written?;
-    print_summary(&record, &out);
+    if console == Console::Full {
+        print_summary(&record, &out);
+    }
     Ok(outcome)
 }
 
 fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workload>, UsageError> {
+    let w = &config.workload_options;
     Ok(match config.workload_kind {
         WorkloadKind::KvPut | WorkloadKind::KvGet => Arc::new(KvWorkload::new(KvOptions {
             op: if config.workload_kind == WorkloadKind::KvPut {
@@ -176,12 +257,46 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
         WorkloadKind::Lock => Arc::new(LockWorkload::new(
             LockOptions {
                 locks: config.locks,
-                hold: std::time::Duration::from_secs_f64(config.hold_ms / 1000.0),
+                hold: ms(config.hold_ms),
                 recipe: config.lock_recipe,
             },
             clock,
         )?),
+        WorkloadKind::Election => Arc::new(ElectionWorkload::new(
+            ElectionOptions {
+                term: ms(w.term_ms.unwrap_or(0.0)),
+                crash_leader: w.crash_leader,
+                recipe: config.lock_recipe,
+                observers: w.watchers.unwrap_or(0),
+                ttl: config.plan.ttl,
+            },
+            clock,
+        )),
+        WorkloadKind::Discovery => Arc::new(DiscoveryWorkload::new(
+            DiscoveryOptions {
+                watchers: w.watchers.unwrap_or(0),
+                sessions: w.watch_sessions.unwrap_or(0),
+                crash_instances: w.crash_instances,
+                ttl: config.plan.ttl,
+            },
+            clock,
+        )?),
+        WorkloadKind::ConfigWatch => Arc::new(ConfigWatchWorkload::new(
+            ConfigWatchOptions {
+                watchers: w.watchers.unwrap_or(0),
+                sessions: w.watch_sessions.unwrap_or(0),
+                value_size: config.value_size,
+                // etcd-style watches deliver every version; ZooKeeper's are one-shot.
+                every_version: family_of(config.target_kind) != ApiFamily::ZooKeeper,
+                ttl: config.plan.ttl,
+            },
+            clock,
+        )?),
     })
+}
+
+fn ms(v: f64) -> std::time::Duration {
+    std::time::Duration::from_secs_f64(v / 1000.0)
 }
 
 /// Sync latency of the first member's data directory, where the cluster has one.

@@ -27,9 +27,35 @@ pub struct Cli {
 pub enum Command {
     /// Run one workload against one target and write its results.
     Run(RunArgs),
+    /// Run every point of a sweep spec (targets × axis values × repeats), then report.
+    Sweep(SweepArgs),
+    /// Write charts and report.md for a sweep directory (or any directory with a
+    /// summary.csv).
+    Report(ReportArgs),
     /// Run one member of a built-in engine (what --target raft|zab starts N of).
     #[command(subcommand)]
     Serve(ServeCommand),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    /// The sweep spec (TOML; see workloads/*.toml).
+    pub spec: PathBuf,
+
+    /// Sweep directory; rerunning into it skips complete points (default:
+    /// results/<UTC time>-sweep-<spec name>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+
+    /// Use the spec's [quick] overrides (a variant that finishes in minutes).
+    #[arg(long)]
+    pub quick: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// A sweep directory: summary.csv, and a directory per point with its latency.hlog.
+    pub dir: PathBuf,
 }
 
 /// The built-in engines a process can serve.
@@ -65,6 +91,15 @@ pub enum WorkloadKind {
     KvGet,
     /// Clients contend for locks, hold, release (see --locks, --hold, --recipe).
     Lock,
+    /// Clients campaign in one election; each leader leads for --term, then resigns (or
+    /// crashes: --crash-leader); --watchers observers follow it.
+    Election,
+    /// --instances register and deregister at --churn changes/s; --watchers follow the
+    /// membership.
+    Discovery,
+    /// One writer updates a config key at --rate; --watchers watchers over --conns sessions
+    /// follow it.
+    ConfigWatch,
 }
 
 /// The ZooKeeper client library a run drives.
@@ -93,16 +128,19 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "lock")]
     pub workload: WorkloadKind,
 
-    /// Concurrent clients (closed loop: each waits for its last operation).
+    /// Concurrent clients (closed loop: each waits for its last operation). election: the
+    /// candidates; discovery: the default of --instances; config-watch: always one writer.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub clients: u32,
 
     /// Connections shared by the clients (default: one per client; zookeeper: always one
-    /// session per client).
+    /// session per client). config-watch, discovery: the sessions the watchers are spread
+    /// over (config-watch default: min(watchers, 16); discovery: one per watcher).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub conns: Option<u32>,
 
     /// Open loop: operations per second in total, scheduled at intended start times.
+    /// config-watch: the writer's updates per second (default 10).
     #[arg(long, value_parser = parse_rate)]
     pub rate: Option<f64>,
 
@@ -142,10 +180,42 @@ pub struct RunArgs {
     #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
     pub hold: Duration,
 
-    /// lock: recipe (etcd: etcd-mutex | naive; zookeeper: zk-recipe | naive). Default: the
-    /// target's herd-free recipe.
+    /// lock, election: recipe (etcd: etcd-mutex | naive; zookeeper: zk-recipe | naive).
+    /// Default: the target's herd-free recipe.
     #[arg(long)]
     pub recipe: Option<String>,
+
+    /// election: end the window after this many won elections (default: run for
+    /// --duration).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub elections: Option<u64>,
+
+    /// election: how long a leader leads before it resigns.
+    #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
+    pub term: Duration,
+
+    /// election: leaders crash at the end of their term (abandon their session) instead of
+    /// resigning; the next leader takes over when the server expires the session (--ttl).
+    #[arg(long)]
+    pub crash_leader: bool,
+
+    /// discovery: service instances (default: --clients).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub instances: Option<u32>,
+
+    /// discovery: registrations + deregistrations per second, all instances together
+    /// (default 20).
+    #[arg(long, value_parser = parse_rate)]
+    pub churn: Option<f64>,
+
+    /// discovery: the first N instances crash (abandon their session) instead of
+    /// deregistering.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub crash_instances: u32,
+
+    /// discovery, config-watch: watchers (defaults 4, 100); election: observers (default 2).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub watchers: Option<u32>,
 
     /// Session / lease TTL; sessions are refreshed at TTL/3.
     #[arg(long, default_value = "10s", value_parser = parse_positive_duration)]
@@ -156,9 +226,24 @@ pub struct RunArgs {
     pub cluster_size: u32,
 
     /// Where started members keep their data: tmpfs (/dev/shm), disk (the local
-    /// filesystem, synced), nofsync (local filesystem, syncs disabled).
+    /// filesystem, synced), nofsync (local filesystem, syncs skipped), or an emulated disk
+    /// (tmpfs + a delay per sync): hdd, ssd, nvme.
     #[arg(long, value_enum, default_value = "disk")]
     pub disk: DiskKind,
+
+    /// With --disk hdd|ssd|nvme: the delay added to every sync instead of the profile's
+    /// (hdd 8ms, ssd 750us, nvme 75us).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub sync_delay: Option<Duration>,
+
+    /// One-way delay between started members, through a TCP proxy: DELAY or DELAY,JITTER
+    /// (e.g. 5ms or 5ms,1ms).
+    #[arg(long, value_parser = parse_net_delay, value_name = "DELAY[,JITTER]")]
+    pub net_delay: Option<crate::netdelay::NetDelay>,
+
+    /// Also delay traffic between clients and members (with --net-delay).
+    #[arg(long)]
+    pub net_delay_clients: bool,
 
     /// Attach to a running cluster instead of starting one (host:port,...).
     #[arg(long, value_delimiter = ',')]
@@ -189,6 +274,14 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 
+    /// Pin the load generator to these CPUs (like taskset -c: 0, 0-1, 0,2).
+    #[arg(long, value_name = "CPUS")]
+    pub pin_client: Option<crate::affinity::CpuList>,
+
+    /// Pin every member coordbench starts to these CPUs (not with --endpoints).
+    #[arg(long, value_name = "CPUS")]
+    pub pin_servers: Option<crate::affinity::CpuList>,
+
     /// No live status line.
     #[arg(long)]
     pub quiet: bool,
@@ -200,6 +293,10 @@ fn parse_positive_duration(s: &str) -> Result<Duration, String> {
         return Err("must be greater than zero".into());
     }
     Ok(d)
+}
+
+fn parse_net_delay(s: &str) -> Result<crate::netdelay::NetDelay, String> {
+    s.parse()
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {

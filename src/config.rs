@@ -7,8 +7,10 @@ use std::time::Duration;
 use coordbench_drivers::{zookeeper_async, ApiFamily, Consistency, LockRecipe};
 use serde::Serialize;
 
+use crate::affinity::CpuList;
 use crate::cli::{ConsistencyArg, RunArgs, TargetKind, WorkloadKind, ZkClientArg};
 use crate::provision::DiskKind;
+use crate::workload_options::{self, WorkloadOptions};
 use crate::runner::{LoadMode, LoadPlan};
 
 /// A configuration error: one line that says what to change.
@@ -24,7 +26,7 @@ pub struct RunConfig {
     /// `etcd-client`, `null`).
     pub client_lib: String,
     pub workload: String,
-    /// Lock recipe name as the target's family calls it; empty for non-lock workloads.
+    /// Lock recipe name as the target's family calls it (lock, election); empty otherwise.
     pub recipe: String,
     /// "closed" or "open".
     pub mode: String,
@@ -39,6 +41,9 @@ pub struct RunConfig {
     pub value_size: usize,
     pub consistency: String,
     pub locks: usize,
+    /// election, discovery, config-watch options (flattened into run.json's `config`).
+    #[serde(flatten)]
+    pub workload_options: WorkloadOptions,
     pub hold_ms: f64,
     pub ttl_ms: u64,
     pub cluster_size: usize,
@@ -50,7 +55,17 @@ pub struct RunConfig {
     /// zookeeper: `client` or `async` (`--zk-client`); absent for other targets.
     pub zk_client: Option<String>,
     pub base_port: Option<u16>,
+    /// Emulated disks: the delay per sync, µs (the profile's unless `--sync-delay`).
+    pub sync_delay_us: Option<u64>,
+    /// One-way delay (and jitter) between members through the proxy, if any.
+    pub net_delay: Option<crate::netdelay::NetDelay>,
+    /// Whether clients' traffic to members is delayed too.
+    pub net_delay_clients: bool,
     pub seed: u64,
+    /// CPUs the load generator is pinned to (`--pin-client`), if any.
+    pub pin_client: Option<CpuList>,
+    /// CPUs the started members are pinned to (`--pin-servers`), if any.
+    pub pin_servers: Option<CpuList>,
     #[serde(skip)]
     pub target_kind: TargetKind,
     #[serde(skip)]
@@ -71,17 +86,16 @@ impl RunConfig {
         let lock_recipe = family
             .parse_recipe(args.recipe.as_deref())
             .map_err(ConfigError)?;
-        if args.workload != WorkloadKind::Lock && args.recipe.is_some() {
-            return Err(ConfigError(
-                "--recipe applies only to --workload lock".into(),
-            ));
-        }
+        let (workload_options, shape) = workload_options::resolve(args).map_err(ConfigError)?;
+        validate_pinning(args)?;
+        validate_cluster_emulation(args)?;
         if args.target == TargetKind::Null && !args.endpoints.is_empty() {
             return Err(ConfigError(
                 "--endpoints cannot be used with --target null".into(),
             ));
         }
         if family_of(args.target) == ApiFamily::ZooKeeper
+            && workload_options::sessions_are_per_client(args.workload)
             && args.conns.is_some_and(|c| c != args.clients)
         {
             return Err(ConfigError(
@@ -118,8 +132,8 @@ impl RunConfig {
                 "--ttl must be at least 1s on the etcd API (leases are whole seconds)".into(),
             ));
         }
-        let clients = args.clients as usize;
-        let mode = match args.rate {
+        let clients = shape.clients;
+        let mode = match shape.rate {
             Some(rate) => LoadMode::Open { rate },
             None => LoadMode::Closed,
         };
@@ -132,7 +146,7 @@ impl RunConfig {
             mode,
             warmup: args.warmup,
             duration: args.duration,
-            max_ops: args.ops,
+            max_ops: shape.max_ops,
             op_timeout: args.op_timeout,
             interval: Duration::from_secs(1),
             ttl: args.ttl,
@@ -141,20 +155,20 @@ impl RunConfig {
             target: value_name(args.target),
             client_lib: client_lib(args.target, zk_client_kind).to_string(),
             workload: value_name(args.workload),
-            recipe: if args.workload == WorkloadKind::Lock {
+            recipe: if matches!(args.workload, WorkloadKind::Lock | WorkloadKind::Election) {
                 family.recipe_name(lock_recipe).to_string()
             } else {
                 String::new()
             },
-            mode: if args.rate.is_some() {
+            mode: if shape.rate.is_some() {
                 "open"
             } else {
                 "closed"
             }
             .to_string(),
-            rate: args.rate,
+            rate: shape.rate,
             clients,
-            conns: args.conns.map_or(clients, |c| c as usize),
+            conns: shape.conns,
             duration_s: args.duration.as_secs_f64(),
             warmup_s: args.warmup.as_secs_f64(),
             ops: args.ops,
@@ -163,6 +177,7 @@ impl RunConfig {
             value_size: args.value_size as usize,
             consistency: value_name(args.consistency),
             locks: args.locks as usize,
+            workload_options,
             hold_ms: args.hold.as_secs_f64() * 1000.0,
             ttl_ms: args.ttl.as_millis() as u64,
             cluster_size: args.cluster_size as usize,
@@ -173,7 +188,15 @@ impl RunConfig {
             zk_client: (family_of(args.target) == ApiFamily::ZooKeeper)
                 .then(|| value_name(zk_client_kind)),
             base_port: args.base_port,
+            sync_delay_us: args
+                .disk
+                .is_emulated()
+                .then(|| args.sync_delay.unwrap_or(args.disk.sync_delay()).as_micros() as u64),
+            net_delay: args.net_delay,
+            net_delay_clients: args.net_delay_clients,
             seed: args.seed,
+            pin_client: args.pin_client.clone(),
+            pin_servers: args.pin_servers.clone(),
             target_kind: args.target,
             workload_kind: args.workload,
             zk_client_kind,
@@ -187,6 +210,49 @@ impl RunConfig {
     pub fn attached(&self) -> bool {
         !self.endpoints.is_empty()
     }
+}
+
+/// CPU lists must name CPUs this process may use; servers can be pinned only when
+/// coordbench starts them.
+fn validate_pinning(args: &RunArgs) -> Result<(), ConfigError> {
+    for (flag, list) in [("--pin-client", &args.pin_client), ("--pin-servers", &args.pin_servers)] {
+        if let Some(list) = list {
+            list.check_available()
+                .map_err(|e| ConfigError(format!("{flag}: {e}")))?;
+        }
+    }
+    if args.pin_servers.is_some() && (!args.endpoints.is_empty() || args.target == TargetKind::Null)
+    {
+        return Err(ConfigError(
+            "--pin-servers applies only to members coordbench starts; omit it with --endpoints or --target null".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `--sync-delay` and `--net-delay` shape clusters coordbench starts, and only where
+/// they mean something.
+fn validate_cluster_emulation(args: &RunArgs) -> Result<(), ConfigError> {
+    let started = args.endpoints.is_empty() && args.target != TargetKind::Null;
+    if args.sync_delay.is_some() && !args.disk.is_emulated() {
+        return Err(ConfigError(
+            "--sync-delay applies only to --disk hdd, ssd or nvme".into(),
+        ));
+    }
+    if args.sync_delay.is_some_and(|d| d > Duration::from_secs(1)) {
+        return Err(ConfigError("--sync-delay must be at most 1s".into()));
+    }
+    if args.net_delay.is_some() && !started {
+        return Err(ConfigError(
+            "--net-delay applies only to clusters coordbench starts; omit it with --endpoints or --target null".into(),
+        ));
+    }
+    if args.net_delay_clients && args.net_delay.is_none() {
+        return Err(ConfigError(
+            "--net-delay-clients needs --net-delay DELAY".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The client protocol a target speaks.
@@ -253,6 +319,10 @@ mod tests {
             &["--zk-classpath", "/usr/share/java/zookeeper.jar"],
             &["--zk-client", "async"],
             &["--target", "null", "--zk-client", "client"],
+            &["--sync-delay", "1ms"],
+            &["--disk", "hdd", "--sync-delay", "2s"],
+            &["--target", "null", "--net-delay", "5ms"],
+            &["--net-delay-clients"],
             &[
                 "--target",
                 "zookeeper",

@@ -6,15 +6,22 @@
 //! records, [`results`] writes the files, [`console`] shows progress and the summary.
 //! See ARCHITECTURE.md for the seams.
 
+pub mod affinity;
 pub mod app;
 pub mod cli;
 pub mod config;
 pub mod console;
 pub mod environment;
+pub mod netdelay;
 pub mod provision;
+pub mod report;
+pub mod resources;
 pub mod results;
 pub mod runner;
 pub mod serve;
 pub mod server_stats;
 pub mod signals;
+pub mod sweep;
+pub mod syncfs;
 pub mod targets;
+pub mod workload_options;

@@ -39,6 +39,8 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => app::run(args).await,
+            Command::Sweep(args) => coordbench::sweep::run(args).await,
+            Command::Report(args) => coordbench::report::run(&args),
             Command::Serve(ServeCommand::Raft(args)) => coordbench::serve::run_raft(args)
                 .await
                 .map(|()| Outcome::Complete)

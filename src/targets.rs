@@ -122,5 +122,8 @@ fn cluster_spec(config: &RunConfig, work_dir: &Path) -> ClusterSpec {
         ttl: config.plan.ttl,
         base_port: config.base_port,
         work_dir: work_dir.to_path_buf(),
+        sync_delay: config.sync_delay_us.map(Duration::from_micros),
+        net_delay: config.net_delay,
+        net_delay_clients: config.net_delay_clients,
     }
 }

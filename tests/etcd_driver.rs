@@ -2,7 +2,8 @@
 //! key-value reads and writes from every member, the kv-put and lock workloads through the
 //! runner on 1 and 3 members, mutual exclusion and fencing tokens of both lock recipes
 //! (etcd-mutex and naive), lock handover when a holder's lease expires, the herd effect
-//! seen in the per-client notification counters, and a clear, bounded error for an
+//! seen in the per-client notification counters, leader election, service discovery and
+//! value watches (tests/common/recipes.rs), and a clear, bounded error for an
 //! unreachable endpoint. Every test starts its own cluster and checks that no etcd process
 //! is left behind. The bodies live in tests/common/conformance.rs so other targets can run
 //! them too.
@@ -12,7 +13,8 @@ mod common;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use common::{closed_port, conformance, within, TargetKind};
+use common::recipes::{self, Delivery};
+use common::{closed_port, conformance, start_target, within, TargetKind};
 use coordbench_drivers::etcd::{EtcdConfig, EtcdCoordinator};
 use coordbench_drivers::DriverError;
 
@@ -51,6 +53,18 @@ async fn abandoned_holder_hands_over_on_lease_expiry() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_notifies_herd_only_with_naive() {
     conformance::release_notifies_herd_only_with_naive(ETCD, 1).await;
+}
+
+/// Leader election (both recipes, herd counters), service discovery with lease expiry, a
+/// value watch that sees every version, and 500 value watches over 4 sessions
+/// (tests/common/recipes.rs), all on one single-member cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn election_discovery_and_value_watches() {
+    let target = start_target(ETCD, 1).await;
+    let slack = Duration::from_millis(1500);
+    let c = target.coordinator.clone();
+    recipes::all(c, ETCD.min_ttl(), slack, Delivery::EveryVersion).await;
+    target.stop();
 }
 
 /// Connecting must fail with `Unreachable` within the connect timeout (plus slack), with a

@@ -20,6 +20,9 @@ fn spec(size: usize, disk: DiskKind, ttl: Duration, work_dir: &Path) -> ClusterS
         ttl,
         base_port: None,
         work_dir: work_dir.to_path_buf(),
+        sync_delay: None,
+        net_delay: None,
+        net_delay_clients: false,
     }
 }
 

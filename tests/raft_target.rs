@@ -3,12 +3,16 @@
 //! passes in tests/etcd_driver.rs, through the same etcd driver: key-value reads and writes
 //! from every member, the kv-put and lock workloads (both recipes) through the runner on 1
 //! and 3 members, mutual exclusion and fencing tokens, handover when a holder's lease
-//! expires, the herd effect, and watches from a past revision with previous values. Every
+//! expires, the herd effect, watches from a past revision with previous values, and the
+//! election, discovery and value-watch bodies of tests/common/recipes.rs. Every
 //! test starts its own cluster and checks that no member process is left behind.
 
 mod common;
 
-use common::{conformance, TargetKind};
+use std::time::Duration;
+
+use common::recipes::{self, Delivery};
+use common::{conformance, start_target, TargetKind};
 
 const RAFT: TargetKind = TargetKind::Raft;
 
@@ -45,6 +49,18 @@ async fn abandoned_holder_hands_over_on_lease_expiry() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_notifies_herd_only_with_naive() {
     conformance::release_notifies_herd_only_with_naive(RAFT, 3).await;
+}
+
+/// Leader election (both recipes, herd counters), service discovery with lease expiry, a
+/// value watch that sees every version, and 500 value watches over 4 sessions
+/// (tests/common/recipes.rs), all on one 3-member cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn election_discovery_and_value_watches() {
+    let target = start_target(RAFT, 3).await;
+    let slack = Duration::from_millis(1500);
+    let c = target.coordinator.clone();
+    recipes::all(c, RAFT.min_ttl(), slack, Delivery::EveryVersion).await;
+    target.stop();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,25 +2,28 @@
 //! `coordbench serve zab` processes (readiness by ruok/srvr, like a real ensemble) and runs
 //! the lock workload through the ZooKeeper driver with both recipes, with no violation, and
 //! mntr scraped from every member. The ZooKeeper conformance bodies that real ZooKeeper
-//! passes (tests/common/zk_conformance.rs) run unchanged on a 3-member zab cluster.
+//! passes (tests/common/zk_conformance.rs: kv, locks, elections, discovery, value watches)
+//! run unchanged on a 3-member zab cluster.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
+use common::recipes::discovery_follows_registrations;
 use common::zk_conformance::{
-    abandoned_holder_hands_over, kv_get_through_the_runner, kv_round_trip, lock_workload_is_safe,
-    release_wakes_one_or_the_herd,
+    abandoned_holder_hands_over, election_herd, elections_and_value_watches,
+    kv_get_through_the_runner, kv_round_trip, lock_workload_is_safe, release_wakes_one_or_the_herd,
 };
 use common::{start_target, TargetKind};
 
 const ZAB: TargetKind = TargetKind::Zab;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kv_round_trip_and_kv_reads_through_the_runner() {
+async fn kv_round_trip_kv_reads_elections_and_value_watches() {
     let target = start_target(ZAB, 3).await;
     kv_round_trip(&target.endpoints()).await;
     kv_get_through_the_runner(target.coordinator.clone()).await;
+    elections_and_value_watches(target.coordinator.clone()).await;
     target.stop();
 }
 
@@ -36,24 +39,26 @@ async fn lock_workload_is_safe_with_both_recipes() {
 /// Slack over the TTL: two ticks and 1 s. A member proposes the touches of its sessions
 /// once per tick (engines/zk-api/src/sessions.rs), so A's deadline may be set up to a tick
 /// after its last packet, and the leader checks deadlines once per tick.
+/// An abandoned session's service registration vanishes on the same terms, meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn abandoned_holder_hands_over_when_its_session_expires() {
+async fn abandoned_sessions_release_locks_and_registrations_on_expiry() {
     let target = start_target(ZAB, 3).await;
     let ttl = ZAB.min_ttl();
     let tick = Duration::from_secs(2);
-    abandoned_holder_hands_over(
-        target.coordinator.clone(),
-        ttl,
-        2 * tick + Duration::from_secs(1),
-    )
-    .await;
+    let slack = 2 * tick + Duration::from_secs(1);
+    tokio::join!(
+        abandoned_holder_hands_over(target.coordinator.clone(), ttl, slack),
+        discovery_follows_registrations(target.coordinator.clone(), ttl, slack),
+    );
     target.stop();
 }
 
+/// The herd check of locks and of elections.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_release_wakes_one_waiter_or_the_whole_herd() {
     let target = start_target(ZAB, 3).await;
     release_wakes_one_or_the_herd(target.coordinator.clone()).await;
+    election_herd(target.coordinator.clone()).await;
     target.stop();
 }
 

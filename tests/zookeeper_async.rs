@@ -36,7 +36,7 @@ struct Server {
 impl Server {
     async fn start(ttl: Duration) -> Server {
         let work = tempfile::tempdir().expect("tempdir");
-        let spec = ClusterSpec { size: 1, disk: DiskKind::Tmpfs, ttl, base_port: None, work_dir: work.path().into() };
+        let spec = ClusterSpec { size: 1, disk: DiskKind::Tmpfs, ttl, base_port: None, work_dir: work.path().into(), sync_delay: None, net_delay: None, net_delay_clients: false };
         let cluster = within(START_BOUND, "starting ZooKeeper", zookeeper::start(&spec, &ZkOptions::default()))
             .await
             .unwrap_or_else(|e| panic!("starting ZooKeeper: {e}"));

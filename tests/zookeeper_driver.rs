@@ -1,15 +1,18 @@
 //! The ZooKeeper driver against real ZooKeeper (Debian's zookeeper package), standalone and
 //! as a 3-server ensemble on tmpfs: kv reads and writes, both lock recipes through the
-//! runner, expiry of an abandoned holder's session, the herd effect, and a CLI run.
+//! runner, elections, discovery and value watches (tests/common/recipes.rs), expiry of an
+//! abandoned session's lock and registration, the herd effect of locks and elections, and a
+//! CLI run.
 
 mod common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::recipes::discovery_follows_registrations;
 use common::zk_conformance::{
-    abandoned_holder_hands_over, kv_get_through_the_runner, kv_round_trip, lock_workload_is_safe,
-    release_wakes_one_or_the_herd,
+    abandoned_holder_hands_over, election_herd, elections_and_value_watches,
+    kv_get_through_the_runner, kv_round_trip, lock_workload_is_safe, release_wakes_one_or_the_herd,
 };
 use common::{assert_gone, within, zk_conformance, LONG_TTL};
 use coordbench::provision::zookeeper::{self, Timing, ZkOptions};
@@ -33,7 +36,7 @@ impl Zk {
     async fn start(size: usize, ttl: Duration) -> Zk {
         let work = tempfile::tempdir().expect("tempdir");
         let work_dir = work.path().to_path_buf();
-        let spec = ClusterSpec { size, disk: DiskKind::Tmpfs, ttl, base_port: None, work_dir };
+        let spec = ClusterSpec { size, disk: DiskKind::Tmpfs, ttl, base_port: None, work_dir, sync_delay: None, net_delay: None, net_delay_clients: false };
         let cluster = within(START_BOUND, "starting ZooKeeper", zookeeper::start(&spec, &ZkOptions::default()))
             .await
             .unwrap_or_else(|e| panic!("starting {size} ZooKeeper servers: {e}"));
@@ -67,32 +70,40 @@ async fn standalone_kv_and_both_lock_recipes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ensemble_kv_reads_and_both_lock_recipes() {
+async fn ensemble_kv_reads_locks_elections_and_value_watches() {
     let zk = Zk::start(3, LONG_TTL).await;
     kv_round_trip(&zk.cluster.endpoints()).await;
     kv_get_through_the_runner(zk.coordinator.clone()).await;
     lock_workload_is_safe(zk.coordinator.clone()).await;
+    elections_and_value_watches(zk.coordinator.clone()).await;
     zk.stop();
 }
 
 /// A holds the lock and abandons its session; B, already waiting, gets the lock when the
 /// server expires A's session: not at once (more than a third of the TTL: a closed session
-/// would release at once), and within TTL + one tick + 1 s. Both recipes concurrently.
+/// would release at once), and within TTL + one tick + 1 s. Both recipes concurrently, and
+/// meanwhile an abandoned session's service registration vanishes on the same terms.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn abandoned_holder_hands_over_when_its_session_expires() {
+async fn abandoned_sessions_release_locks_and_registrations_on_expiry() {
     let ttl = Duration::from_secs(2);
     let zk = Zk::start(1, ttl).await;
     let tick = Duration::from_millis(Timing::for_ttl(ttl).tick_ms);
-    abandoned_holder_hands_over(zk.coordinator.clone(), ttl, tick + Duration::from_secs(1)).await;
+    let slack = tick + Duration::from_secs(1);
+    tokio::join!(
+        abandoned_holder_hands_over(zk.coordinator.clone(), ttl, slack),
+        discovery_follows_registrations(zk.coordinator.clone(), ttl, slack),
+    );
     zk.stop();
 }
 
 /// 16 waiters queue behind a holder; its release notifies exactly one waiter under
-/// zk-recipe and every waiter under naive (the herd).
+/// zk-recipe and every waiter under naive (the herd). Likewise one resignation and the
+/// candidates queued behind the leader.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_release_wakes_one_waiter_or_the_whole_herd() {
     let zk = Zk::start(1, LONG_TTL).await;
     release_wakes_one_or_the_herd(zk.coordinator.clone()).await;
+    election_herd(zk.coordinator.clone()).await;
     zk.stop();
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::{ApiFamily, ClientCounters, DriverError, LockRecipe};
+use crate::{ApiFamily, ClientCounters, CounterHandle, DriverError, LockRecipe};
 
 /// Read consistency for `get`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -193,6 +193,13 @@ pub trait Session: Send {
     /// Requests sent and notifications received so far, by this session and every handle it
     /// gave out.
     fn counters(&self) -> ClientCounters;
+
+    /// A live handle on the same counters, readable while an operation of this session is in
+    /// flight: the herd-effect figures sample waiters' counters at every release. `None` if
+    /// the driver cannot share its counters.
+    fn counter_handle(&self) -> Option<CounterHandle> {
+        None
+    }
 
     /// Stops refreshing the session without releasing anything, as a crashed client would:
     /// what it holds is freed only when the server expires the session.

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// An operation's failure. [`DriverError::kind`] is the label errors are counted under.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum DriverError {
     /// The server could not be reached (connection refused, reset, DNS, TLS).
     #[error("cannot reach {endpoint}: {detail}")]

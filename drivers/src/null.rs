@@ -1,27 +1,54 @@
 //! The null target: an in-process coordinator that does no I/O.
 //!
 //! It measures the load generator's own cost (what a run would report against an infinitely
-//! fast server). Locks are real in-process mutexes, so lock workloads and their checker run
-//! on it too.
+//! fast server), and it gives every workload a real, if trivial, server to run against:
+//! locks are in-process mutexes, elections are queues of candidates with increasing tokens
+//! (herd-free candidates are woken only by their predecessor's leaving, naive ones by every
+//! change), registrations form one shared membership per service, and value watches see
+//! every version of a watched key. An abandoned session keeps what it holds for its TTL, as
+//! a server would until it expires the session.
+
+mod election;
+mod registry;
+mod values;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
 use crate::{
-    ApiFamily, ClientCounters, Consistency, Coordinator, CounterHandle, DriverError, LockGuard,
-    LockRecipe, Session, SessionOptions,
+    ApiFamily, ClientCounters, Consistency, Coordinator, CounterHandle, DriverError, LeaderWatch,
+    Leadership, LockGuard, LockRecipe, MembersWatch, Registration, Session, SessionOptions,
+    ValueWatch,
 };
 
 /// Per lock name, the last fencing token handed out.
 type LockTable = Mutex<HashMap<String, Arc<AsyncMutex<i64>>>>;
 
-/// The null coordinator. Cheap to create; every session shares its lock table.
+/// What every session of one coordinator shares: the "server state".
+#[derive(Default)]
+struct Shared {
+    locks: LockTable,
+    elections: election::Elections,
+    services: registry::Services,
+    values: values::Values,
+    /// Election tokens, increasing across all elections like a revision.
+    next_token: AtomicI64,
+}
+
+/// A poisoned table only means another client panicked mid-update; the map is intact.
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The null coordinator. Cheap to create; every session shares its state.
 #[derive(Default)]
 pub struct NullCoordinator {
-    locks: Arc<LockTable>,
+    shared: Arc<Shared>,
 }
 
 impl NullCoordinator {
@@ -39,11 +66,12 @@ impl Coordinator for NullCoordinator {
     async fn open_session(
         &self,
         _client: usize,
-        _options: &SessionOptions,
+        options: &SessionOptions,
     ) -> Result<Box<dyn Session>, DriverError> {
         Ok(Box::new(NullSession {
-            locks: self.locks.clone(),
-            held: HashMap::new(),
+            shared: self.shared.clone(),
+            ttl: options.ttl,
+            holdings: Holdings::default(),
             counters: CounterHandle::default(),
         }))
     }
@@ -53,34 +81,57 @@ impl Coordinator for NullCoordinator {
     }
 }
 
+/// Everything a session holds, released together on close or expiry.
+#[derive(Default)]
+struct Holdings {
+    locks: HashMap<String, OwnedMutexGuard<i64>>,
+    /// (election, token) of leaderships and candidacies.
+    candidacies: Vec<(String, i64)>,
+    /// (service, instance).
+    registrations: Vec<(String, String)>,
+}
+
+impl Holdings {
+    fn release(self, shared: &Shared) {
+        for (election, token) in self.candidacies {
+            shared.elections.withdraw(&election, token);
+        }
+        for (service, instance) in self.registrations {
+            shared.services.remove(&service, &instance);
+        }
+        drop(self.locks);
+    }
+}
+
 struct NullSession {
-    locks: Arc<LockTable>,
-    held: HashMap<String, OwnedMutexGuard<i64>>,
+    shared: Arc<Shared>,
+    ttl: Duration,
+    holdings: Holdings,
     counters: CounterHandle,
 }
 
 impl NullSession {
     fn lock_cell(&self, name: &str) -> Arc<AsyncMutex<i64>> {
-        // A poisoned table only means another client panicked mid-insert; the map is intact.
-        let mut table = self.locks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut table = locked(&self.shared.locks);
         table.entry(name.to_string()).or_default().clone()
     }
 }
 
 #[async_trait]
 impl Session for NullSession {
-    async fn put(&mut self, _key: &str, _value: &[u8]) -> Result<(), DriverError> {
+    async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), DriverError> {
         self.counters.request();
+        self.shared.values.put(key, value);
         Ok(())
     }
 
-    async fn get(&mut self, _key: &str, _c: Consistency) -> Result<Option<Vec<u8>>, DriverError> {
+    async fn get(&mut self, key: &str, _c: Consistency) -> Result<Option<Vec<u8>>, DriverError> {
         self.counters.request();
-        Ok(None)
+        Ok(self.shared.values.get(key))
     }
 
     async fn lock(&mut self, name: &str, _recipe: LockRecipe) -> Result<LockGuard, DriverError> {
-        if self.held.contains_key(name) {
+        if self.holdings.locks.contains_key(name) {
             return Err(DriverError::Unsupported(format!(
                 "lock {name} is already held by this session"
             )));
@@ -89,7 +140,7 @@ impl Session for NullSession {
         let mut guard = self.lock_cell(name).lock_owned().await;
         *guard += 1;
         let token = *guard;
-        self.held.insert(name.to_string(), guard);
+        self.holdings.locks.insert(name.to_string(), guard);
         Ok(LockGuard {
             name: name.to_string(),
             token,
@@ -99,7 +150,7 @@ impl Session for NullSession {
 
     async fn unlock(&mut self, guard: LockGuard) -> Result<(), DriverError> {
         self.counters.request();
-        match self.held.remove(&guard.name) {
+        match self.holdings.locks.remove(&guard.name) {
             Some(_) => Ok(()),
             None => Err(DriverError::Unsupported(format!(
                 "lock {} is not held",
@@ -108,17 +159,123 @@ impl Session for NullSession {
         }
     }
 
+    async fn campaign(
+        &mut self,
+        election: &str,
+        value: &[u8],
+        recipe: LockRecipe,
+    ) -> Result<Leadership, DriverError> {
+        self.counters.request();
+        let token = self.shared.next_token.fetch_add(1, Ordering::Relaxed) + 1;
+        let candidacy = self
+            .shared
+            .elections
+            .enter(election, token, value.to_vec(), recipe);
+        candidacy.wait_to_lead(&self.counters).await;
+        self.holdings
+            .candidacies
+            .push((election.to_string(), token));
+        Ok(Leadership {
+            election: election.to_string(),
+            token,
+            key: format!("{election}/{token}").into_bytes(),
+        })
+    }
+
+    async fn resign(&mut self, leadership: Leadership) -> Result<(), DriverError> {
+        self.counters.request();
+        let held = (leadership.election.clone(), leadership.token);
+        let before = self.holdings.candidacies.len();
+        self.holdings.candidacies.retain(|c| *c != held);
+        if self.holdings.candidacies.len() == before {
+            return Err(DriverError::SessionExpired(format!(
+                "leadership {} of {} is not held",
+                leadership.token, leadership.election
+            )));
+        }
+        self.shared
+            .elections
+            .withdraw(&leadership.election, leadership.token);
+        Ok(())
+    }
+
+    async fn observe(&mut self, election: &str) -> Result<Box<dyn LeaderWatch>, DriverError> {
+        self.counters.request();
+        Ok(Box::new(
+            self.shared
+                .elections
+                .observe(election, self.counters.clone()),
+        ))
+    }
+
+    async fn register(
+        &mut self,
+        service: &str,
+        instance: &str,
+        _data: &[u8],
+    ) -> Result<Registration, DriverError> {
+        self.counters.request();
+        self.shared.services.insert(service, instance);
+        self.holdings
+            .registrations
+            .push((service.to_string(), instance.to_string()));
+        Ok(Registration {
+            service: service.to_string(),
+            instance: instance.to_string(),
+            key: format!("{service}/{instance}").into_bytes(),
+        })
+    }
+
+    async fn deregister(&mut self, registration: Registration) -> Result<(), DriverError> {
+        self.counters.request();
+        let held = (registration.service.clone(), registration.instance.clone());
+        self.holdings.registrations.retain(|r| *r != held);
+        self.shared
+            .services
+            .remove(&registration.service, &registration.instance);
+        Ok(())
+    }
+
+    async fn watch_members(&mut self, service: &str) -> Result<Box<dyn MembersWatch>, DriverError> {
+        self.counters.request();
+        Ok(Box::new(
+            self.shared.services.watch(service, self.counters.clone()),
+        ))
+    }
+
+    async fn watch_value(&mut self, key: &str) -> Result<Box<dyn ValueWatch>, DriverError> {
+        self.counters.request();
+        Ok(Box::new(
+            self.shared.values.watch(key, self.counters.clone()),
+        ))
+    }
+
     fn counters(&self) -> ClientCounters {
         self.counters.snapshot()
     }
 
+    fn counter_handle(&self) -> Option<CounterHandle> {
+        Some(self.counters.clone())
+    }
+
     fn abandon(&mut self) {
-        // An abandoned null session releases at once: there is no server to expire it.
-        self.held.clear();
+        let holdings = std::mem::take(&mut self.holdings);
+        let shared = self.shared.clone();
+        match tokio::runtime::Handle::try_current() {
+            // What a server does: keep the session's holdings until it expires.
+            Ok(runtime) => {
+                let ttl = self.ttl;
+                runtime.spawn(async move {
+                    tokio::time::sleep(ttl).await;
+                    holdings.release(&shared);
+                });
+            }
+            Err(_) => holdings.release(&shared),
+        }
     }
 
     async fn close(&mut self) -> Result<(), DriverError> {
-        self.held.clear();
+        std::mem::take(&mut self.holdings).release(&self.shared);
         Ok(())
     }
 }
@@ -126,11 +283,11 @@ impl Session for NullSession {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::Instant;
 
     fn opts() -> SessionOptions {
         SessionOptions {
-            ttl: Duration::from_secs(2),
+            ttl: Duration::from_millis(200),
         }
     }
 
@@ -149,5 +306,17 @@ mod tests {
         a.unlock(ga.clone()).await.unwrap();
         let tb = waiter.await.unwrap();
         assert!(tb > ga.token);
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_lock_is_released_only_after_the_ttl() {
+        let c = NullCoordinator::new();
+        let mut a = c.open_session(0, &opts()).await.unwrap();
+        let mut b = c.open_session(1, &opts()).await.unwrap();
+        a.lock("l", LockRecipe::HerdFree).await.unwrap();
+        let abandoned = Instant::now();
+        a.abandon();
+        b.lock("l", LockRecipe::HerdFree).await.unwrap();
+        assert!(abandoned.elapsed() >= opts().ttl);
     }
 }

@@ -4,6 +4,12 @@
 //! directories often dominates write latency. `--disk` makes that choice explicit, and
 //! [`probe_sync_latency`] measures what one sync costs on the chosen storage so results can
 //! be read against it.
+//!
+//! The emulated kinds (`hdd`, `ssd`, `nvme`) keep data on tmpfs and add a fixed delay to
+//! every sync: the built-in engines in their own `Disk`, etcd and ZooKeeper through the
+//! sync-delay filesystem ([`crate::syncfs`]) mounted over each member's directory
+//! ([`member_dir`]). The default delays are the engines' (engines/node/src/disk.rs, where
+//! their sources are cited), so one table serves every target.
 
 use std::fmt;
 use std::fs::{self, OpenOptions};
@@ -13,9 +19,13 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use std::time::Duration;
+
+use coordbench_node::disk::DiskKind as EngineDisk;
 use serde::{Deserialize, Serialize};
 
-use super::{ClusterSpec, ProvisionError};
+use super::{Cluster, ClusterSpec, ProvisionError};
+use crate::syncfs::{SyncFsMount, SyncPolicy};
 
 /// The storage behind member data directories.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
@@ -25,8 +35,15 @@ pub enum DiskKind {
     Tmpfs,
     /// `<work_dir>/data` on the local filesystem, synced as the server normally does.
     Disk,
-    /// Like `disk`, but the server is told not to sync (where it supports that).
+    /// Like `disk`, but syncs are skipped: the server's own switch where it has one, else
+    /// the sync-delay filesystem acknowledging syncs without syncing.
     Nofsync,
+    /// Emulated 7200 rpm disk: tmpfs + 8 ms per sync (default; see --sync-delay).
+    Hdd,
+    /// Emulated SATA SSD: tmpfs + 0.75 ms per sync.
+    Ssd,
+    /// Emulated NVMe drive: tmpfs + 75 µs per sync.
+    Nvme,
 }
 
 impl DiskKind {
@@ -35,7 +52,67 @@ impl DiskKind {
             DiskKind::Tmpfs => "tmpfs",
             DiskKind::Disk => "disk",
             DiskKind::Nofsync => "nofsync",
+            DiskKind::Hdd => "hdd",
+            DiskKind::Ssd => "ssd",
+            DiskKind::Nvme => "nvme",
         }
+    }
+
+    /// True for the kinds that add a delay to every sync.
+    pub fn is_emulated(self) -> bool {
+        matches!(self, DiskKind::Hdd | DiskKind::Ssd | DiskKind::Nvme)
+    }
+
+    /// The profile's default delay per sync (zero for the real kinds): the engines' table.
+    pub fn sync_delay(self) -> Duration {
+        match self {
+            DiskKind::Hdd => EngineDisk::HDD_SYNC,
+            DiskKind::Ssd => EngineDisk::SSD_SYNC,
+            DiskKind::Nvme => EngineDisk::NVME_SYNC,
+            DiskKind::Tmpfs | DiskKind::Disk | DiskKind::Nofsync => Duration::ZERO,
+        }
+    }
+}
+
+impl ClusterSpec {
+    /// The delay each sync gets: `--sync-delay` if given, else the profile's.
+    pub fn sync_delay(&self) -> Duration {
+        self.sync_delay.unwrap_or(self.disk.sync_delay())
+    }
+
+    /// `--disk` for a built-in engine member (`emulated:<µs>us` for an overridden delay).
+    pub fn engine_disk_arg(&self) -> String {
+        match self.sync_delay {
+            Some(d) if self.disk.is_emulated() && d != self.disk.sync_delay() => {
+                format!("emulated:{}us", d.as_micros())
+            }
+            _ => self.disk.as_str().to_string(),
+        }
+    }
+
+    /// How an external server's member directory must be mounted: emulated kinds get the
+    /// delay, and nofsync gets no-op syncs when the server cannot skip them itself.
+    pub fn sync_policy(&self, server_skips_sync: bool) -> Option<SyncPolicy> {
+        match self.disk {
+            k if k.is_emulated() => Some(SyncPolicy {
+                fsync: true,
+                delay: self.sync_delay(),
+            }),
+            DiskKind::Nofsync if !server_skips_sync => Some(SyncPolicy {
+                fsync: false,
+                delay: Duration::ZERO,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The `fsync` setting recorded in run.json for a kind the server does not handle itself.
+    pub fn emulated_fsync_label(&self) -> String {
+        format!(
+            "on, tmpfs + {} us per sync (emulated {})",
+            self.sync_delay().as_micros(),
+            self.disk
+        )
     }
 }
 
@@ -53,8 +130,11 @@ impl FromStr for DiskKind {
             "tmpfs" => Ok(DiskKind::Tmpfs),
             "disk" => Ok(DiskKind::Disk),
             "nofsync" => Ok(DiskKind::Nofsync),
+            "hdd" => Ok(DiskKind::Hdd),
+            "ssd" => Ok(DiskKind::Ssd),
+            "nvme" => Ok(DiskKind::Nvme),
             other => Err(format!(
-                "unknown disk kind '{other}' (expected tmpfs, disk or nofsync)"
+                "unknown disk kind '{other}' (expected tmpfs, disk, nofsync, hdd, ssd or nvme)"
             )),
         }
     }
@@ -74,17 +154,20 @@ const SHM: &str = "/dev/shm";
 /// `statfs` magic number of tmpfs (linux/magic.h).
 const TMPFS_MAGIC: i64 = 0x0102_1994;
 
-/// Creates the data root for `spec`: a fresh directory under /dev/shm for tmpfs, else
-/// `<work_dir>/data` (created if missing). Member directories inside it are the launcher's.
+/// Creates the data root for `spec`: a fresh directory under /dev/shm for tmpfs and the
+/// emulated kinds, else `<work_dir>/data` (created if missing). Member directories inside
+/// it are made by [`member_dir`].
 pub fn create_data_root(spec: &ClusterSpec, target: &str) -> Result<DataRoot, ProvisionError> {
     match spec.disk {
-        DiskKind::Tmpfs => {
+        DiskKind::Tmpfs | DiskKind::Hdd | DiskKind::Ssd | DiskKind::Nvme => {
             let shm = Path::new(SHM);
             if !is_tmpfs(shm) {
                 return Err(ProvisionError::Unsupported(format!(
-                    "{SHM} is not a tmpfs mount on this machine, so --disk tmpfs is unavailable; use --disk disk"
+                    "{SHM} is not a tmpfs mount on this machine, so --disk {} is unavailable; use --disk disk",
+                    spec.disk
                 )));
             }
+            remove_stale_roots(shm);
             // Unique per process and call, so concurrent runs never share a directory.
             static SEQ: AtomicU64 = AtomicU64::new(0);
             let nanos = SystemTime::now()
@@ -113,6 +196,71 @@ pub fn create_data_root(spec: &ClusterSpec, target: &str) -> Result<DataRoot, Pr
             })
         }
     }
+}
+
+/// Removes tmpfs data roots (`coordbench-<target>-<pid>-...`) of coordbench processes that
+/// no longer exist: a SIGKILLed run cannot remove its own. Their sync-delay mounts are
+/// detached first, so removal never walks into a dead mount.
+fn remove_stale_roots(shm: &Path) {
+    crate::syncfs::clean_stale_mounts();
+    let Ok(entries) = fs::read_dir(shm) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let mut parts = name.to_str().unwrap_or("").split('-');
+        let (Some("coordbench"), Some(_target), Some(pid)) =
+            (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if pid
+            .parse::<i32>()
+            .is_ok_and(|pid| !super::process::process_alive(pid))
+        {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Makes a fresh, empty directory `<root>/<name>` for one member and returns it. With a
+/// `policy` it is the mount point of a sync-delay filesystem over `<root>/.<name>.backing`,
+/// owned from then on by `cluster` (unmounted when it stops). Mode 0700, as etcd wants.
+pub fn member_dir(
+    cluster: &mut Cluster,
+    root: &Path,
+    name: &str,
+    policy: Option<SyncPolicy>,
+) -> Result<PathBuf, ProvisionError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = root.join(name);
+    let backing = root.join(format!(".{name}.backing"));
+    // An old directory would bring back an old cluster's state.
+    for old in [&dir, &backing] {
+        if old.exists() {
+            fs::remove_dir_all(old)
+                .map_err(|e| ProvisionError::io(format!("removing stale {}", old.display()), e))?;
+        }
+    }
+    let create = |d: &Path| {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(d)
+            .map_err(|e| ProvisionError::io(format!("creating {}", d.display()), e))
+    };
+    create(&dir)?;
+    if let Some(policy) = policy {
+        create(&backing)?;
+        let mount = SyncFsMount::mount(&backing, &dir, policy).map_err(|e| {
+            ProvisionError::Unsupported(format!(
+                "--disk {}: {e}",
+                cluster.info().disk.map_or("?", |d| d.as_str())
+            ))
+        })?;
+        cluster.add_mount(mount);
+    }
+    Ok(dir)
 }
 
 fn is_tmpfs(path: &Path) -> bool {

@@ -116,21 +116,20 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
     }
     let binary = resolve_binary(opts.binary.as_deref())?;
     let caps = capabilities(&binary).await?;
-    if spec.disk == DiskKind::Nofsync && !caps.no_fsync {
-        return Err(ProvisionError::Unsupported(format!(
-            "{} has no --unsafe-no-fsync flag (added in etcd 3.5); use --disk tmpfs, where fsync is a no-op, or a newer --etcd-bin",
-            binary.display()
-        )));
-    }
+    // etcd 3.4 has no --unsafe-no-fsync: its nofsync runs on no-op syncs of the
+    // sync-delay filesystem instead, as do the emulated kinds with their delay.
+    let sync_policy = spec.sync_policy(caps.no_fsync);
 
     // Member i listens for clients on ports[2i] and for peers on ports[2i+1].
     let ports = ports::allocate(spec.base_port, 2 * spec.size)?;
     let root = disk::create_data_root(spec, TARGET)?;
     let root_path = root.path.clone();
     let fsync = match spec.disk {
-        DiskKind::Disk => "on",
-        DiskKind::Tmpfs => "on (no-op on tmpfs)",
-        DiskKind::Nofsync => "off (--unsafe-no-fsync)",
+        DiskKind::Disk => "on".to_string(),
+        DiskKind::Tmpfs => "on (no-op on tmpfs)".into(),
+        DiskKind::Nofsync if caps.no_fsync => "off (--unsafe-no-fsync)".into(),
+        DiskKind::Nofsync => "off (sync-delay filesystem: syncs acknowledged, not done)".into(),
+        DiskKind::Hdd | DiskKind::Ssd | DiskKind::Nvme => spec.emulated_fsync_label(),
     };
     let info = ClusterInfo {
         target: TARGET.to_string(),
@@ -146,17 +145,32 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
                 opts.heartbeat_ms.to_string(),
             ),
             ("election-timeout-ms".into(), opts.election_ms.to_string()),
-            ("fsync".into(), fsync.into()),
+            ("fsync".into(), fsync),
         ],
     };
     // From here on, returning early drops `cluster`, which stops the members started so far
     // and removes a tmpfs data root.
-    let mut cluster = Cluster::provisioned(info, Some(root));
+    let mut cluster = Cluster::provisioned(info, Some(root), spec);
 
-    let client_url = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i]);
-    let peer_url = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i + 1]);
+    let listen_client = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i]);
+    let listen_peer = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i + 1]);
+    // With a network delay every member reaches member i through one proxy route: etcd
+    // derives member ids from the advertised peer URLs, so all must agree on them, which
+    // rules out a route per (from, to) link.
+    let (mut client_urls, mut peer_urls) = (Vec::new(), Vec::new());
+    for i in 0..spec.size {
+        let local = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let peer = cluster
+            .peer_route(format!("->m{}", i + 1), local(ports[2 * i + 1]))
+            .await?;
+        let client = cluster
+            .client_route(format!("client->m{}", i + 1), local(ports[2 * i]))
+            .await?;
+        peer_urls.push(format!("http://{peer}"));
+        client_urls.push(format!("http://{client}"));
+    }
     let initial_cluster = (0..spec.size)
-        .map(|i| format!("m{}={}", i + 1, peer_url(i)))
+        .map(|i| format!("m{}={}", i + 1, peer_urls[i]))
         .collect::<Vec<_>>()
         .join(",");
     // A token unique to this start keeps members from joining a stale cluster's peers.
@@ -173,21 +187,21 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
 
     for i in 0..spec.size {
         let name = format!("m{}", i + 1);
-        let data_dir = root_path.join(format!("etcd-{name}"));
-        // `--initial-cluster-state new` on an old data dir would resume the old cluster.
-        if data_dir.exists() {
-            std::fs::remove_dir_all(&data_dir).map_err(|e| {
-                ProvisionError::io(format!("removing stale {}", data_dir.display()), e)
-            })?;
-        }
+        // Fresh: `--initial-cluster-state new` on an old data dir would resume the old cluster.
+        let data_dir = disk::member_dir(
+            &mut cluster,
+            &root_path,
+            &format!("etcd-{name}"),
+            sync_policy,
+        )?;
         let log_file = spec.work_dir.join("logs").join(format!("etcd-{name}.log"));
         let mut args: Vec<String> = vec![
             format!("--name={name}"),
             format!("--data-dir={}", data_dir.display()),
-            format!("--listen-client-urls={}", client_url(i)),
-            format!("--advertise-client-urls={}", client_url(i)),
-            format!("--listen-peer-urls={}", peer_url(i)),
-            format!("--initial-advertise-peer-urls={}", peer_url(i)),
+            format!("--listen-client-urls={}", listen_client(i)),
+            format!("--advertise-client-urls={}", client_urls[i]),
+            format!("--listen-peer-urls={}", listen_peer(i)),
+            format!("--initial-advertise-peer-urls={}", peer_urls[i]),
             format!("--initial-cluster={initial_cluster}"),
             format!("--initial-cluster-token={token}"),
             "--initial-cluster-state=new".into(),
@@ -199,7 +213,7 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
             args.push("--logger=zap".into());
             args.push("--log-outputs=stderr".into());
         }
-        if spec.disk == DiskKind::Nofsync {
+        if spec.disk == DiskKind::Nofsync && caps.no_fsync {
             args.push("--unsafe-no-fsync".into());
         }
         let launch = Launch {
@@ -219,8 +233,8 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
         })?;
         let member = MemberInfo {
             name,
-            client_url: client_url(i),
-            peer_url: Some(peer_url(i)),
+            client_url: client_urls[i].clone(),
+            peer_url: Some(peer_urls[i].clone()),
             data_dir: Some(data_dir),
             log_file: Some(log_file),
             pid: Some(process.pid()),

@@ -17,11 +17,14 @@ pub mod zookeeper;
 pub use disk::DiskKind;
 pub use error::ProvisionError;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::netdelay::{NetDelay, Proxy};
+use crate::syncfs::SyncFsMount;
 use disk::DataRoot;
 use process::{Launch, ManagedProcess};
 
@@ -45,6 +48,28 @@ pub struct ClusterSpec {
     pub base_port: Option<u16>,
     /// Directory for member logs and, for `DiskKind::Disk`, data directories.
     pub work_dir: PathBuf,
+    /// Emulated kinds: the delay per sync instead of the profile's (`--sync-delay`).
+    pub sync_delay: Option<Duration>,
+    /// Delay between members through the proxy (`--net-delay`); `None`: direct.
+    pub net_delay: Option<NetDelay>,
+    /// Also delay clients' traffic to members (`--net-delay-clients`).
+    pub net_delay_clients: bool,
+}
+
+impl ClusterSpec {
+    /// A spec with no sync-delay override and no network delay.
+    pub fn new(size: usize, disk: DiskKind, ttl: Duration, work_dir: PathBuf) -> ClusterSpec {
+        ClusterSpec {
+            size,
+            disk,
+            ttl,
+            base_port: None,
+            work_dir,
+            sync_delay: None,
+            net_delay: None,
+            net_delay_clients: false,
+        }
+    }
 }
 
 /// A description of a started cluster, stored in run.json.
@@ -90,6 +115,11 @@ struct Member {
 pub struct Cluster {
     info: ClusterInfo,
     members: Vec<Member>,
+    /// The delay proxy members (and maybe clients) talk through, if any.
+    proxy: Option<Proxy>,
+    proxy_clients: bool,
+    /// Sync-delay filesystems under members' directories; unmounted after members stop.
+    mounts: Vec<SyncFsMount>,
     data_root: Option<DataRoot>,
     stopped: bool,
 }
@@ -121,6 +151,9 @@ impl Cluster {
                 settings: Vec::new(),
             },
             members: Vec::new(),
+            proxy: None,
+            proxy_clients: false,
+            mounts: Vec::new(),
             data_root: None,
             stopped: false,
         }
@@ -128,14 +161,73 @@ impl Cluster {
 
     /// An empty provisioned cluster that launchers fill with [`add_member`](Self::add_member).
     /// Built before the first member starts so that an early return drops it and thereby
-    /// stops whatever was started.
-    pub(crate) fn provisioned(info: ClusterInfo, data_root: Option<DataRoot>) -> Cluster {
+    /// stops whatever was started. Sets up the delay proxy `spec` asks for.
+    pub(crate) fn provisioned(
+        mut info: ClusterInfo,
+        data_root: Option<DataRoot>,
+        spec: &ClusterSpec,
+    ) -> Cluster {
+        if let Some(d) = spec.net_delay {
+            let between = if spec.net_delay_clients {
+                "members, clients-members"
+            } else {
+                "members"
+            };
+            info.settings
+                .push(("net-delay".into(), format!("{d} one-way between {between}")));
+        }
+        if let Some(d) = spec.sync_delay.filter(|_| spec.disk.is_emulated()) {
+            info.settings
+                .push(("sync-delay-us".into(), d.as_micros().to_string()));
+        }
         Cluster {
             info,
             members: Vec::new(),
+            proxy: spec.net_delay.map(Proxy::new),
+            proxy_clients: spec.net_delay_clients,
+            mounts: Vec::new(),
             data_root,
             stopped: false,
         }
+    }
+
+    /// The address through which traffic to a member's peer port `upstream` goes: a new
+    /// delay-proxy route named `name` (e.g. `m1->m2`), or `upstream` itself without delay.
+    pub(crate) async fn peer_route(
+        &mut self,
+        name: String,
+        upstream: SocketAddr,
+    ) -> Result<SocketAddr, ProvisionError> {
+        match self.proxy.as_mut() {
+            Some(proxy) => proxy
+                .add_route(name.clone(), upstream)
+                .await
+                .map_err(|e| ProvisionError::io(format!("opening proxy route {name}"), e)),
+            None => Ok(upstream),
+        }
+    }
+
+    /// Like [`peer_route`](Self::peer_route) for a member's client port, routed only with
+    /// `--net-delay-clients`.
+    pub(crate) async fn client_route(
+        &mut self,
+        name: String,
+        upstream: SocketAddr,
+    ) -> Result<SocketAddr, ProvisionError> {
+        if !self.proxy_clients {
+            return Ok(upstream);
+        }
+        self.peer_route(name, upstream).await
+    }
+
+    /// The delay proxy between members, if the cluster has one (to cut links with
+    /// [`Proxy::set_route_up`]).
+    pub fn proxy(&self) -> Option<&Proxy> {
+        self.proxy.as_ref()
+    }
+
+    pub(crate) fn add_mount(&mut self, mount: SyncFsMount) {
+        self.mounts.push(mount);
     }
 
     /// Records a member started with `launch`; `info.members[i]` must describe `members[i]`.
@@ -185,6 +277,14 @@ impl Cluster {
         self.members.len()
     }
 
+    /// (name, pid) of every member process coordbench started.
+    pub fn member_pids(&self) -> Vec<(String, u32)> {
+        self.members
+            .iter()
+            .map(|m| (m.name.clone(), m.process.pid()))
+            .collect()
+    }
+
     /// Pid of member `i`, if coordbench started it.
     pub fn member_pid(&self, i: usize) -> Option<u32> {
         self.members.get(i).map(|m| m.process.pid())
@@ -192,7 +292,8 @@ impl Cluster {
 
     /// Stops every member: SIGTERM to one member at a time, last first, each waited for
     /// until a shared grace runs out, after which any member still running gets SIGKILL;
-    /// removes tmpfs data. Idempotent.
+    /// then stops the delay proxy, unmounts sync-delay filesystems and removes the data.
+    /// Idempotent.
     ///
     /// One at a time because a leader told to stop hands its leadership to a live follower
     /// first (etcd does): with every member terminated at once, that handover cannot finish
@@ -211,6 +312,12 @@ impl Cluster {
                 m.process.kill();
             }
         }
+        // Only now: a leader that is stopping still talks to its peers, and a member still
+        // running would keep its files on the mount busy.
+        if let Some(proxy) = self.proxy.as_mut() {
+            proxy.stop();
+        }
+        self.mounts.clear();
         if let Some(root) = &self.data_root {
             if root.remove_on_stop {
                 let _ = std::fs::remove_dir_all(&root.path);

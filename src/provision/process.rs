@@ -204,6 +204,14 @@ impl Drop for ManagedProcess {
     }
 }
 
+/// True if a process with this pid exists (also one of another user's).
+pub fn process_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    pid > 0
+        && (unsafe { libc::kill(pid, 0) } == 0
+            || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+}
+
 /// The last `lines` lines of a file, reading at most its last 64 KiB.
 pub fn read_tail(path: &Path, lines: usize) -> io::Result<String> {
     const MAX: u64 = 64 * 1024;

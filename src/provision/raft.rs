@@ -78,7 +78,8 @@ pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError
 /// Starts `spec.size` members. Call from a tokio worker or the main thread (members die with
 /// the thread that spawned them); on any error everything started so far is stopped.
 pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, ProvisionError> {
-    let mut cluster = launch_members(spec, opts, TARGET, &[], |addr| format!("http://{addr}"))?;
+    let mut cluster =
+        launch_members(spec, opts, TARGET, &[], |addr| format!("http://{addr}")).await?;
     let version = etcd::wait_ready(&mut cluster, TARGET).await?;
     cluster.info_mut().version = Some(version);
     Ok(cluster)
@@ -87,7 +88,7 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
 /// Starts `spec.size` `coordbench serve <engine>` processes and returns them without
 /// waiting for readiness. `extra_args` go to every member's command line; `client_url` turns a client `host:port` into what the target's
 /// driver connects to.
-pub(super) fn launch_members(
+pub(super) async fn launch_members(
     spec: &ClusterSpec,
     opts: &RaftOptions,
     engine: &str,
@@ -104,10 +105,13 @@ pub(super) fn launch_members(
     let ports = ports::allocate(spec.base_port, 2 * spec.size)?;
     let root = disk::create_data_root(spec, engine)?;
     let root_path = root.path.clone();
-    let (engine_disk, fsync) = match spec.disk {
-        DiskKind::Disk => ("disk", "on"),
-        DiskKind::Tmpfs => ("tmpfs", "on (no-op on tmpfs)"),
-        DiskKind::Nofsync => ("nofsync", "off"),
+    let engine_disk = spec.engine_disk_arg();
+    let fsync = match spec.disk {
+        DiskKind::Disk => "on".to_string(),
+        DiskKind::Tmpfs => "on (no-op on tmpfs)".into(),
+        DiskKind::Nofsync => "off".into(),
+        // The member's own Disk adds the delay, so the sync probe cannot see it.
+        DiskKind::Hdd | DiskKind::Ssd | DiskKind::Nvme => spec.emulated_fsync_label(),
     };
     let info = ClusterInfo {
         target: engine.to_string(),
@@ -131,32 +135,43 @@ pub(super) fn launch_members(
                     opts.election_timeout_max().as_millis()
                 ),
             ),
-            ("fsync".into(), fsync.into()),
+            ("fsync".into(), fsync),
         ],
     };
     // From here on, an early return drops `cluster`, which stops what was started.
-    let mut cluster = Cluster::provisioned(info, Some(root));
+    let mut cluster = Cluster::provisioned(info, Some(root), spec);
 
-    let client = |i: usize| format!("127.0.0.1:{}", ports[2 * i]);
-    let peer = |i: usize| format!("127.0.0.1:{}", ports[2 * i + 1]);
-    let list = |addr: &dyn Fn(usize) -> String| {
+    let local = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let client = |i: usize| local(ports[2 * i]);
+    let peer = |i: usize| local(ports[2 * i + 1]);
+    let list = |addr: &dyn Fn(usize) -> std::net::SocketAddr| {
         (0..spec.size)
             .map(|i| format!("{}={}", i + 1, addr(i)))
             .collect::<Vec<_>>()
             .join(",")
     };
-    let (peers, clients) = (list(&peer), list(&client));
-    for i in 0..spec.size {
-        let name = format!("m{}", i + 1);
-        let data_dir = root_path.join(format!("{engine}-{name}"));
-        // A member restores whatever its data directory holds: start from nothing.
-        if data_dir.exists() {
-            std::fs::remove_dir_all(&data_dir).map_err(|e| {
-                ProvisionError::io(format!("removing stale {}", data_dir.display()), e)
-            })?;
+    let clients = list(&client);
+    // peers[j]: the --peers of member j: its own address, and with a network delay a proxy
+    // route of the link j -> i for every other member i.
+    let mut peers = Vec::with_capacity(spec.size);
+    for j in 0..spec.size {
+        let mut routed = Vec::with_capacity(spec.size);
+        for i in 0..spec.size {
+            routed.push(if i == j {
+                peer(i)
+            } else {
+                cluster
+                    .peer_route(format!("m{}->m{}", j + 1, i + 1), peer(i))
+                    .await?
+            });
         }
-        std::fs::create_dir_all(&data_dir)
-            .map_err(|e| ProvisionError::io(format!("creating {}", data_dir.display()), e))?;
+        peers.push(list(&|i| routed[i]));
+    }
+    for (i, member_peers) in peers.iter().enumerate() {
+        let name = format!("m{}", i + 1);
+        // A member restores whatever its data directory holds: start from nothing.
+        let data_dir =
+            disk::member_dir(&mut cluster, &root_path, &format!("{engine}-{name}"), None)?;
         let log_file = spec
             .work_dir
             .join("logs")
@@ -165,7 +180,7 @@ pub(super) fn launch_members(
             "serve".into(),
             engine.into(),
             format!("--id={}", i + 1),
-            format!("--peers={peers}"),
+            format!("--peers={member_peers}"),
             format!("--clients={clients}"),
             format!("--data-dir={}", data_dir.display()),
             format!("--disk={engine_disk}"),
@@ -183,9 +198,12 @@ pub(super) fn launch_members(
         let process = launch
             .spawn(&log_file)
             .map_err(|e| ProvisionError::io(format!("starting {engine} member {name}"), e))?;
+        let routed_client = cluster
+            .client_route(format!("client->{name}"), client(i))
+            .await?;
         let member = MemberInfo {
             name,
-            client_url: client_url(&client(i)),
+            client_url: client_url(&routed_client.to_string()),
             peer_url: Some(format!("http://{}", peer(i))),
             data_dir: Some(data_dir),
             log_file: Some(log_file),

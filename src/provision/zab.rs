@@ -20,10 +20,13 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
         format!("--max-session-timeout={}ms", timing.max_session_timeout_ms),
     ];
     // ZooKeeper clients take plain host:port connect strings.
-    let mut cluster = launch_members(spec, opts, TARGET, &session_args, str::to_string)?;
+    let mut cluster = launch_members(spec, opts, TARGET, &session_args, str::to_string).await?;
     let settings = &mut cluster.info_mut().settings;
     settings.push(("tickTime-ms".into(), timing.tick_ms.to_string()));
-    settings.push(("sessionTimeout-ms".into(), timing.session_timeout_ms.to_string()));
+    settings.push((
+        "sessionTimeout-ms".into(),
+        timing.session_timeout_ms.to_string(),
+    ));
     let version = zookeeper::wait_ready(&mut cluster).await?;
     cluster.info_mut().version = Some(version);
     Ok(cluster)

@@ -173,10 +173,13 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
     let root = disk::create_data_root(spec, TARGET)?;
     let root_path = root.path.clone();
     let fsync = match spec.disk {
-        DiskKind::Disk => "on",
-        DiskKind::Tmpfs => "on (no-op on tmpfs)",
-        DiskKind::Nofsync => "off (forceSync=no)",
+        DiskKind::Disk => "on".to_string(),
+        DiskKind::Tmpfs => "on (no-op on tmpfs)".into(),
+        DiskKind::Nofsync => "off (forceSync=no)".into(),
+        DiskKind::Hdd | DiskKind::Ssd | DiskKind::Nvme => spec.emulated_fsync_label(),
     };
+    // ZooKeeper skips syncs itself with forceSync=no; emulated kinds mount the delay.
+    let sync_policy = spec.sync_policy(true);
     let force_sync = if spec.disk == DiskKind::Nofsync {
         "no"
     } else {
@@ -207,36 +210,52 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
             ("initLimit-ticks".into(), timing.init_limit.to_string()),
             ("syncLimit-ticks".into(), timing.sync_limit.to_string()),
             ("forceSync".into(), force_sync.into()),
-            ("fsync".into(), fsync.into()),
+            ("fsync".into(), fsync),
             ("heap-mb".into(), opts.heap_mb.to_string()),
         ],
     };
     // From here on, returning early drops `cluster`, which stops the servers started so far
     // and removes the data root.
-    let mut cluster = Cluster::provisioned(info, Some(root));
-    let server_lines: Vec<String> = if spec.size == 1 {
-        Vec::new()
-    } else {
-        (0..spec.size)
-            .map(|i| {
+    let mut cluster = Cluster::provisioned(info, Some(root), spec);
+    // server_lines[j]: the server.N lines of server j's zoo.cfg. Its own line is where it
+    // listens; with a network delay every other line points at a proxy route of the link
+    // j -> i (each server has its own zoo.cfg, so every link gets its own route).
+    let local = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut server_lines: Vec<Vec<String>> = vec![Vec::new(); spec.size];
+    if spec.size > 1 {
+        for (j, lines) in server_lines.iter_mut().enumerate() {
+            for i in 0..spec.size {
                 let (_, quorum, election) = server_ports(&ports, i);
-                format!("server.{}=127.0.0.1:{quorum}:{election}", i + 1)
-            })
-            .collect()
-    };
+                let (quorum, election) = if i == j {
+                    (local(quorum), local(election))
+                } else {
+                    let link = format!("zk{}->zk{}", j + 1, i + 1);
+                    (
+                        cluster
+                            .peer_route(format!("{link}:quorum"), local(quorum))
+                            .await?,
+                        cluster
+                            .peer_route(format!("{link}:election"), local(election))
+                            .await?,
+                    )
+                };
+                lines.push(format!("server.{}={quorum}:{}", i + 1, election.port()));
+            }
+        }
+    }
     let env_remove: Vec<String> = JVM_ENV.iter().map(|k| k.to_string()).collect();
 
-    for i in 0..spec.size {
+    for (i, lines) in server_lines.iter().enumerate() {
         let id = i + 1;
         let name = format!("zk{id}");
         let (client_port, quorum, election) = server_ports(&ports, i);
-        let member_dir = root_path.join(format!("zookeeper-{name}"));
-        // An old data dir would bring back an old ensemble's state.
-        if member_dir.exists() {
-            std::fs::remove_dir_all(&member_dir).map_err(|e| {
-                ProvisionError::io(format!("removing stale {}", member_dir.display()), e)
-            })?;
-        }
+        // Fresh: an old data dir would bring back an old ensemble's state.
+        let member_dir = disk::member_dir(
+            &mut cluster,
+            &root_path,
+            &format!("zookeeper-{name}"),
+            sync_policy,
+        )?;
         let data_dir = member_dir.join("data");
         let log_dir = member_dir.join("datalog");
         for dir in [&data_dir, &log_dir] {
@@ -251,14 +270,7 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
         let config_file = member_dir.join("zoo.cfg");
         write(
             config_file.clone(),
-            zoo_cfg(
-                &timing,
-                &data_dir,
-                &log_dir,
-                client_port,
-                force_sync,
-                &server_lines,
-            ),
+            zoo_cfg(&timing, &data_dir, &log_dir, client_port, force_sync, lines),
         )?;
 
         let log_file = spec.work_dir.join("logs").join(format!("zk-{id}.log"));
@@ -278,9 +290,12 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
                 ProvisionError::io(format!("starting ZooKeeper server {name}"), e)
             }
         })?;
+        let client = cluster
+            .client_route(format!("client->{name}"), local(client_port))
+            .await?;
         let member = MemberInfo {
             name,
-            client_url: format!("127.0.0.1:{client_port}"),
+            client_url: client.to_string(),
             peer_url: (spec.size > 1).then(|| format!("127.0.0.1:{quorum}:{election}")),
             data_dir: Some(member_dir),
             log_file: Some(log_file),

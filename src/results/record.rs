@@ -3,6 +3,10 @@
 use std::collections::BTreeMap;
 
 use coordbench_workloads::checker::LockCheckSummary;
+use coordbench_workloads::election::ElectionSummary;
+use coordbench_workloads::herd::HerdSummary;
+use coordbench_workloads::propagation::PropagationSummary;
+use coordbench_workloads::versions::VersionSummary;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -10,6 +14,7 @@ use crate::config::RunConfig;
 use crate::environment::Environment;
 use crate::provision::disk::SyncProbe;
 use crate::provision::ClusterInfo;
+use crate::resources::ResourceSummary;
 use crate::runner::{EndReason, RunOutcome};
 use crate::server_stats::ServerCounters;
 
@@ -34,6 +39,9 @@ pub struct RunRecord {
     pub cluster: Option<ClusterInfo>,
     /// Measured sync latency of the data directory (provisioned clusters only).
     pub sync_probe: Option<SyncProbe>,
+    /// Server processes' peak RSS and CPU time in the window (provisioned clusters only;
+    /// per-second samples in resources.csv).
+    pub resources: Option<ResourceSummary>,
     /// Server-side counters around the run, where the target exposes them.
     pub server_counters: Option<ServerCounters>,
     pub results: Option<MeasuredResults>,
@@ -85,6 +93,16 @@ pub struct MeasuredResults {
     /// Safety violations found by the workload's checker.
     pub violations: u64,
     pub lock: Option<LockCheckSummary>,
+    /// lock, election: waiters, notifications and requests per release (RESULTS.md).
+    pub herd: Option<HerdSummary>,
+    /// election: split brains, handovers, observers' notification latency.
+    pub election: Option<ElectionSummary>,
+    /// discovery: registration and propagation latency, crashed instances.
+    pub discovery: Option<PropagationSummary>,
+    /// discovery: requests of instances and watchers in the window per change in it.
+    pub requests_per_change: Option<f64>,
+    /// config-watch: notification latency, missed and coalesced versions.
+    pub config_watch: Option<VersionSummary>,
     /// Requests sent, notifications received, keep-alives: all clients, whole run.
     pub requests: u64,
     pub notifications: u64,
@@ -117,6 +135,20 @@ impl MeasuredResults {
                 .collect(),
             violations: outcome.check.violations(),
             lock: outcome.check.lock.as_ref().map(|l| l.summary()),
+            herd: outcome.check.herd.clone(),
+            election: outcome.check.election.as_ref().map(|e| e.summary()),
+            discovery: outcome.check.discovery.as_ref().map(|d| d.summary()),
+            requests_per_change: outcome
+                .check
+                .discovery
+                .as_ref()
+                .filter(|d| d.changes > 0)
+                .map(|d| outcome.counters.requests as f64 / d.changes as f64),
+            config_watch: outcome
+                .check
+                .config_watch
+                .as_ref()
+                .map(|c| c.summary(window_s)),
             requests: outcome.counters.requests,
             notifications: outcome.counters.notifications,
             keepalives: outcome.counters.keepalives,

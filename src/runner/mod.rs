@@ -5,7 +5,8 @@
 //! operation under the operation timeout, and records into its own [`ClientRecorder`]. The run
 //! ends at the end of the window, when the operation budget is spent, or when `stop` is
 //! cancelled (Ctrl-C); in-flight operations are then cancelled (actors repair themselves in
-//! `finish`), so a run always ends within a bounded time.
+//! `finish`) and the workload's own background sessions (watchers, observers) are stopped
+//! after catching up (`Workload::stop`), so a run always ends within a bounded time.
 
 pub mod pacer;
 pub mod recorder;
@@ -57,7 +58,8 @@ pub struct RunOutcome {
     pub total: IntervalStats,
     pub check: CheckReport,
     /// Summed over all clients, from each client's first measured operation to the end
-    /// of its loop: requests and notifications attributable to the measured window.
+    /// of its loop, and over the workload's background sessions during the window:
+    /// requests and notifications attributable to the measured window.
     pub counters: ClientCounters,
 }
 
@@ -86,7 +88,7 @@ pub async fn run(
     progress: Progress<'_>,
 ) -> Result<RunOutcome, RunError> {
     tokio::select! {
-        r = workload.setup(coordinator.as_ref()) => r?,
+        r = workload.setup(&coordinator) => r?,
         _ = stop.cancelled() => return Err(RunError::InterruptedDuringSetup),
     }
     let actors = tokio::select! {
@@ -95,24 +97,44 @@ pub async fn run(
     };
 
     let t0 = Instant::now();
-    let pacer = Arc::new(Pacer::new(plan.mode, t0, plan.warmup, plan.duration, plan.max_ops));
+    let pacer = Arc::new(Pacer::new(
+        plan.mode,
+        t0,
+        plan.warmup,
+        plan.duration,
+        plan.max_ops,
+    ));
     let aggregator = Aggregator::new(pacer.measure_start(), plan.interval);
     let done = CancellationToken::new();
     let tasks: Vec<_> = actors
         .into_iter()
         .map(|actor| {
             let recorder = ClientRecorder::new(aggregator.clone(), pacer.measure_end());
-            tokio::spawn(client_loop(actor, recorder, pacer.clone(), done.clone(), plan.op_timeout))
+            tokio::spawn(client_loop(
+                actor,
+                recorder,
+                pacer.clone(),
+                done.clone(),
+                plan.op_timeout,
+            ))
         })
         .collect();
 
     // Supervise: report progress, end the window on time or on interrupt.
     let mut all_clients = Box::pin(join_all(tasks));
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::from_std(t0) + plan.interval, plan.interval);
+    let mut ticker = tokio::time::interval_at(
+        tokio::time::Instant::from_std(t0) + plan.interval,
+        plan.interval,
+    );
     let mut interrupted_at = None;
+    // The workload's own sessions count from the start of the window, like the clients'.
+    let mut background_at_start = None;
     let finished = loop {
         tokio::select! {
             joined = &mut all_clients => break joined,
+            _ = tokio::time::sleep_until(pacer.measure_start().into()), if background_at_start.is_none() => {
+                background_at_start = Some(workload.background_counters());
+            }
             _ = tokio::time::sleep_until(pacer.measure_end().into()), if !done.is_cancelled() => done.cancel(),
             _ = stop.cancelled(), if interrupted_at.is_none() => {
                 interrupted_at = Some(Instant::now());
@@ -124,20 +146,31 @@ pub async fn run(
         }
     };
     let loops_ended = Instant::now();
+    let background = workload.background_counters() - background_at_start.unwrap_or_default();
     let (mut actors, measured): (Vec<Box<dyn Actor>>, Vec<ClientCounters>) =
         finished.into_iter().filter_map(Result::ok).unzip();
 
     // Release what the clients hold and close their sessions, bounded so a dead server
     // cannot keep the run from writing its results.
     let finish_bound = plan.op_timeout.min(Duration::from_secs(5));
-    join_all(actors.iter_mut().map(|a| tokio::time::timeout(finish_bound, a.finish()))).await;
+    // Background sessions first: they catch up on what the clients did (bounded by the
+    // workload; this bounds a stuck close) before the clients' sessions close.
+    let _ = tokio::time::timeout(plan.ttl * 2 + Duration::from_secs(10), workload.stop()).await;
+    join_all(
+        actors
+            .iter_mut()
+            .map(|a| tokio::time::timeout(finish_bound, a.finish())),
+    )
+    .await;
 
     let end_reason = match interrupted_at {
         Some(_) => EndReason::Interrupted,
         None if loops_ended < pacer.measure_end() => EndReason::OpsReached,
         None => EndReason::Completed,
     };
-    let window_end = interrupted_at.unwrap_or(loops_ended).min(pacer.measure_end());
+    let window_end = interrupted_at
+        .unwrap_or(loops_ended)
+        .min(pacer.measure_end());
     let window = window_end.saturating_duration_since(pacer.measure_start());
     let intervals = aggregator.intervals();
     let mut total = IntervalStats::new();
@@ -145,8 +178,15 @@ pub async fn run(
         total.merge(stats);
     }
     let check = workload.check((clock.at(pacer.measure_start()), clock.at(window_end)));
-    let counters = measured.into_iter().fold(ClientCounters::default(), |sum, c| sum + c);
-    Ok(RunOutcome { end_reason, window, intervals, total, check, counters })
+    let counters = measured.into_iter().fold(background, |sum, c| sum + c);
+    Ok(RunOutcome {
+        end_reason,
+        window,
+        intervals,
+        total,
+        check,
+        counters,
+    })
 }
 
 async fn open_actors(

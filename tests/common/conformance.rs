@@ -8,8 +8,8 @@ use coordbench_drivers::{Consistency, Coordinator, LockRecipe};
 use coordbench_workloads::kv::{KvOp, KvOptions, KvWorkload};
 use coordbench_workloads::lock::{LockOptions, LockWorkload};
 use coordbench_workloads::RunClock;
-use tokio::sync::{mpsc, oneshot};
 
+use super::herd::{self, LockQueue};
 use super::{
     closed_plan, open_session, run_plan, start_target, within, Percentiles, TargetKind, LONG_TTL,
 };
@@ -342,123 +342,13 @@ pub async fn release_notifies_herd_only_with_naive(kind: TargetKind, size: usize
 const WAITERS: usize = 6;
 
 async fn herd_case(c: Arc<dyn Coordinator>, recipe: LockRecipe) {
-    let name = unique("herd", recipe);
-    let mut holder = open_session(c.as_ref(), 100, LONG_TTL).await;
-    let held = within(
-        Duration::from_secs(5),
-        "holder's lock",
-        holder.lock(&name, recipe),
-    )
-    .await
-    .expect("holder locks");
-
-    let (acquired_tx, mut acquired_rx) = mpsc::unbounded_channel::<usize>();
-    let mut waiters = Vec::new();
-    for w in 0..WAITERS {
-        let mut s = open_session(c.as_ref(), w, LONG_TTL).await;
-        let before = s.counters();
-        let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
-        let acquired_tx = acquired_tx.clone();
-        let name = name.clone();
-        let task = tokio::spawn(async move {
-            // Wait for the lock until told to stop; dropping lock() abandons the attempt
-            // without releasing anything (the session is closed only after every waiter's
-            // counters are read, so no release cascades down the queue meanwhile).
-            let guard = tokio::select! {
-                r = s.lock(&name, recipe) => Some(r.expect("waiter's lock")),
-                _ = &mut stop_rx => None,
-            };
-            if guard.is_some() {
-                let _ = acquired_tx.send(w);
-                let _ = stop_rx.await;
-            }
-            (s, guard, before)
-        });
-        waiters.push((stop_tx, task));
-        // Queue in order, one at a time.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // Every waiter has sent its requests and is now only waiting.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(
-        acquired_rx.try_recv().is_err(),
-        "{recipe:?}: a waiter acquired while the holder holds"
-    );
-
-    within(
-        Duration::from_secs(5),
-        "holder's unlock",
-        holder.unlock(held),
-    )
-    .await
-    .expect("holder unlocks");
-    let next = within(
-        Duration::from_secs(5),
-        "the next holder's grant",
-        acquired_rx.recv(),
-    )
-    .await
-    .expect("a waiter acquires");
-    // Let every notification the release caused arrive.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(
-        acquired_rx.try_recv().is_err(),
-        "{recipe:?}: two waiters hold the lock"
-    );
-
-    // Stop the waiters that are still waiting first, then the holder, and read every
-    // waiter's counters before anything is released or closed.
-    let mut order: Vec<usize> = (0..WAITERS).filter(|&w| w != next).collect();
-    order.push(next);
-    let mut waiters: Vec<_> = waiters.into_iter().map(Some).collect();
-    let mut ended = Vec::new();
-    for w in order {
-        let (stop, task) = waiters[w].take().expect("each waiter once");
-        let _ = stop.send(());
-        let (s, guard, before) = within(Duration::from_secs(5), "a waiter's end", task)
-            .await
-            .expect("waiter task");
-        ended.push((w, s, guard, before));
-    }
-    ended.sort_by_key(|e| e.0);
-    let notified: Vec<u64> = ended
-        .iter()
-        .map(|(_, s, _, before)| s.counters().notifications - before.notifications)
-        .collect();
-    for (w, mut s, guard, _) in ended {
-        assert_eq!(guard.is_some(), w == next, "{recipe:?}: waiter {w}");
-        if let Some(g) = guard {
-            s.unlock(g).await.expect("next holder unlocks");
-        }
-        s.close().await.expect("close waiter");
-    }
-    holder.close().await.expect("close holder");
-    eprintln!(
-        "{recipe:?}: notifications per waiter after one release {notified:?}, next holder {next}"
-    );
-
-    match recipe {
-        LockRecipe::Naive => {
-            assert!(
-                notified.iter().all(|&n| n >= 1),
-                "naive: some waiter was not woken: {notified:?}"
-            );
-        }
-        LockRecipe::HerdFree => {
-            assert!(
-                notified[next] >= 1,
-                "herd-free: the next holder was not notified: {notified:?}"
-            );
-            let others: Vec<u64> = (0..WAITERS)
-                .filter(|&w| w != next)
-                .map(|w| notified[w])
-                .collect();
-            assert!(
-                others.iter().all(|&n| n == 0),
-                "herd-free: waiters other than {next} were woken: {notified:?}"
-            );
-        }
-    }
+    let queue = LockQueue {
+        name: unique("herd", recipe),
+        recipe,
+    };
+    let outcome = herd::one_release(c, queue, WAITERS).await;
+    eprintln!("{recipe:?}: notifications per waiter after one release {outcome:?}");
+    herd::assert_herd_matches(recipe, &outcome);
 }
 
 /// One watch event, flattened for comparison: type, key, value, mod revision, create

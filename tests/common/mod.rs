@@ -6,12 +6,16 @@
 //! Test bodies take a [`TargetKind`] (or a connected [`Target`]) and use only the driver
 //! seam, so the same body runs against every target: add a variant to [`TargetKind`] and a
 //! branch to [`start_target`], then call the bodies in [`conformance`] from a new test file.
+//! [`recipes`] holds election, discovery and value-watch bodies that take a connected
+//! coordinator, so ZooKeeper-protocol targets run them too.
 
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod conformance;
 pub mod etcdctl;
 pub mod failover;
+pub mod herd;
+pub mod recipes;
 pub mod zk_conformance;
 
 use std::future::Future;
@@ -152,6 +156,9 @@ pub async fn start_target(kind: TargetKind, size: usize) -> Target {
         ttl: LONG_TTL,
         base_port: None,
         work_dir: work_dir.path().to_path_buf(),
+        sync_delay: None,
+        net_delay: None,
+        net_delay_clients: false,
     };
     let cluster = match kind {
         TargetKind::Etcd => within(

@@ -1,6 +1,7 @@
 //! ZooKeeper-protocol conformance bodies shared by real ZooKeeper (tests/zookeeper_driver.rs)
 //! and the built-in Zab engine (tests/zab_target.rs): kv round trip, the lock workload with
-//! both recipes, session-expiry handover, and the herd check. Each body takes a driver
+//! both recipes, session-expiry handover, the herd check, and the election, discovery and
+//! value-watch bodies of [`recipes`] as ZooKeeper runs them. Each body takes a driver
 //! connected to the whole cluster (and the client endpoints where it needs single members).
 
 use std::collections::BTreeSet;
@@ -14,6 +15,7 @@ use coordbench_workloads::lock::{LockOptions, LockWorkload};
 use coordbench_workloads::RunClock;
 use tokio::sync::{mpsc, oneshot};
 
+use super::recipes;
 use super::{closed_plan, open_session, run_plan, within, Percentiles, CONNECT_TIMEOUT, LONG_TTL};
 
 pub const RECIPES: [LockRecipe; 2] = [LockRecipe::HerdFree, LockRecipe::Naive];
@@ -309,5 +311,88 @@ pub async fn connect_zk_quiet(endpoints: Vec<String>) -> Option<Arc<dyn Coordina
     match tokio::time::timeout(Duration::from_secs(2), ZkCoordinator::connect(&config)).await {
         Ok(Ok(c)) => Some(Arc::new(c)),
         _ => None,
+    }
+}
+
+/// The election and value-watch bodies (tests/common/recipes.rs) on one connected
+/// ZooKeeper-protocol target: election handover with both recipes, a cancelled campaign's
+/// cleanup, a value watch (one-shot watches coalesce) and 2000 value watches on one key over
+/// 4 sessions. (Discovery needs a short TTL: its body runs with the expiry tests.)
+pub async fn elections_and_value_watches(c: Arc<dyn Coordinator>) {
+    let started = Instant::now();
+    for recipe in RECIPES {
+        recipes::election_hands_over_one_at_a_time(c.clone(), recipe).await;
+        cancelled_campaign_leaves_no_candidate(c.clone(), recipe).await;
+    }
+    recipes::value_watch_follows_writes(c.clone(), 200, recipes::Delivery::Coalesced).await;
+    recipes::many_value_watches_all_notified(c, 2000, 1, 4).await;
+    eprintln!("elections and value watches took {:?}", started.elapsed());
+}
+
+/// One resignation wakes every candidate under naive and only the next under zk-recipe.
+pub async fn election_herd(c: Arc<dyn Coordinator>) {
+    for recipe in RECIPES {
+        recipes::resignation_notifies_herd_only_with_naive(c.clone(), recipe).await;
+    }
+}
+
+/// B's campaign is cancelled while A leads, leaving B's candidate node behind; C queues
+/// after it. B's next call removes that node, so when A resigns C leads, as an observer
+/// sees, rather than the queue waiting on B, who stopped waiting.
+pub async fn cancelled_campaign_leaves_no_candidate(c: Arc<dyn Coordinator>, recipe: LockRecipe) {
+    let step = Duration::from_secs(5);
+    let election = format!("cancelled-{recipe:?}-{}", std::process::id()).to_lowercase();
+    let mut a = open_session(c.as_ref(), 600, LONG_TTL).await;
+    let mut b = open_session(c.as_ref(), 601, LONG_TTL).await;
+    let mut c_session = open_session(c.as_ref(), 602, LONG_TTL).await;
+    let mut o = open_session(c.as_ref(), 603, LONG_TTL).await;
+    let led = within(step, "A's campaign", a.campaign(&election, b"a", recipe))
+        .await
+        .expect("A leads");
+    let cancelled = tokio::time::timeout(
+        Duration::from_millis(300),
+        b.campaign(&election, b"b", recipe),
+    )
+    .await;
+    assert!(cancelled.is_err(), "{recipe:?}: B led while A leads");
+    let c_election = election.clone();
+    let waiter = tokio::spawn(async move {
+        let r = c_session.campaign(&c_election, b"c", recipe).await;
+        (c_session, r)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished(), "{recipe:?}: C led while A leads");
+
+    // Any later recipe call of B's session removes its abandoned candidate.
+    let service = format!("after-cancel-{recipe:?}").to_lowercase();
+    let registration = within(step, "B's next call", b.register(&service, "b", b""))
+        .await
+        .expect("B registers");
+    within(step, "A's resignation", a.resign(led))
+        .await
+        .expect("A resigns");
+    let (mut c_session, c_led) = within(step, "C's leadership", waiter)
+        .await
+        .expect("C's task");
+    let c_led = c_led.expect("C leads");
+    let mut observer = within(step, "observe", o.observe(&election))
+        .await
+        .expect("observe");
+    let leader = within(step, "the observer's view", observer.next())
+        .await
+        .expect("the observer's view")
+        .expect("a leader");
+    assert_eq!((leader.token, &leader.value[..]), (c_led.token, &b"c"[..]));
+    within(step, "C's resignation", c_session.resign(c_led))
+        .await
+        .expect("C resigns");
+    let after = within(step, "the observer's next view", observer.next())
+        .await
+        .expect("the observer's next view");
+    assert_eq!(after, None, "{recipe:?}: a leader after everyone resigned");
+    b.deregister(registration).await.expect("B deregisters");
+    drop(observer);
+    for mut s in [a, b, c_session, o] {
+        s.close().await.expect("close");
     }
 }

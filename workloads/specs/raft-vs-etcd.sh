@@ -3,7 +3,8 @@
 # 64 clients: kv-put throughput and p99, and lock throughput (etcd-mutex, 64 clients on 8
 # locks). Targets alternate and each point repeats REPEATS times, so drift on a shared
 # machine hits both alike. Both are measured through the same etcd driver.
-# Usage: workloads/specs/raft-vs-etcd.sh [OUT]   (DURATION=10s REPEATS=2 to change)
+# Usage: workloads/specs/raft-vs-etcd.sh [OUT]   (DURATION=10s REPEATS=2 to change;
+#   PIN_CLIENT=0 PIN_SERVERS=1 puts the load generator and the members on separate cores)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:-results/raft-vs-etcd-$(date -u +%Y%m%dT%H%M%SZ)}
@@ -11,7 +12,10 @@ DURATION=${DURATION:-10s}
 REPEATS=${REPEATS:-2}
 cargo build --release --quiet
 bin=./target/release/coordbench
-run() { local name=$1; shift; "$bin" run --quiet --duration "$DURATION" --cluster-size 3 --disk disk --clients 64 --out "$OUT/$name" "$@"; }
+pin=()
+[[ -n "${PIN_CLIENT:-}" ]] && pin+=(--pin-client "$PIN_CLIENT")
+[[ -n "${PIN_SERVERS:-}" ]] && pin+=(--pin-servers "$PIN_SERVERS")
+run() { local name=$1; shift; "$bin" run --quiet --duration "$DURATION" --cluster-size 3 --disk disk --clients 64 "${pin[@]}" --out "$OUT/$name" "$@"; }
 
 for r in $(seq 1 "$REPEATS"); do
   for target in raft etcd; do

@@ -1,4 +1,5 @@
-//! The mutual-exclusion checker: judges recorded critical sections.
+//! The mutual-exclusion checker: judges recorded critical sections (lock sections, and
+//! leadership intervals of elections, where an overlap is a split brain).
 //!
 //! Every section is (lock, client, token, requested, enter, exit, released) on the run's one
 //! monotonic clock. Two sections of one lock that overlap in time are a violation; the
@@ -11,7 +12,11 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use crate::election::ElectionCheck;
+use crate::herd::HerdSummary;
 use crate::histogram::latency_histogram;
+use crate::propagation::PropagationCheck;
+use crate::versions::VersionCheck;
 use serde::Serialize;
 
 /// One critical section as a client lived it.
@@ -42,18 +47,38 @@ pub struct LockCheck {
     pub handover_us: Option<Histogram<u64>>,
 }
 
-/// A workload's verdict, stored in run.json and summarized in summary.csv.
+/// A workload's verdict, stored in run.json and summarized in summary.csv. Each workload
+/// fills in its own part.
 #[derive(Debug, Clone, Default)]
 pub struct CheckReport {
     pub lock: Option<LockCheck>,
+    /// Lock and election: what waiters received and sent per release.
+    pub herd: Option<HerdSummary>,
+    pub election: Option<ElectionCheck>,
+    pub discovery: Option<PropagationCheck>,
+    pub config_watch: Option<VersionCheck>,
 }
 
 impl CheckReport {
-    /// Safety violations of any kind (0 for workloads without a safety property).
+    /// Safety violations of any kind (0 for workloads without a safety property): lock
+    /// overlaps and token regressions, election split brains and token regressions.
     pub fn violations(&self) -> u64 {
+        let lock = self
+            .lock
+            .as_ref()
+            .map_or(0, |l| l.violations + l.token_regressions);
+        let election = self.election.as_ref().map_or(0, |e| {
+            e.intervals.violations + e.intervals.token_regressions
+        });
+        lock + election
+    }
+
+    /// Handover latencies, µs: lock or election.
+    pub fn handovers(&self) -> Option<&Histogram<u64>> {
         self.lock
             .as_ref()
-            .map_or(0, |l| l.violations + l.token_regressions)
+            .or(self.election.as_ref().map(|e| &e.intervals))
+            .and_then(|l| l.handover_us.as_ref())
     }
 }
 

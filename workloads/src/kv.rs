@@ -60,7 +60,7 @@ impl Workload for KvWorkload {
         }
     }
 
-    async fn setup(&self, coordinator: &dyn Coordinator) -> Result<(), WorkloadError> {
+    async fn setup(&self, coordinator: &Arc<dyn Coordinator>) -> Result<(), WorkloadError> {
         // Reads need keys to exist; writes start from the same state so runs compare.
         const WRITERS: usize = 8;
         let options = SessionOptions {

@@ -4,11 +4,18 @@
 //! recorded history afterwards. It sees only the driver seam ([`coordbench_drivers`]), never
 //! which server it runs against. Timing, loops and recording belong to the runner.
 
+pub mod background;
 pub mod checker;
 pub mod clock;
+pub mod config_watch;
+pub mod discovery;
+pub mod election;
+pub mod herd;
 pub mod histogram;
 pub mod kv;
 pub mod lock;
+pub mod propagation;
+pub mod versions;
 pub mod workload;
 
 pub use checker::{CheckReport, LockCheck, Section};

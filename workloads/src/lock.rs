@@ -1,8 +1,9 @@
 //! The lock workload: clients contend for a few lock names, hold, release, repeat.
 //!
 //! Client `c` contends for lock `c % locks`, so each lock has `clients / locks` contenders.
-//! Every critical section is recorded for the mutual-exclusion checker. An operation is one
-//! acquisition; its latency is the acquisition latency (lock() call to return).
+//! Every critical section is recorded for the mutual-exclusion checker, and every release
+//! opens a herd window ([`crate::herd`]). An operation is one acquisition; its latency is
+//! the acquisition latency (lock() call to return).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,6 +14,7 @@ use coordbench_drivers::{
 };
 
 use crate::checker::check_sections;
+use crate::herd::HerdMonitor;
 use crate::{Actor, CheckReport, OpResult, RunClock, Section, Workload, WorkloadError};
 
 #[derive(Debug, Clone)]
@@ -29,6 +31,7 @@ pub struct LockWorkload {
     options: LockOptions,
     clock: RunClock,
     sections: SectionLog,
+    herd: Arc<HerdMonitor>,
 }
 
 impl LockWorkload {
@@ -40,6 +43,7 @@ impl LockWorkload {
             options,
             clock,
             sections: SectionLog::default(),
+            herd: Arc::default(),
         })
     }
 
@@ -60,15 +64,18 @@ impl Workload for LockWorkload {
         "lock"
     }
 
-    async fn setup(&self, _coordinator: &dyn Coordinator) -> Result<(), WorkloadError> {
+    async fn setup(&self, _coordinator: &Arc<dyn Coordinator>) -> Result<(), WorkloadError> {
         Ok(())
     }
 
     fn actor(&self, client: usize, session: Box<dyn Session>) -> Box<dyn Actor> {
+        let lock = format!("lock-{}", client % self.options.locks);
+        self.herd.join(&lock, client, session.counter_handle());
         Box::new(LockActor {
             session,
             client,
-            lock: format!("lock-{}", client % self.options.locks),
+            lock,
+            herd: self.herd.clone(),
             options: self.options.clone(),
             clock: self.clock,
             log: self.sections.clone(),
@@ -79,6 +86,8 @@ impl Workload for LockWorkload {
     fn check(&self, window: (Duration, Duration)) -> CheckReport {
         CheckReport {
             lock: Some(check_sections(&lock_log(&self.sections), window)),
+            herd: Some(self.herd.summary(window)),
+            ..Default::default()
         }
     }
 }
@@ -93,6 +102,7 @@ struct LockActor {
     session: Box<dyn Session>,
     client: usize,
     lock: String,
+    herd: Arc<HerdMonitor>,
     options: LockOptions,
     clock: RunClock,
     log: SectionLog,
@@ -104,6 +114,7 @@ impl LockActor {
     /// Ends the open section at `exit` and releases the lock.
     async fn release(&mut self, held: Held, exit: Duration) -> Result<(), DriverError> {
         lock_log(&self.log)[held.section].exit = exit;
+        self.herd.released(&self.lock, self.client, exit);
         let result = self.session.unlock(held.guard).await;
         if result.is_ok() {
             lock_log(&self.log)[held.section].released = Some(self.clock.now());
@@ -125,8 +136,12 @@ impl Actor for LockActor {
     async fn run_op(&mut self) -> Result<OpResult, DriverError> {
         self.repair().await;
         let requested = self.clock.now();
-        let guard = self.session.lock(&self.lock, self.options.recipe).await?;
+        self.herd.waiting(&self.lock, self.client, true);
+        let acquired = self.session.lock(&self.lock, self.options.recipe).await;
+        self.herd.waiting(&self.lock, self.client, false);
+        let guard = acquired?;
         let enter = self.clock.now();
+        self.herd.granted(&self.lock, self.client);
         let section = {
             let mut log = lock_log(&self.log);
             log.push(Section {

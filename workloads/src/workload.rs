@@ -1,5 +1,10 @@
 //! The workload seam: setup, one actor per client, and a check over the history.
+//!
+//! A workload may also run sessions of its own beside the clients (watchers, observers):
+//! it opens them in `setup`, the runner reads their counters through `background_counters`
+//! at the start and end of the window, and ends them with `stop` before `check`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -44,8 +49,10 @@ pub trait Workload: Send + Sync {
     /// The name used on the command line and in results.
     fn name(&self) -> &'static str;
 
-    /// Prepares the target (e.g. writes the keys a read workload reads).
-    async fn setup(&self, coordinator: &dyn Coordinator) -> Result<(), WorkloadError>;
+    /// Prepares the target (e.g. writes the keys a read workload reads) and starts the
+    /// workload's own background sessions, if any. Actors may keep `coordinator` to open
+    /// replacement sessions (after abandoning one, as a crashed client would).
+    async fn setup(&self, coordinator: &Arc<dyn Coordinator>) -> Result<(), WorkloadError>;
 
     /// The actor of client `client`, which owns `session`.
     fn actor(&self, client: usize, session: Box<dyn Session>) -> Box<dyn Actor>;
@@ -54,4 +61,13 @@ pub trait Workload: Send + Sync {
     /// workload's clock; figures such as handover latency are taken from it, while safety
     /// checks look at the whole run.
     fn check(&self, window: (Duration, Duration)) -> CheckReport;
+
+    /// Requests and notifications of the workload's background sessions so far, summed.
+    fn background_counters(&self) -> ClientCounters {
+        ClientCounters::default()
+    }
+
+    /// Ends the background sessions once the window is over (after letting them catch up
+    /// on what the clients did, within a bound of the workload's choosing).
+    async fn stop(&self) {}
 }

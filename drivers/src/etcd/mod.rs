@@ -3,10 +3,21 @@
 //! One [`EtcdCoordinator`] holds `conns` gRPC connections (each balanced over every
 //! endpoint); client `i` uses connection `i % conns`, so many clients can share few
 //! connections as in etcd's own benchmark tool.
+//!
+//! Recipes follow etcd's concurrency package: locks ([`lock`]) and elections ([`election`])
+//! queue by create revision under a prefix ([`queue`]); service instances are leased keys
+//! ([`registry`]). A session's watch handles ([`watch`]) share one watch stream
+//! ([`watch_mux`]), so thousands of config watchers need no more HTTP/2 streams than sessions.
 
+mod election;
 mod errors;
 mod lock;
+mod prefix_view;
+mod queue;
+mod registry;
 mod session;
+mod watch;
+mod watch_mux;
 
 use std::time::Duration;
 

@@ -1,17 +1,21 @@
-//! One client's etcd session: a lazily granted lease kept alive at TTL/3, plus the
-//! key-value operations. Lock recipes are in [`super::lock`].
+//! One client's etcd session: a lazily granted lease kept alive at TTL/3, one watch stream
+//! shared by its watch handles, plus the key-value operations. The recipes live beside it:
+//! locks in [`super::lock`], elections in [`super::election`], service registration in
+//! [`super::registry`], watch handles in [`super::watch`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use etcd_client::{Client, GetOptions};
+use etcd_client::{Client, GetOptions, WatchOptions};
 use tokio::task::JoinHandle;
 
-use super::map_error;
+use super::watch_mux::{Subscription, WatchMux};
+use super::{election, map_error, registry, watch};
 use crate::{
-    ClientCounters, Consistency, CounterHandle, DriverError, LockGuard, LockRecipe, Session,
+    ClientCounters, Consistency, CounterHandle, DriverError, LeaderWatch, Leadership, LockGuard,
+    LockRecipe, MembersWatch, Registration, Session, ValueWatch,
 };
 
 /// A granted lease and the task that refreshes it.
@@ -28,10 +32,12 @@ pub(super) struct EtcdSession {
     pub(super) counters: CounterHandle,
     ttl: Duration,
     lease: Option<Lease>,
-    /// A lock key this session created whose acquisition was abandoned (the lock future was
-    /// dropped, e.g. on timeout). It is deleted before the next lock attempt so the queue does
-    /// not wait on a client that stopped waiting.
+    /// A lock or candidate key this session created whose acquisition was abandoned (the
+    /// lock or campaign future was dropped, e.g. on timeout). It is deleted before the next
+    /// lock, campaign or resign so the queue does not wait on a client that stopped waiting.
     pub(super) pending_key: Option<Vec<u8>>,
+    /// The watch stream this session's watch handles share, opened on first use.
+    watches: Option<WatchMux>,
 }
 
 impl EtcdSession {
@@ -43,7 +49,24 @@ impl EtcdSession {
             ttl,
             lease: None,
             pending_key: None,
+            watches: None,
         }
+    }
+
+    /// A watcher on the session's shared watch stream, (re)opening the stream if needed.
+    pub(super) async fn subscribe(
+        &mut self,
+        key: Vec<u8>,
+        options: WatchOptions,
+    ) -> Result<Subscription, DriverError> {
+        if let Some(mux) = self.watches.as_ref().filter(|m| m.is_open()) {
+            self.counters.request();
+            return mux.subscribe(key, options).await;
+        }
+        let (mux, first) =
+            WatchMux::open(self.client.clone(), self.counters.clone(), key, options).await?;
+        self.watches = Some(mux);
+        Ok(first)
     }
 
     /// The session's lease, granted on first use. Fails if the lease has expired: locks held
@@ -84,9 +107,11 @@ impl EtcdSession {
     }
 
     async fn delete_pending_key(&mut self) -> Result<(), DriverError> {
-        if let Some(key) = self.pending_key.take() {
+        if let Some(key) = self.pending_key.clone() {
             self.counters.request();
             self.client.delete(key, None).await.map_err(map_error)?;
+            // Cleared only once deleted, so a cleanup that is itself dropped is retried.
+            self.pending_key = None;
         }
         Ok(())
     }
@@ -163,8 +188,52 @@ impl Session for EtcdSession {
         super::lock::unlock(self, guard).await
     }
 
+    async fn campaign(
+        &mut self,
+        election: &str,
+        value: &[u8],
+        recipe: LockRecipe,
+    ) -> Result<Leadership, DriverError> {
+        self.delete_pending_key().await?;
+        election::campaign(self, election, value, recipe).await
+    }
+
+    async fn resign(&mut self, leadership: Leadership) -> Result<(), DriverError> {
+        self.delete_pending_key().await?;
+        election::resign(self, leadership).await
+    }
+
+    async fn observe(&mut self, election: &str) -> Result<Box<dyn LeaderWatch>, DriverError> {
+        election::observe(self, election).await
+    }
+
+    async fn register(
+        &mut self,
+        service: &str,
+        instance: &str,
+        data: &[u8],
+    ) -> Result<Registration, DriverError> {
+        registry::register(self, service, instance, data).await
+    }
+
+    async fn deregister(&mut self, registration: Registration) -> Result<(), DriverError> {
+        registry::deregister(self, registration).await
+    }
+
+    async fn watch_members(&mut self, service: &str) -> Result<Box<dyn MembersWatch>, DriverError> {
+        registry::watch_members(self, service).await
+    }
+
+    async fn watch_value(&mut self, key: &str) -> Result<Box<dyn ValueWatch>, DriverError> {
+        watch::follow_value(self, key).await
+    }
+
     fn counters(&self) -> ClientCounters {
         self.counters.snapshot()
+    }
+
+    fn counter_handle(&self) -> Option<CounterHandle> {
+        Some(self.counters.clone())
     }
 
     fn abandon(&mut self) {
@@ -174,6 +243,8 @@ impl Session for EtcdSession {
     }
 
     async fn close(&mut self) -> Result<(), DriverError> {
+        // The shared watch stream ends once the handles still using it are dropped.
+        self.watches = None;
         if let Some(lease) = self.lease.take() {
             lease.keepalive.abort();
             self.counters.request();

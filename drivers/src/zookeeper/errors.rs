@@ -1,8 +1,9 @@
-//! Maps zookeeper-client errors onto the driver's error kinds.
+//! Maps zookeeper-client errors, and watch events that say the session ended, onto the
+//! driver's error kinds.
 
 use std::time::Duration;
 
-use zookeeper_client::Error;
+use zookeeper_client::{Error, EventType, SessionState, WatchedEvent};
 
 use crate::DriverError;
 
@@ -27,6 +28,24 @@ pub fn map_error(error: Error) -> DriverError {
             detail: one_line(&error.to_string()),
         },
         other => DriverError::Server(one_line(&other.to_string())),
+    }
+}
+
+/// Fails if a watch fired because the session ended rather than because its node changed;
+/// `waiting` says what the caller was waiting for.
+pub(super) fn check_event(event: &WatchedEvent, waiting: &str) -> Result<(), DriverError> {
+    match (event.event_type, event.session_state) {
+        (EventType::Session, SessionState::Expired) => Err(DriverError::SessionExpired(format!(
+            "session expired while waiting for {waiting}"
+        ))),
+        // Our own abandon or close dropped the client.
+        (EventType::Session, SessionState::Closed) => Err(DriverError::SessionExpired(format!(
+            "the session was abandoned or closed while waiting for {waiting}"
+        ))),
+        (EventType::Session, state) if state.is_terminated() => Err(DriverError::Server(format!(
+            "session ended ({state:?}) while waiting for {waiting}"
+        ))),
+        _ => Ok(()),
     }
 }
 

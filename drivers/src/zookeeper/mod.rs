@@ -7,12 +7,18 @@
 //! `conns` setting; the configuration refuses `--conns` below `--clients` for ZooKeeper.
 //!
 //! Keys are znode paths (the kv workload's `/coordbench/kv/00000001` as it is); recipes
-//! keep their nodes under `/coordbench/`.
+//! keep their nodes under `/coordbench/` (`lock/`, `naive-lock/`, `election/`, `services/`).
 
+mod discovery;
+mod election;
 mod errors;
+mod follow;
 pub mod four_letter;
 mod lock;
+mod pending;
+mod queue;
 mod session;
+mod watch;
 
 use std::time::Duration;
 
@@ -22,7 +28,7 @@ use zookeeper_client::Client;
 use crate::{ApiFamily, Coordinator, DriverError, Session, SessionOptions};
 pub use errors::map_error;
 // Shared with the zookeeper-async driver, which keeps the same paths and names.
-pub(crate) use lock::sequence;
+pub(crate) use queue::sequence;
 pub(crate) use session::znode_path;
 use four_letter::{four_letter_word, version};
 use session::ZkSession;

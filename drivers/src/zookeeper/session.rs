@@ -1,38 +1,49 @@
-//! One client's ZooKeeper session: the key-value operations, abandon and close. Lock recipes
-//! are in [`super::lock`].
+//! One client's ZooKeeper session: the key-value operations, abandon and close, and the
+//! entry points of the recipes (locks in [`super::lock`], elections in [`super::election`],
+//! registrations in [`super::discovery`], value watches in [`super::watch`]).
 //!
 //! Sessions are established *detached*: dropping the client ends its connection without a
 //! closeSession request, so the server keeps the session (and its ephemeral nodes) until
 //! the session timeout passes with no pings. That is what [`Session::abandon`] needs. A
 //! clean [`Session::close`] re-attaches a plain client to the session and drops it, which
 //! sends closeSession. A session dropped without `close` is thus abandoned.
+//!
+//! Watch handles hold only a weak reference to the client, so they never keep an abandoned
+//! session's connection alive; once it is gone they fail as an expired session would.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, Error, StateWatcher};
 
-use super::lock::{self, Pending};
-use super::map_error;
+use super::pending::{self, Pending};
+use super::{discovery, election, lock, map_error, watch};
 use crate::{
-    ClientCounters, Consistency, CounterHandle, DriverError, LockGuard, LockRecipe, Session,
+    ClientCounters, Consistency, CounterHandle, DriverError, LeaderWatch, Leadership, LockGuard,
+    LockRecipe, MembersWatch, Registration, Session, ValueWatch,
 };
 
 /// Options of the persistent znodes kv keys and lock directories are.
 pub(super) const PERSISTENT: CreateOptions<'static> =
     CreateMode::Persistent.with_acls(Acls::anyone_all());
+/// Options of the nodes that live as long as their session.
+pub(super) const EPHEMERAL: CreateOptions<'static> =
+    CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+pub(super) const EPHEMERAL_SEQUENTIAL: CreateOptions<'static> =
+    CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
 
 pub(super) struct ZkSession {
-    /// `None` once abandoned or closed.
-    client: Option<Client>,
+    /// `None` once abandoned or closed. Shared (weakly) with the watch handles.
+    client: Option<Arc<Client>>,
     pub(super) client_id: usize,
     pub(super) counters: CounterHandle,
     /// The connect string, to re-attach on close.
     cluster: String,
     connect_timeout: Duration,
-    /// An acquisition that was cancelled (the lock future dropped, e.g. on timeout) after it
-    /// may have created its node; the node is deleted before the next attempt so the queue
-    /// does not wait on a client that stopped waiting.
+    /// An acquisition or campaign that was cancelled (its future dropped, e.g. on timeout)
+    /// after it may have created its node; the node is deleted before the next recipe call
+    /// so the queue does not wait on a client that stopped waiting.
     pub(super) pending: Option<Pending>,
 }
 
@@ -44,7 +55,7 @@ impl ZkSession {
         connect_timeout: Duration,
     ) -> Self {
         ZkSession {
-            client: Some(client),
+            client: Some(Arc::new(client)),
             client_id,
             counters: CounterHandle::default(),
             cluster,
@@ -55,10 +66,25 @@ impl ZkSession {
 
     /// The live client; once the session was abandoned or closed, an error of the kind a
     /// crashed-and-expired client would see.
-    pub(super) fn zk(&self) -> Result<&Client, DriverError> {
+    pub(super) fn zk(&self) -> Result<&Arc<Client>, DriverError> {
         self.client.as_ref().ok_or_else(|| {
             DriverError::SessionExpired("the session was abandoned or closed".into())
         })
+    }
+
+    /// Deletes a node this session created for a recipe (`key`, a lock's, leadership's or
+    /// registration's path). Gone already means the session lost it (expired), as `what`.
+    pub(super) async fn delete_own(&self, key: Vec<u8>, what: &str) -> Result<(), DriverError> {
+        let path = String::from_utf8(key)
+            .map_err(|_| DriverError::Unsupported(format!("{what} has a non-UTF-8 node path")))?;
+        self.counters.request();
+        match self.zk()?.delete(&path, None).await {
+            Ok(()) => Ok(()),
+            Err(Error::NoNode) => Err(DriverError::SessionExpired(format!(
+                "{what} was lost before release (its node {path} is gone)"
+            ))),
+            Err(e) => Err(map_error(e)),
+        }
     }
 
     async fn create_with_parents(
@@ -158,7 +184,7 @@ impl Session for ZkSession {
     }
 
     async fn lock(&mut self, name: &str, recipe: LockRecipe) -> Result<LockGuard, DriverError> {
-        lock::repair(self).await?;
+        pending::repair(self).await?;
         match recipe {
             LockRecipe::HerdFree => lock::lock_queue(self, name).await,
             LockRecipe::Naive => lock::lock_naive(self, name).await,
@@ -169,10 +195,52 @@ impl Session for ZkSession {
         lock::unlock(self, guard).await
     }
 
+    async fn campaign(
+        &mut self,
+        election: &str,
+        value: &[u8],
+        recipe: LockRecipe,
+    ) -> Result<Leadership, DriverError> {
+        election::campaign(self, election, value, recipe).await
+    }
+
+    async fn resign(&mut self, leadership: Leadership) -> Result<(), DriverError> {
+        election::resign(self, leadership).await
+    }
+
+    async fn observe(&mut self, election: &str) -> Result<Box<dyn LeaderWatch>, DriverError> {
+        Ok(Box::new(election::observe(self, election)?))
+    }
+
+    async fn register(
+        &mut self,
+        service: &str,
+        instance: &str,
+        data: &[u8],
+    ) -> Result<Registration, DriverError> {
+        discovery::register(self, service, instance, data).await
+    }
+
+    async fn deregister(&mut self, registration: Registration) -> Result<(), DriverError> {
+        discovery::deregister(self, registration).await
+    }
+
+    async fn watch_members(&mut self, service: &str) -> Result<Box<dyn MembersWatch>, DriverError> {
+        Ok(Box::new(discovery::watch_members(self, service)?))
+    }
+
+    async fn watch_value(&mut self, key: &str) -> Result<Box<dyn ValueWatch>, DriverError> {
+        Ok(Box::new(watch::watch_value(self, key)?))
+    }
+
     /// Requests and watch notifications. Pings are sent by the client library on its own and
     /// are not counted (keepalives stay 0).
     fn counters(&self) -> ClientCounters {
         self.counters.snapshot()
+    }
+
+    fn counter_handle(&self) -> Option<CounterHandle> {
+        Some(self.counters.clone())
     }
 
     /// Drops the detached client: the connection closes without closeSession, pings stop,

@@ -158,6 +158,10 @@ impl Session for AsyncZkSession {
         self.counters.snapshot()
     }
 
+    fn counter_handle(&self) -> Option<CounterHandle> {
+        Some(self.counters.clone())
+    }
+
     /// Drops the handle without closing. The crate's connection task outlives it and keeps
     /// the session alive until the process exits, so unlike a crashed client's, what this
     /// session holds is not freed by expiry: the crate offers no way to silence it.

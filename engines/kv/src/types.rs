@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// etcd's `mvccpb.KeyValue`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct KeyValue {
+    #[serde(with = "serde_bytes")]
     pub key: Vec<u8>,
     /// Revision of the put that created the key (reset by a delete).
     pub create_revision: i64,
@@ -17,6 +18,7 @@ pub struct KeyValue {
     pub mod_revision: i64,
     /// Number of puts since the key was (re)created; 1 after creation.
     pub version: i64,
+    #[serde(with = "serde_bytes")]
     pub value: Vec<u8>,
     /// Attached lease id, 0 for none.
     pub lease: i64,
@@ -64,7 +66,9 @@ pub enum SortTarget {
 /// the single `key`; `[0]` = every key `>= key`; otherwise `[key, range_end)`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RangeRequest {
+    #[serde(with = "serde_bytes")]
     pub key: Vec<u8>,
+    #[serde(with = "serde_bytes")]
     pub range_end: Vec<u8>,
     /// At most this many kvs; `<= 0` = no limit.
     pub limit: i64,
@@ -95,7 +99,9 @@ pub struct RangeResponse {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PutRequest {
+    #[serde(with = "serde_bytes")]
     pub key: Vec<u8>,
+    #[serde(with = "serde_bytes")]
     pub value: Vec<u8>,
     pub lease: i64,
     pub prev_kv: bool,
@@ -111,7 +117,9 @@ pub struct PutResponse {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeleteRangeRequest {
+    #[serde(with = "serde_bytes")]
     pub key: Vec<u8>,
+    #[serde(with = "serde_bytes")]
     pub range_end: Vec<u8>,
     pub prev_kv: bool,
 }
@@ -139,7 +147,7 @@ pub enum CompareTarget {
     Version(i64),
     Create(i64),
     Mod(i64),
-    Value(Vec<u8>),
+    Value(#[serde(with = "serde_bytes")] Vec<u8>),
     Lease(i64),
 }
 
@@ -149,7 +157,9 @@ pub enum CompareTarget {
 pub struct Compare {
     pub result: CompareResult,
     pub target: CompareTarget,
+    #[serde(with = "serde_bytes")]
     pub key: Vec<u8>,
+    #[serde(with = "serde_bytes")]
     pub range_end: Vec<u8>,
 }
 

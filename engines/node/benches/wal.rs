@@ -13,8 +13,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use coordbench_node::{DiskKind, FileDisk, Wal, WalOptions};
-use coordbench_raft::{Entry, EntryKind, HardState, Snapshot};
+use coordbench_node::wal::Snapshot;
+use coordbench_node::{DiskKind, FileDisk, RaftWal, WalOptions};
+use coordbench_raft::{Entry, EntryKind, HardState};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 const ENTRY_BYTES: usize = 128;
@@ -36,7 +37,7 @@ fn kinds() -> Vec<(DiskKind, tempfile::TempDir)> {
 }
 
 struct Log {
-    wal: Wal,
+    wal: RaftWal,
     next: u64,
     compacted: u64,
 }
@@ -48,7 +49,7 @@ impl Log {
             segment_bytes: 8 << 20,
             ..WalOptions::default()
         };
-        let (wal, state) = Wal::open(Arc::new(disk), opts).expect("open WAL");
+        let (wal, state) = RaftWal::open(Arc::new(disk), opts).expect("open WAL");
         let next = state
             .entries
             .last()
@@ -81,7 +82,7 @@ impl Log {
             vote: Some(1),
             commit: self.next - 1,
         };
-        self.wal.append(entries, Some(&hs)).expect("append");
+        self.wal.append(None, entries, Some(&hs)).expect("append");
         self.wal.sync().expect("sync");
         if self.next - 1 - self.compacted >= COMPACT_EVERY {
             let index = self.next - 1;

@@ -23,6 +23,7 @@ pub enum Payload {
     /// A follower asks the leader to propose `command`.
     Forward {
         request_id: u64,
+        #[serde(with = "serde_bytes")]
         command: Vec<u8>,
     },
     /// The leader appended the command at (`index`, `term`): the follower answers its

@@ -10,15 +10,21 @@
 //! etcd v3 gRPC API over the kv state machine, the ZooKeeper protocol over the tree state
 //! machine) is written against [`Replicator`] and never learns which core replicates it.
 //!
+//! One runtime serves both cores: the event loop (`runtime`), the start-up path (`node`)
+//! and the [`Wal`] are generic over a small core trait (`core::Core`) and a WAL format
+//! ([`LogFormat`]); `raft_node` and `zab_node` are the adapters of the two cores.
+//!
 //! Start a Raft member with [`RaftNode::start`] (files + TCP) or [`RaftNode::start_with`]
 //! (any [`Disk`] and [`Transport`]); it returns a [`RaftHandle`] (the `Replicator`) and a
 //! [`NodeTask`] to stop it. [`ZabNode::start`] does the same for a Zab member (the Zab core,
 //! a [`ZabWal`], the same transports, handle and envelopes).
 
 mod config;
+mod core;
 pub mod disk;
 mod envelope;
 mod handle;
+mod node;
 mod raft_node;
 mod record;
 mod runtime;
@@ -28,18 +34,16 @@ pub mod tcp;
 pub mod transport;
 pub mod wal;
 mod zab_node;
-mod zab_runtime;
-pub mod zab_wal;
 
 pub use config::NodeConfig;
 pub use disk::{Disk, DiskFile, DiskKind, FileDisk, MemDisk};
 pub use envelope::{Envelope, Payload, Refusal};
 pub use handle::{NodeHandle, RaftHandle, ZabHandle};
-pub use raft_node::{NodeTask, RaftNode, StartError};
+pub use node::{NodeTask, StartError};
+pub use raft_node::{RaftFormat, RaftNode, RaftWal};
 pub use runtime::RuntimeError;
 pub use seam::{NodeError, NodeRole, NodeStatus, Replicator, StateMachine};
 pub use tcp::{TcpOptions, TcpTransport};
 pub use transport::{InProcNetwork, InProcTransport, Transport};
-pub use wal::{Wal, WalError, WalOptions, WalStats};
-pub use zab_node::ZabNode;
-pub use zab_wal::ZabWal;
+pub use wal::{LogFormat, Wal, WalError, WalOptions, WalStats};
+pub use zab_node::{ZabFormat, ZabNode, ZabWal};

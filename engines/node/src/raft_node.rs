@@ -1,87 +1,264 @@
-//! Starting and stopping a Raft member: recovers the WAL, restores the state machine from
-//! the latest snapshot, builds the core, and spawns the loop (`runtime`) that the returned
-//! [`RaftHandle`] talks to.
+//! The Raft core's adapter: [`RaftCore`] puts the Raft [`RawNode`] behind the runtime's
+//! [`Core`] trait, [`RaftFormat`] is its WAL format (entries, hard state, snapshots and
+//! Raft's recovery rule), and [`RaftNode`] starts members with them.
 
-use std::collections::HashMap;
-use std::io;
-use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
 
-use coordbench_raft::RawNode;
-use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::JoinHandle;
+use coordbench_raft::{
+    Entry, EntryKind, Error as RaftError, HardState, NodeId, PersistedState, RawNode, Role,
+};
+use tokio::sync::mpsc;
 
 use crate::config::NodeConfig;
-use crate::disk::{Disk, FileDisk};
-use crate::envelope::Envelope;
+use crate::core::{CompactFail, Core, CoreStatus, Position, Ready, Refused};
+use crate::disk::Disk;
+use crate::envelope::{Envelope, Payload};
 use crate::handle::RaftHandle;
-use crate::runtime::{retry_pause, role_of, Runtime, RuntimeError};
-use crate::seam::{NodeStatus, StateMachine};
-use crate::tcp::TcpTransport;
+use crate::node::{self, NodeTask, StartError};
+use crate::seam::{NodeRole, StateMachine};
 use crate::transport::Transport;
-use crate::wal::{Wal, WalError};
+use crate::wal::{LogFormat, Recovered, Replay, Snapshot, SnapshotFiles, Wal, WalError};
 
-/// Why a member could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error("invalid configuration: {0}")]
-    Config(String),
-    #[error("data directory {dir}: {source}")]
-    DataDir {
-        dir: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("listening on {addr}: {source}")]
-    Listen {
-        addr: SocketAddr,
-        #[source]
-        source: io::Error,
-    },
-    #[error(transparent)]
-    Wal(#[from] WalError),
-    #[error("restoring the state machine from the snapshot at {index}: {reason}")]
-    Restore { index: u64, reason: String },
-    #[error("the Raft core refused the recovered state: {0}")]
-    Raft(#[from] coordbench_raft::Error),
-    #[error("the Zab core refused the recovered state: {0}")]
-    Zab(#[from] coordbench_zab::Error),
-    #[error("startup task failed: {0}")]
-    Task(String),
+/// The Raft member's WAL.
+pub type RaftWal = Wal<RaftFormat>;
+
+/// How the Raft core's durable state is stored (segments `*.wal`).
+pub struct RaftFormat;
+
+impl LogFormat for RaftFormat {
+    type Entry = Entry;
+    type HardState = HardState;
+
+    const SEGMENT_EXT: &'static str = "wal";
+
+    fn index(e: &Entry) -> u64 {
+        e.index
+    }
+
+    fn term(e: &Entry) -> u64 {
+        e.term
+    }
+
+    fn command(e: &Entry) -> Option<&[u8]> {
+        match &e.kind {
+            EntryKind::Normal(cmd) => Some(cmd),
+            EntryKind::Noop => None,
+        }
+    }
+
+    fn encoded_size(e: &Entry) -> usize {
+        Self::command(e).map_or(0, <[u8]>::len) + 24
+    }
+
+    /// A new term or vote must be durable before the vote (or anything in the term) goes out.
+    fn must_sync(new: &HardState, last: &HardState) -> bool {
+        new.term != last.term || new.vote != last.vote
+    }
+
+    /// Entries are contiguous; a batch replaces the log from its first index on. A batch
+    /// that does not continue the log (an overwrite reaching before it, or a gap left by
+    /// segments removed after a snapshot) starts it over.
+    fn replay_entries(log: &mut Vec<Entry>, ents: Vec<Entry>) -> Result<(), WalError> {
+        let Some(first) = ents.first().map(|e| e.index) else {
+            return Ok(());
+        };
+        if ents
+            .iter()
+            .enumerate()
+            .any(|(k, e)| e.index != first + k as u64)
+        {
+            return Err(WalError::Corrupt(format!(
+                "entries record from {first} is not contiguous"
+            )));
+        }
+        match log.first().map(|e| e.index) {
+            Some(start) if first >= start && first <= start + log.len() as u64 => {
+                log.truncate((first - start) as usize);
+                log.extend(ents);
+            }
+            _ => *log = ents,
+        }
+        Ok(())
+    }
+
+    /// Restarts from the newest readable snapshot file and the log after it.
+    fn recover(
+        replay: Replay<Self>,
+        snapshots: &SnapshotFiles<'_>,
+    ) -> Result<Recovered<Self>, WalError> {
+        let snapshot = snapshots.newest()?;
+        let Replay {
+            mut entries,
+            mut hard_state,
+            marker,
+        } = replay;
+        let (snap_index, snap_term) = snapshot.as_ref().map_or((0, 0), |s| (s.index, s.term));
+        let marker_index = marker.map_or(0, |m| m.0);
+        if marker_index > snap_index {
+            return Err(WalError::Corrupt(format!(
+                "log refers to a snapshot at {marker_index} but the newest snapshot file is at {snap_index}"
+            )));
+        }
+        if snap_index > marker_index {
+            // The snapshot file became durable but a crash came before its marker did.
+            // Raft's rule for installing a snapshot: keep the entries after it only if the
+            // log agrees with it at its index.
+            let agrees = entries
+                .iter()
+                .any(|e| e.index == snap_index && e.term == snap_term);
+            if !agrees {
+                entries.clear();
+            }
+        }
+        entries.retain(|e| e.index > snap_index);
+        if let Some(first) = entries.first() {
+            if first.index != snap_index + 1 {
+                return Err(WalError::Corrupt(format!(
+                    "log starts at {} but the snapshot ends at {snap_index}",
+                    first.index
+                )));
+            }
+        }
+        // Entries (or a snapshot) of a newer term can outlive the hard state written after
+        // them in the same batch. No vote in that term was sent (votes go out only after a
+        // sync), so adopting the term without a vote is safe.
+        let newest = entries.last().map_or(snap_term, |e| e.term).max(snap_term);
+        if newest > hard_state.term {
+            hard_state.term = newest;
+            hard_state.vote = None;
+        }
+        Ok(Recovered {
+            hard_state,
+            snapshot,
+            entries,
+        })
+    }
 }
 
-/// What both cores start on in production: real files under `config.data_dir` and TCP on
-/// `config.peers[id]`.
-pub(crate) async fn open_files_and_tcp(
-    config: &NodeConfig,
-) -> Result<(Arc<dyn Disk>, TcpTransport, mpsc::Receiver<Envelope>), StartError> {
-    let listen = *config
-        .peers
-        .get(&config.id)
-        .ok_or_else(|| StartError::Config(format!("node {} is not in peers", config.id)))?;
-    let disk =
-        FileDisk::open(&config.data_dir, config.disk).map_err(|source| StartError::DataDir {
-            dir: config.data_dir.clone(),
-            source,
-        })?;
-    let (inbox_tx, inbox) = mpsc::channel(config.tcp.queue_capacity.max(1));
-    let peers: HashMap<_, _> = config.peers.iter().map(|(&k, &v)| (k, v)).collect();
-    let transport = TcpTransport::start(config.id, listen, &peers, inbox_tx, config.tcp)
-        .await
-        .map_err(|source| StartError::Listen {
-            addr: listen,
-            source,
-        })?;
-    Ok((Arc::new(disk), transport, inbox))
-}
+/// The Raft core as the runtime drives it.
+pub(crate) struct RaftCore(RawNode);
 
-/// Varies a core's randomized timeouts between incarnations of the same member.
-pub(crate) fn incarnation_seed(id: u64) -> u64 {
-    id ^ SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
+impl Core for RaftCore {
+    type Log = RaftFormat;
+    type Message = coordbench_raft::Message;
+    type Config = coordbench_raft::Config;
+    type Rest = coordbench_raft::Ready;
+
+    const READS_VIA_LEADER: bool = true;
+
+    fn configure(config: &NodeConfig, seed: u64) -> Result<Self::Config, StartError> {
+        let raft_config = config.raft_config(seed);
+        raft_config
+            .validate()
+            .map_err(|e| StartError::Config(e.to_string()))?;
+        if config.election_ticks_max == 0 {
+            return Err(StartError::Config("tick interval must be positive".into()));
+        }
+        Ok(raft_config)
+    }
+
+    fn new(config: Self::Config, state: Recovered<RaftFormat>) -> Result<Self, StartError> {
+        let state = PersistedState {
+            hard_state: state.hard_state,
+            snapshot: state.snapshot.map(|s| coordbench_raft::Snapshot {
+                index: s.index,
+                term: s.term,
+                data: s.data,
+            }),
+            entries: state.entries,
+        };
+        Ok(Self(RawNode::new(config, state)?))
+    }
+
+    fn tick(&mut self) {
+        self.0.tick();
+    }
+
+    fn step(&mut self, payload: Payload) -> Result<(), String> {
+        match payload {
+            Payload::Raft(m) => self.0.step(m).map_err(|e| e.to_string()),
+            _ => Err("not a Raft message".into()),
+        }
+    }
+
+    fn wrap(m: Self::Message) -> (NodeId, Payload) {
+        (m.to, Payload::Raft(m))
+    }
+
+    fn status(&self) -> CoreStatus {
+        let st = self.0.status();
+        CoreStatus {
+            role: match st.role {
+                Role::Leader => NodeRole::Leader,
+                Role::Candidate | Role::PreCandidate => NodeRole::Candidate,
+                Role::Follower => NodeRole::Follower,
+            },
+            leader: st.leader,
+            term: st.term,
+            commit: st.commit,
+        }
+    }
+
+    fn propose(&mut self, command: Vec<u8>) -> Result<Position, Refused> {
+        let term = self.0.status().term;
+        match self.0.propose(command) {
+            Ok(index) => Ok((index, term)),
+            Err(RaftError::NotLeader { leader_hint }) => {
+                Err(Refused::NotLeader { hint: leader_hint })
+            }
+            Err(RaftError::TransferInProgress) => Err(Refused::Retry),
+            Err(e) => Err(Refused::Other(e.to_string())),
+        }
+    }
+
+    fn read(&mut self, ctx: u64) -> Result<(), Option<NodeId>> {
+        self.0.read_index(ctx).map_err(|e| match e {
+            RaftError::NotLeader { leader_hint } => leader_hint,
+            _ => None,
+        })
+    }
+
+    fn has_ready(&self) -> bool {
+        self.0.has_ready()
+    }
+
+    fn ready(&mut self) -> Ready<Self> {
+        let mut rd = self.0.ready();
+        let read_states = std::mem::take(&mut rd.read_states);
+        Ready {
+            messages: std::mem::take(&mut rd.messages),
+            snapshot: rd.snapshot.take().map(|s| Snapshot {
+                index: s.index,
+                term: s.term,
+                data: s.data,
+            }),
+            truncate_after: None,
+            entries: std::mem::take(&mut rd.entries),
+            hard_state: rd.hard_state.take(),
+            persisted_messages: std::mem::take(&mut rd.persisted_messages),
+            committed: std::mem::take(&mut rd.committed_entries),
+            read_states: read_states.into_iter().map(|r| (r.ctx, r.index)).collect(),
+            dropped_reads: std::mem::take(&mut rd.dropped_reads),
+            rest: rd,
+        }
+    }
+
+    fn advance(&mut self, rest: coordbench_raft::Ready) {
+        self.0.advance(rest);
+    }
+
+    fn compact(&mut self, index: u64, data: Vec<u8>) -> Result<Snapshot, CompactFail> {
+        match self.0.compact(index, data.clone()) {
+            Ok(()) => {}
+            Err(RaftError::SnapshotInstallPending) => return Err(CompactFail::Pending),
+            Err(e) => return Err(CompactFail::Refused(e.to_string())),
+        }
+        let term = self
+            .0
+            .term_at(index)
+            .ok_or_else(|| CompactFail::Fatal(format!("no term at compacted index {index}")))?;
+        Ok(Snapshot { index, term, data })
+    }
 }
 
 /// Starts Raft members.
@@ -95,142 +272,18 @@ impl RaftNode {
         config: NodeConfig,
         state_machine: S,
     ) -> Result<(RaftHandle<S>, NodeTask), StartError> {
-        let (disk, transport, inbox) = open_files_and_tcp(&config).await?;
-        Self::start_with(config, state_machine, disk, transport, inbox).await
+        node::start::<RaftCore, S>(config, state_machine).await
     }
 
     /// Starts a member on any [`Disk`] and [`Transport`] (in-memory disks and in-process
     /// networks in tests). `inbox` receives the envelopes addressed to it.
     pub async fn start_with<S: StateMachine, T: Transport>(
         config: NodeConfig,
-        mut state_machine: S,
+        state_machine: S,
         disk: Arc<dyn Disk>,
         transport: T,
         inbox: mpsc::Receiver<Envelope>,
     ) -> Result<(RaftHandle<S>, NodeTask), StartError> {
-        let seed = incarnation_seed(config.id);
-        let raft_config = config.raft_config(seed);
-        raft_config
-            .validate()
-            .map_err(|e| StartError::Config(e.to_string()))?;
-        if config.election_ticks_max == 0 || config.tick_interval.is_zero() {
-            return Err(StartError::Config("tick interval must be positive".into()));
-        }
-
-        let opts = config.wal;
-        let (wal, state) = tokio::task::spawn_blocking(move || Wal::open(disk, opts))
-            .await
-            .map_err(|e| StartError::Task(e.to_string()))??;
-        if let Some(s) = &state.snapshot {
-            state_machine
-                .restore(&s.data)
-                .map_err(|reason| StartError::Restore {
-                    index: s.index,
-                    reason,
-                })?;
-        }
-        tracing::info!(
-            id = config.id,
-            term = state.hard_state.term,
-            commit = state.hard_state.commit,
-            snapshot = state.snapshot.as_ref().map_or(0, |s| s.index),
-            entries = state.entries.len(),
-            "recovered"
-        );
-        let hard_state = state.hard_state.clone();
-        let raw = RawNode::new(raft_config, state)?;
-
-        let st = raw.status();
-        let (status_tx, status_rx) = watch::channel(NodeStatus {
-            id: config.id,
-            role: role_of(st.role),
-            leader: st.leader,
-            term: st.term,
-            commit_index: st.commit,
-            applied_index: st.snapshot_index,
-        });
-        let (req_tx, req_rx) = mpsc::channel(config.max_pending.clamp(1, 4096));
-        let sm = Arc::new(RwLock::new(state_machine));
-        let handle = RaftHandle::new(
-            config.id,
-            req_tx,
-            sm.clone(),
-            status_rx,
-            config.request_timeout,
-            config.election_timeout(),
-            retry_pause(&config),
-        );
-        let runtime = Runtime::new(
-            config,
-            raw,
-            wal,
-            sm,
-            Box::new(transport),
-            inbox,
-            req_rx,
-            status_tx,
-            hard_state,
-        );
-        Ok((handle, NodeTask::spawn(|stop| runtime.run(stop))))
-    }
-}
-
-/// Controls a running member's task. Dropping it stops the member cleanly in the
-/// background.
-pub struct NodeTask {
-    stop: Option<oneshot::Sender<()>>,
-    join: Option<JoinHandle<Result<(), RuntimeError>>>,
-}
-
-impl NodeTask {
-    /// Spawns a member's loop, handing it the receiving end of the stop signal.
-    pub(crate) fn spawn<F>(run: impl FnOnce(oneshot::Receiver<()>) -> F) -> Self
-    where
-        F: std::future::Future<Output = Result<(), RuntimeError>> + Send + 'static,
-    {
-        let (stop_tx, stop_rx) = oneshot::channel();
-        let join = tokio::spawn(run(stop_rx));
-        Self {
-            stop: Some(stop_tx),
-            join: Some(join),
-        }
-    }
-
-    /// Clean stop: finishes the `Ready` in progress, syncs the WAL, closes the network.
-    /// Handles answer `Stopped` afterwards.
-    pub async fn stop(mut self) -> Result<(), RuntimeError> {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        self.join_inner().await
-    }
-
-    /// Crash-like stop for tests: the task is dropped wherever it is, without a final sync.
-    /// (A process crash: what was written reached the OS and stays in the files; use
-    /// [`crate::MemDisk::crash`] to also lose what no sync covered.)
-    pub async fn crash(mut self) {
-        if let Some(join) = self.join.take() {
-            join.abort();
-            let _ = join.await;
-        }
-    }
-
-    /// Waits for the member to stop on its own (only a fatal error stops it).
-    pub async fn wait(mut self) -> Result<(), RuntimeError> {
-        self.join_inner().await
-    }
-
-    pub fn is_finished(&self) -> bool {
-        self.join.as_ref().is_none_or(|j| j.is_finished())
-    }
-
-    async fn join_inner(&mut self) -> Result<(), RuntimeError> {
-        match self.join.take() {
-            Some(join) => match join.await {
-                Ok(r) => r,
-                Err(e) => Err(RuntimeError::Task(e.to_string())),
-            },
-            None => Ok(()),
-        }
+        node::start_with::<RaftCore, S, T>(config, state_machine, disk, transport, inbox).await
     }
 }

@@ -1,8 +1,10 @@
 //! The WAL's record framing: `[len: u32 LE][crc32(payload): u32 LE][payload]`, where the
 //! payload is a postcard-encoded [`Record`]. Scanning stops at the first record that is cut
 //! short, fails its checksum or does not decode: everything before it is intact.
+//!
+//! A record is generic over the core's entry type `E` and hard state `H` (see
+//! [`crate::wal::LogFormat`]); the Raft and the Zab WAL write the same kinds of records.
 
-use coordbench_raft::{Entry, HardState};
 use serde::{Deserialize, Serialize};
 
 /// Bytes of framing before each payload.
@@ -12,10 +14,11 @@ pub(crate) const MAX_RECORD: usize = 256 << 20;
 
 /// One durable fact of the log.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub(crate) enum Record {
-    /// Stores entries, first deleting every stored entry at or after `entries[0].index`.
-    Entries(Vec<Entry>),
-    HardState(HardState),
+pub(crate) enum Record<E, H> {
+    /// Stores entries, first deleting every stored entry at or after the first one's
+    /// position (the core's replay rule, [`crate::wal::LogFormat::replay_entries`]).
+    Entries(Vec<E>),
+    HardState(H),
     /// The snapshot file for (`index`, `term`) is durable. `install`: it replaced the whole
     /// log (received from the leader); otherwise entries up to `index` are obsolete.
     Snapshot {
@@ -23,19 +26,22 @@ pub(crate) enum Record {
         term: u64,
         install: bool,
     },
+    /// Deletes every stored entry after `index` (Zab's TRUNC; Raft truncates by overwriting).
+    TruncateAfter(u64),
 }
 
 /// The borrowed twin of [`Record`] used for writing (same variants in the same order, so the
 /// same encoding) so appending never clones entries.
 #[derive(Debug, Serialize)]
-pub(crate) enum RecordRef<'a> {
-    Entries(&'a [Entry]),
-    HardState(&'a HardState),
+pub(crate) enum RecordRef<'a, E, H> {
+    Entries(&'a [E]),
+    HardState(&'a H),
     Snapshot {
         index: u64,
         term: u64,
         install: bool,
     },
+    TruncateAfter(u64),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -46,8 +52,7 @@ pub(crate) enum EncodeError {
     Postcard(#[from] postcard::Error),
 }
 
-/// Appends one framed record to `buf` (any serializable record type: the Raft WAL's
-/// [`RecordRef`] or the Zab WAL's).
+/// Appends one framed record to `buf`.
 pub(crate) fn encode<R: Serialize + ?Sized>(
     buf: &mut Vec<u8>,
     record: &R,
@@ -70,7 +75,7 @@ pub(crate) fn encode<R: Serialize + ?Sized>(
 
 /// The records of one segment, in order.
 #[derive(Debug)]
-pub(crate) struct Scan<R = Record> {
+pub(crate) struct Scan<R> {
     pub records: Vec<R>,
     /// Length of the intact prefix.
     pub valid_len: usize,
@@ -122,7 +127,10 @@ pub(crate) fn scan<R: serde::de::DeserializeOwned>(bytes: &[u8]) -> Scan<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coordbench_raft::EntryKind;
+    use coordbench_raft::{Entry, EntryKind, HardState};
+
+    type Rec = Record<Entry, HardState>;
+    type Ref<'a> = RecordRef<'a, Entry, HardState>;
 
     fn ent(index: u64) -> Entry {
         Entry {
@@ -141,26 +149,26 @@ mod tests {
             commit: 1,
         };
         let mut buf = Vec::new();
-        encode(&mut buf, &RecordRef::Entries(&ents))?;
-        encode(&mut buf, &RecordRef::HardState(&hs))?;
+        encode(&mut buf, &Ref::Entries(&ents))?;
+        encode(&mut buf, &Ref::HardState(&hs))?;
         let first_two = buf.len();
         encode(
             &mut buf,
-            &RecordRef::Snapshot {
+            &Ref::Snapshot {
                 index: 2,
                 term: 1,
                 install: true,
             },
         )?;
-        let s: Scan = scan(&buf);
+        let s: Scan<Rec> = scan(&buf);
         assert_eq!(s.torn, None);
         assert_eq!(s.valid_len, buf.len());
         assert_eq!(
             s.records,
             vec![
-                Record::Entries(ents.clone()),
-                Record::HardState(hs.clone()),
-                Record::Snapshot {
+                Rec::Entries(ents.clone()),
+                Rec::HardState(hs.clone()),
+                Rec::Snapshot {
                     index: 2,
                     term: 1,
                     install: true
@@ -169,7 +177,7 @@ mod tests {
         );
         // Every cut inside the last record leaves exactly the first two.
         for cut in first_two + 1..buf.len() {
-            let s: Scan = scan(&buf[..cut]);
+            let s: Scan<Rec> = scan(&buf[..cut]);
             assert_eq!(s.records.len(), 2, "cut at {cut}");
             assert_eq!(s.valid_len, first_two);
             assert!(s.torn.is_some());
@@ -177,11 +185,11 @@ mod tests {
         // A flipped bit is caught by the checksum.
         let mut bad = buf.clone();
         bad[first_two + HEADER] ^= 1;
-        assert_eq!(scan::<Record>(&bad).torn, Some("checksum mismatch"));
+        assert_eq!(scan::<Rec>(&bad).torn, Some("checksum mismatch"));
         // Zeroed space (preallocated or never written) is not a record.
         let mut zeros = buf.clone();
         zeros.extend_from_slice(&[0u8; 64]);
-        assert_eq!(scan::<Record>(&zeros).records.len(), 3);
+        assert_eq!(scan::<Rec>(&zeros).records.len(), 3);
         Ok(())
     }
 }

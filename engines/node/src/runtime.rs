@@ -1,34 +1,37 @@
-//! The event loop of a Raft member: one tokio task owning the [`RawNode`] and the [`Wal`].
+//! The event loop of a member, for either core: one tokio task owning the [`Core`] and the
+//! [`Wal`].
 //!
 //! Each turn it waits for something (a tick, a peer message, a client request), then
 //! drains everything else already queued, so that under load many proposals and acks go
 //! into one `Ready` and hence one WAL sync (group commit). A `Ready` is handled in the
-//! core's documented order: send messages; install a received snapshot; append entries and
-//! hard state to the WAL and sync once; send the messages that promise durability; apply
-//! committed entries (answering proposal waiters by index and term); answer reads; advance.
+//! cores' common order: send messages; install a received snapshot, truncate, append
+//! entries and hard state to the WAL and sync once; send the messages that promise
+//! durability; apply committed entries (answering proposal waiters by position); answer
+//! reads; advance. Proposals made on a follower are forwarded to the leader; read barriers
+//! go through the core (Raft's ReadIndex, Zab's sync), a Raft follower's through its
+//! leader.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use coordbench_raft::{
-    EntryKind, Error as RaftError, HardState, Message, NodeId, RawNode, Ready, Role, Snapshot,
-};
+use coordbench_raft::NodeId;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::config::NodeConfig;
+use crate::core::{CompactFail, Core, Entry, HardState, Position, Ready, Refused};
 use crate::envelope::{Envelope, Payload, Refusal};
 use crate::seam::{NodeError, NodeRole, NodeStatus, StateMachine};
 use crate::transport::Transport;
-use crate::wal::{Wal, WalError};
+use crate::wal::{LogFormat, Snapshot, Wal, WalError};
 
 /// Queued inputs handled per turn at most, per source (bounds one turn's latency).
-pub(crate) const DRAIN: usize = 4096;
+const DRAIN: usize = 4096;
 /// Entries applied per state-machine lock, so readers are never held off for long.
-pub(crate) const APPLY_CHUNK: usize = 256;
+const APPLY_CHUNK: usize = 256;
 /// Ticks between sweeps of expired or abandoned requests.
-pub(crate) const SWEEP_TICKS: u64 = 10;
+const SWEEP_TICKS: u64 = 10;
 
 /// Why the loop stopped on its own.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +55,7 @@ pub(crate) struct ProposeFail {
 pub(crate) type ProposeReply<O> = oneshot::Sender<Result<O, ProposeFail>>;
 pub(crate) type ReadReply = oneshot::Sender<Result<u64, NodeError>>;
 
-/// What a [`crate::RaftHandle`] asks of the loop.
+/// What a [`crate::NodeHandle`] asks of the loop.
 pub(crate) enum Request<S: StateMachine> {
     Propose {
         command: Vec<u8>,
@@ -68,69 +71,11 @@ enum ReadWaiter {
 }
 
 /// A proposal sent to the leader, waiting for it to say where it went.
-pub(crate) struct Forwarded<O> {
-    pub reply: ProposeReply<O>,
-    pub command: Vec<u8>,
-    pub leader: NodeId,
-    pub deadline: Instant,
-}
-
-/// Answers `Timeout` to forwarded proposals whose answer never came or whose caller left
-/// (shared by both cores' loops).
-pub(crate) fn expire_forwards<O>(forwards: &mut HashMap<u64, Forwarded<O>>, now: Instant) {
-    let expired: Vec<u64> = forwards
-        .iter()
-        .filter(|(_, f)| f.deadline <= now || f.reply.is_closed())
-        .map(|(&id, _)| id)
-        .collect();
-    for id in expired {
-        if let Some(f) = forwards.remove(&id) {
-            let _ = f.reply.send(Err(ProposeFail {
-                error: NodeError::Timeout,
-                command: None,
-            }));
-        }
-    }
-}
-
-/// A new (or no) leader: proposals forwarded to another one will not be answered. The old
-/// leader may have appended them before stepping down, so they are `Dropped`, not retried.
-pub(crate) fn drop_stale_forwards<O>(
-    forwards: &mut HashMap<u64, Forwarded<O>>,
-    leader: Option<NodeId>,
-) {
-    let stale: Vec<u64> = forwards
-        .iter()
-        .filter(|(_, f)| Some(f.leader) != leader)
-        .map(|(&id, _)| id)
-        .collect();
-    for id in stale {
-        if let Some(f) = forwards.remove(&id) {
-            let _ = f.reply.send(Err(ProposeFail {
-                error: NodeError::Dropped,
-                command: None,
-            }));
-        }
-    }
-}
-
-/// Runs `f` on the WAL in `slot` on a blocking thread (syncs may take milliseconds); the
-/// slot is empty only after a failure that already stopped the loop.
-pub(crate) async fn on_blocking<W: Send + 'static, R: Send + 'static>(
-    slot: &mut Option<W>,
-    f: impl FnOnce(&mut W) -> R + Send + 'static,
-) -> Result<R, RuntimeError> {
-    let mut wal = slot
-        .take()
-        .ok_or_else(|| RuntimeError::Task("WAL lost by an earlier failure".into()))?;
-    let (wal, r) = tokio::task::spawn_blocking(move || {
-        let r = f(&mut wal);
-        (wal, r)
-    })
-    .await
-    .map_err(|e| RuntimeError::Task(format!("WAL task: {e}")))?;
-    *slot = Some(wal);
-    Ok(r)
+struct Forwarded<O> {
+    reply: ProposeReply<O>,
+    command: Vec<u8>,
+    leader: NodeId,
+    deadline: Instant,
 }
 
 /// Reads whose index was asked of the leader.
@@ -140,11 +85,38 @@ struct RemoteRead {
     deadline: Instant,
 }
 
-pub(crate) struct Runtime<S: StateMachine> {
+fn refusal_error(r: Refusal) -> NodeError {
+    match r {
+        Refusal::NotLeader { .. } | Refusal::Busy => NodeError::NoLeader,
+        Refusal::Overloaded => NodeError::Rejected("leader overloaded".to_string()),
+    }
+}
+
+/// Removes and returns the requests in `map` that `pick` selects.
+fn remove_where<V>(map: &mut HashMap<u64, V>, pick: impl Fn(&V) -> bool) -> Vec<V> {
+    let ids: Vec<u64> = map
+        .iter()
+        .filter(|(_, v)| pick(v))
+        .map(|(&id, _)| id)
+        .collect();
+    ids.into_iter().filter_map(|id| map.remove(&id)).collect()
+}
+
+fn fail<O>(reply: ProposeReply<O>, error: NodeError, command: Option<Vec<u8>>) {
+    let _ = reply.send(Err(ProposeFail { error, command }));
+}
+
+/// How long a retry waits before asking again (a leader may be about to appear).
+pub(crate) fn retry_pause(cfg: &NodeConfig) -> Duration {
+    (cfg.tick_interval * cfg.heartbeat_ticks).min(Duration::from_millis(50))
+}
+
+pub(crate) struct Runtime<C: Core, S: StateMachine> {
     id: NodeId,
     cfg: NodeConfig,
-    raw: RawNode,
-    wal: Option<Wal>,
+    core: C,
+    /// Empty only after a failure that already stopped the loop.
+    wal: Option<Wal<C::Log>>,
     sm: Arc<RwLock<S>>,
     transport: Box<dyn Transport>,
     inbox: mpsc::Receiver<Envelope>,
@@ -152,10 +124,12 @@ pub(crate) struct Runtime<S: StateMachine> {
     status: watch::Sender<NodeStatus>,
     /// Last applied index (the snapshot's after a restart or install).
     applied: u64,
-    snapshot_index: u64,
-    /// Last hard state written to the WAL: a change of term or vote must be synced.
-    last_hard_state: HardState,
-    waiters: BTreeMap<(u64, u64), ProposeReply<S::Output>>,
+    /// Entries applied since the last snapshot (Zab's zxids are not contiguous).
+    since_snapshot: u64,
+    /// Last hard state written to the WAL: a change other than the commit point must be
+    /// synced.
+    last_hard_state: HardState<C>,
+    waiters: BTreeMap<Position, ProposeReply<S::Output>>,
     forwards: HashMap<u64, Forwarded<S::Output>>,
     read_batch: Vec<ReadWaiter>,
     reads: HashMap<u64, Vec<ReadWaiter>>,
@@ -166,48 +140,36 @@ pub(crate) struct Runtime<S: StateMachine> {
     leader: Option<NodeId>,
 }
 
-pub(crate) fn role_of(r: Role) -> NodeRole {
-    match r {
-        Role::Leader => NodeRole::Leader,
-        Role::Candidate | Role::PreCandidate => NodeRole::Candidate,
-        Role::Follower => NodeRole::Follower,
-    }
+/// What a runtime is built from (see [`crate::node`]).
+pub(crate) struct Parts<C: Core, S: StateMachine> {
+    pub cfg: NodeConfig,
+    pub core: C,
+    pub wal: Wal<C::Log>,
+    pub sm: Arc<RwLock<S>>,
+    pub transport: Box<dyn Transport>,
+    pub inbox: mpsc::Receiver<Envelope>,
+    pub requests: mpsc::Receiver<Request<S>>,
+    pub status: watch::Sender<NodeStatus>,
+    pub hard_state: HardState<C>,
+    /// The recovered snapshot's index (0: none).
+    pub applied: u64,
 }
 
-pub(crate) fn refusal_error(r: Refusal) -> NodeError {
-    match r {
-        Refusal::NotLeader { .. } | Refusal::Busy => NodeError::NoLeader,
-        Refusal::Overloaded => NodeError::Rejected("leader overloaded".to_string()),
-    }
-}
-
-impl<S: StateMachine> Runtime<S> {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        cfg: NodeConfig,
-        raw: RawNode,
-        wal: Wal,
-        sm: Arc<RwLock<S>>,
-        transport: Box<dyn Transport>,
-        inbox: mpsc::Receiver<Envelope>,
-        requests: mpsc::Receiver<Request<S>>,
-        status: watch::Sender<NodeStatus>,
-        hard_state: HardState,
-    ) -> Self {
-        let snap = raw.status().snapshot_index;
+impl<C: Core, S: StateMachine> Runtime<C, S> {
+    pub(crate) fn new(p: Parts<C, S>) -> Self {
         Self {
-            id: cfg.id,
-            cfg,
-            raw,
-            wal: Some(wal),
-            sm,
-            transport,
-            inbox,
-            requests,
-            status,
-            applied: snap,
-            snapshot_index: snap,
-            last_hard_state: hard_state,
+            id: p.cfg.id,
+            cfg: p.cfg,
+            core: p.core,
+            wal: Some(p.wal),
+            sm: p.sm,
+            transport: p.transport,
+            inbox: p.inbox,
+            requests: p.requests,
+            status: p.status,
+            applied: p.applied,
+            since_snapshot: 0,
+            last_hard_state: p.hard_state,
             waiters: BTreeMap::new(),
             forwards: HashMap::new(),
             read_batch: Vec::new(),
@@ -226,7 +188,7 @@ impl<S: StateMachine> Runtime<S> {
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         self.publish_status();
         loop {
-            let ready = self.raw.has_ready();
+            let ready = self.core.has_ready();
             tokio::select! {
                 biased;
                 _ = &mut stop => break,
@@ -248,7 +210,7 @@ impl<S: StateMachine> Runtime<S> {
                 }
             }
             self.flush_reads();
-            if self.raw.has_ready() {
+            if self.core.has_ready() {
                 self.process_ready().await?;
             }
             self.publish_status();
@@ -278,15 +240,15 @@ impl<S: StateMachine> Runtime<S> {
         })
     }
 
-    fn send_raft(&self, m: Message) {
-        let to = m.to;
-        self.send(to, Payload::Raft(m));
+    fn send_core(&self, m: C::Message) {
+        let (to, payload) = C::wrap(m);
+        self.send(to, payload);
     }
 
     // ---- inputs ------------------------------------------------------------------------
 
     fn on_tick(&mut self) {
-        self.raw.tick();
+        self.core.tick();
         self.ticks += 1;
         if self.ticks % SWEEP_TICKS == 0 {
             self.sweep();
@@ -300,13 +262,10 @@ impl<S: StateMachine> Runtime<S> {
             return;
         }
         match env.payload {
-            Payload::Raft(m) => {
-                if let Err(e) = self.raw.step(m) {
-                    tracing::debug!(from, error = %e, "core refused a message");
+            p @ (Payload::Raft(_) | Payload::Zab(_)) => {
+                if let Err(error) = self.core.step(p) {
+                    tracing::debug!(from, error = %error, "core refused a message");
                 }
-            }
-            Payload::Zab(_) => {
-                tracing::debug!(from, "ignoring a Zab message at a Raft member");
             }
             Payload::Forward {
                 request_id,
@@ -318,20 +277,17 @@ impl<S: StateMachine> Runtime<S> {
                 term,
             } => {
                 if let Some(f) = self.forwards.remove(&request_id) {
-                    self.add_waiter(index, term, f.reply);
+                    self.add_waiter((index, term), f.reply);
                 }
             }
             Payload::ForwardRejected { request_id, reason } => {
                 if let Some(f) = self.forwards.remove(&request_id) {
-                    let _ = f.reply.send(Err(ProposeFail {
-                        error: refusal_error(reason),
-                        command: Some(f.command),
-                    }));
+                    fail(f.reply, refusal_error(reason), Some(f.command));
                 }
             }
             Payload::ReadIndexRequest { request_id } => {
-                let st = self.raw.status();
-                if st.role == Role::Leader {
+                let st = self.core.status();
+                if st.role == NodeRole::Leader {
                     self.read_batch
                         .push(ReadWaiter::Remote { from, request_id });
                 } else {
@@ -364,69 +320,46 @@ impl<S: StateMachine> Runtime<S> {
         match req {
             Request::Propose { command, reply } => {
                 if self.pending() >= self.cfg.max_pending {
-                    let _ = reply.send(Err(ProposeFail {
-                        error: NodeError::Rejected(
-                            "overloaded: too many proposals in flight".into(),
-                        ),
-                        command: None,
-                    }));
+                    let overloaded = "overloaded: too many proposals in flight".into();
+                    fail(reply, NodeError::Rejected(overloaded), None);
                     return;
                 }
-                let st = self.raw.status();
-                if st.role == Role::Leader {
-                    match self.raw.propose(command) {
-                        Ok(index) => {
-                            self.waiters.insert((index, st.term), reply);
+                let st = self.core.status();
+                if st.role == NodeRole::Leader {
+                    match self.core.propose(command) {
+                        Ok(at) => {
+                            self.waiters.insert(at, reply);
                         }
-                        Err(e) => {
-                            let error = match e {
-                                RaftError::NotLeader { .. } | RaftError::TransferInProgress => {
-                                    NodeError::NoLeader
-                                }
-                                other => NodeError::Rejected(other.to_string()),
-                            };
-                            let _ = reply.send(Err(ProposeFail {
-                                error,
-                                command: None,
-                            }));
+                        Err(Refused::NotLeader { .. } | Refused::Retry) => {
+                            fail(reply, NodeError::NoLeader, None);
                         }
+                        Err(Refused::Other(why)) => fail(reply, NodeError::Rejected(why), None),
                     }
                 } else if let Some(leader) = st.leader.filter(|&l| l != self.id) {
                     let request_id = self.next_id();
-                    let sent = self.send(
-                        leader,
-                        Payload::Forward {
-                            request_id,
-                            command: command.clone(),
-                        },
-                    );
-                    if sent {
+                    let payload = Payload::Forward {
+                        request_id,
+                        command: command.clone(),
+                    };
+                    if self.send(leader, payload) {
                         let deadline = Instant::now() + self.cfg.request_timeout;
-                        self.forwards.insert(
-                            request_id,
-                            Forwarded {
-                                reply,
-                                command,
-                                leader,
-                                deadline,
-                            },
-                        );
+                        let f = Forwarded {
+                            reply,
+                            command,
+                            leader,
+                            deadline,
+                        };
+                        self.forwards.insert(request_id, f);
                     } else {
-                        let _ = reply.send(Err(ProposeFail {
-                            error: NodeError::NoLeader,
-                            command: Some(command),
-                        }));
+                        fail(reply, NodeError::NoLeader, Some(command));
                     }
                 } else {
-                    let _ = reply.send(Err(ProposeFail {
-                        error: NodeError::NoLeader,
-                        command: Some(command),
-                    }));
+                    fail(reply, NodeError::NoLeader, Some(command));
                 }
             }
             Request::ReadIndex { reply } => {
-                let st = self.raw.status();
-                if st.role == Role::Leader {
+                let st = self.core.status();
+                if !C::READS_VIA_LEADER || st.role == NodeRole::Leader {
                     self.read_batch.push(ReadWaiter::Local(reply));
                 } else if st.leader.is_some() {
                     self.remote_batch.push(reply);
@@ -439,24 +372,24 @@ impl<S: StateMachine> Runtime<S> {
 
     /// The leader side of a follower's forwarded proposal.
     fn on_forward(&mut self, from: NodeId, request_id: u64, command: Vec<u8>) {
-        let st = self.raw.status();
-        let payload = if st.role != Role::Leader {
+        let st = self.core.status();
+        let payload = if st.role != NodeRole::Leader {
             Payload::ForwardRejected {
                 request_id,
                 reason: Refusal::NotLeader { hint: st.leader },
             }
         } else {
-            match self.raw.propose(command) {
-                Ok(index) => Payload::ForwardAccepted {
+            match self.core.propose(command) {
+                Ok((index, term)) => Payload::ForwardAccepted {
                     request_id,
                     index,
-                    term: st.term,
+                    term,
                 },
-                Err(RaftError::NotLeader { leader_hint }) => Payload::ForwardRejected {
+                Err(Refused::NotLeader { hint }) => Payload::ForwardRejected {
                     request_id,
-                    reason: Refusal::NotLeader { hint: leader_hint },
+                    reason: Refusal::NotLeader { hint },
                 },
-                Err(_) => Payload::ForwardRejected {
+                Err(Refused::Retry | Refused::Other(_)) => Payload::ForwardRejected {
                     request_id,
                     reason: Refusal::Busy,
                 },
@@ -465,25 +398,22 @@ impl<S: StateMachine> Runtime<S> {
         self.send(from, payload);
     }
 
-    fn add_waiter(&mut self, index: u64, term: u64, reply: ProposeReply<S::Output>) {
-        if index <= self.applied {
+    fn add_waiter(&mut self, at: Position, reply: ProposeReply<S::Output>) {
+        if at.0 <= self.applied {
             // Already applied here before we learned where it went: its output is gone.
-            let _ = reply.send(Err(ProposeFail {
-                error: NodeError::Dropped,
-                command: None,
-            }));
+            fail(reply, NodeError::Dropped, None);
             return;
         }
-        self.waiters.insert((index, term), reply);
+        self.waiters.insert(at, reply);
     }
 
-    /// Issues the reads gathered this turn: one ReadIndex round (one heartbeat broadcast)
-    /// for all local and forwarded reads, and one request to the leader for the reads
-    /// arriving at a follower.
+    /// Issues the reads gathered this turn: one core read round (one heartbeat broadcast
+    /// or sync) for all local and forwarded reads, and one request to the leader for the
+    /// reads arriving at a follower.
     fn flush_reads(&mut self) {
         if !self.remote_batch.is_empty() {
             let replies = std::mem::take(&mut self.remote_batch);
-            match self.raw.status().leader {
+            match self.core.status().leader {
                 Some(l) if l == self.id => {
                     self.read_batch
                         .extend(replies.into_iter().map(ReadWaiter::Local));
@@ -516,17 +446,11 @@ impl<S: StateMachine> Runtime<S> {
         if !self.read_batch.is_empty() {
             let batch = std::mem::take(&mut self.read_batch);
             let ctx = self.next_id();
-            match self.raw.read_index(ctx) {
+            match self.core.read(ctx) {
                 Ok(()) => {
                     self.reads.insert(ctx, batch);
                 }
-                Err(e) => {
-                    let hint = match e {
-                        RaftError::NotLeader { leader_hint } => leader_hint,
-                        _ => None,
-                    };
-                    self.fail_reads(batch, Refusal::NotLeader { hint });
-                }
+                Err(hint) => self.fail_reads(batch, Refusal::NotLeader { hint }),
             }
         }
     }
@@ -547,50 +471,43 @@ impl<S: StateMachine> Runtime<S> {
     /// Drops requests whose callers gave up or whose answer never came.
     fn sweep(&mut self) {
         let now = Instant::now();
-        expire_forwards(&mut self.forwards, now);
-        let expired: Vec<u64> = self
-            .remote_reads
-            .iter()
-            .filter(|(_, r)| r.deadline <= now || r.replies.iter().all(|x| x.is_closed()))
-            .map(|(&id, _)| id)
-            .collect();
-        for id in expired {
-            if let Some(r) = self.remote_reads.remove(&id) {
-                for reply in r.replies {
-                    let _ = reply.send(Err(NodeError::Timeout));
-                }
-            }
+        let expired = remove_where(&mut self.forwards, |f| {
+            f.deadline <= now || f.reply.is_closed()
+        });
+        for f in expired {
+            fail(f.reply, NodeError::Timeout, None);
+        }
+        let expired = remove_where(&mut self.remote_reads, |r| {
+            r.deadline <= now || r.replies.iter().all(|x| x.is_closed())
+        });
+        for reply in expired.into_iter().flat_map(|r| r.replies) {
+            let _ = reply.send(Err(NodeError::Timeout));
         }
         self.waiters.retain(|_, reply| !reply.is_closed());
     }
 
-    /// A new (or no) leader: requests sent to the old one will not be answered.
+    /// A new (or no) leader: requests sent to the old one will not be answered. The old
+    /// leader may have appended forwarded proposals before stepping down, so they are
+    /// `Dropped`, not retried.
     fn on_leader_change(&mut self, leader: Option<NodeId>) {
-        drop_stale_forwards(&mut self.forwards, leader);
-        let stale: Vec<u64> = self
-            .remote_reads
-            .iter()
-            .filter(|(_, r)| Some(r.leader) != leader)
-            .map(|(&id, _)| id)
-            .collect();
-        for id in stale {
-            if let Some(r) = self.remote_reads.remove(&id) {
-                for reply in r.replies {
-                    let _ = reply.send(Err(NodeError::NoLeader));
-                }
-            }
+        for f in remove_where(&mut self.forwards, |f| Some(f.leader) != leader) {
+            fail(f.reply, NodeError::Dropped, None);
+        }
+        let stale = remove_where(&mut self.remote_reads, |r| Some(r.leader) != leader);
+        for reply in stale.into_iter().flat_map(|r| r.replies) {
+            let _ = reply.send(Err(NodeError::NoLeader));
         }
     }
 
     fn publish_status(&mut self) {
-        let st = self.raw.status();
+        let st = self.core.status();
         if st.leader != self.leader {
             self.leader = st.leader;
             self.on_leader_change(st.leader);
         }
         let s = NodeStatus {
             id: self.id,
-            role: role_of(st.role),
+            role: st.role,
             leader: st.leader,
             term: st.term,
             commit_index: st.commit,
@@ -608,107 +525,120 @@ impl<S: StateMachine> Runtime<S> {
 
     // ---- Ready ---------------------------------------------------------------------------
 
+    /// Runs `f` on the WAL on a blocking thread (syncs may take milliseconds).
     async fn with_wal<R: Send + 'static>(
         &mut self,
-        f: impl FnOnce(&mut Wal) -> R + Send + 'static,
+        f: impl FnOnce(&mut Wal<C::Log>) -> R + Send + 'static,
     ) -> Result<R, RuntimeError> {
-        on_blocking(&mut self.wal, f).await
+        let mut wal = self
+            .wal
+            .take()
+            .ok_or_else(|| RuntimeError::Task("WAL lost by an earlier failure".into()))?;
+        let (wal, r) = tokio::task::spawn_blocking(move || {
+            let r = f(&mut wal);
+            (wal, r)
+        })
+        .await
+        .map_err(|e| RuntimeError::Task(format!("WAL task: {e}")))?;
+        self.wal = Some(wal);
+        Ok(r)
     }
 
     async fn process_ready(&mut self) -> Result<(), RuntimeError> {
-        let mut rd: Ready = self.raw.ready();
+        let Ready {
+            messages,
+            snapshot,
+            truncate_after,
+            entries,
+            hard_state,
+            persisted_messages,
+            committed,
+            read_states,
+            dropped_reads,
+            rest,
+        } = self.core.ready();
         // 1. Messages that do not depend on local durability.
-        for m in std::mem::take(&mut rd.messages) {
-            self.send_raft(m);
+        for m in messages {
+            self.send_core(m);
         }
-        // 2-4. Snapshot, entries and hard state, with one sync for all of it.
-        let snapshot = rd.snapshot.take();
-        let entries = std::mem::take(&mut rd.entries);
-        let hard_state = rd.hard_state.take();
-        let vote_changed = hard_state.as_ref().is_some_and(|h| {
-            h.term != self.last_hard_state.term || h.vote != self.last_hard_state.vote
-        });
-        let must_sync = snapshot.is_some() || !entries.is_empty() || vote_changed;
+        // 2. Snapshot, truncation, entries and hard state, with one sync for all of it.
+        let hard_state_changed = hard_state
+            .as_ref()
+            .is_some_and(|h| C::Log::must_sync(h, &self.last_hard_state));
+        let must_sync = snapshot.is_some()
+            || truncate_after.is_some()
+            || !entries.is_empty()
+            || hard_state_changed;
         if let Some(hs) = &hard_state {
             self.last_hard_state = hs.clone();
         }
-        let snapshot = if must_sync {
-            self.with_wal(move |wal| -> Result<Option<Snapshot>, WalError> {
-                if let Some(s) = &snapshot {
-                    wal.save_snapshot(s, true)?;
-                }
-                wal.append(&entries, hard_state.as_ref())?;
-                wal.sync()?;
-                Ok(snapshot)
-            })
-            .await??
-        } else {
-            // Only the commit index moved: written now, made durable by the next sync
-            // (a lost commit index is recomputed from the leader).
-            if let Some(wal) = self.wal.as_mut() {
-                wal.append(&[], hard_state.as_ref())?;
+        if must_sync {
+            let snapshot = self
+                .with_wal(move |wal| -> Result<Option<Snapshot>, WalError> {
+                    if let Some(s) = &snapshot {
+                        wal.save_snapshot(s, true)?;
+                    }
+                    wal.append(truncate_after, &entries, hard_state.as_ref())?;
+                    wal.sync()?;
+                    Ok(snapshot)
+                })
+                .await??;
+            if let Some(s) = snapshot {
+                self.install_snapshot(s)?;
             }
-            None
-        };
-        if let Some(s) = snapshot {
-            self.install_snapshot(s)?;
+        } else if let Some(wal) = self.wal.as_mut() {
+            // Only the commit point moved: written now, made durable by the next sync (a
+            // lost commit point is learned again from the leader).
+            wal.append(None, &[], hard_state.as_ref())?;
         }
-        // 5. Votes and acks, now that what they promise is durable.
-        for m in std::mem::take(&mut rd.persisted_messages) {
-            self.send_raft(m);
+        if let Some(after) = truncate_after {
+            // Entries after `after` left the log: they will never be applied here.
+            for (_, reply) in self.waiters.split_off(&(after.saturating_add(1), 0)) {
+                fail(reply, NodeError::Dropped, None);
+            }
         }
-        // 6. Apply, then serve reads.
-        let committed = std::mem::take(&mut rd.committed_entries);
-        self.apply(committed);
-        for rs in std::mem::take(&mut rd.read_states) {
-            if let Some(waiters) = self.reads.remove(&rs.ctx) {
+        // 3. Votes and acks, now that what they promise is durable.
+        for m in persisted_messages {
+            self.send_core(m);
+        }
+        // 4. Apply, then serve reads.
+        self.apply(&committed);
+        for (ctx, index) in read_states {
+            if let Some(waiters) = self.reads.remove(&ctx) {
                 for w in waiters {
                     match w {
                         ReadWaiter::Local(reply) => {
-                            let _ = reply.send(Ok(rs.index));
+                            let _ = reply.send(Ok(index));
                         }
                         ReadWaiter::Remote { from, request_id } => {
-                            self.send(
-                                from,
-                                Payload::ReadIndexReply {
-                                    request_id,
-                                    index: rs.index,
-                                },
-                            );
+                            self.send(from, Payload::ReadIndexReply { request_id, index });
                         }
                     }
                 }
             }
         }
-        for ctx in std::mem::take(&mut rd.dropped_reads) {
+        for ctx in dropped_reads {
             if let Some(waiters) = self.reads.remove(&ctx) {
                 self.fail_reads(waiters, Refusal::Busy);
             }
         }
-        // 7.
-        self.raw.advance(rd);
+        // 5.
+        self.core.advance(rest);
         self.maybe_compact().await
     }
 
     fn install_snapshot(&mut self, s: Snapshot) -> Result<(), RuntimeError> {
+        let (index, term) = (s.index, s.term);
         {
             let mut sm = self.sm.write().unwrap_or_else(|e| e.into_inner());
             sm.restore(&s.data)
-                .map_err(|reason| RuntimeError::Restore {
-                    index: s.index,
-                    reason,
-                })?;
+                .map_err(|reason| RuntimeError::Restore { index, reason })?;
         }
-        tracing::info!(
-            id = self.id,
-            index = s.index,
-            term = s.term,
-            "installed snapshot"
-        );
-        self.applied = s.index;
-        self.snapshot_index = s.index;
+        tracing::info!(id = self.id, index, term, "installed snapshot");
+        self.applied = index;
+        self.since_snapshot = 0;
         // Proposals up to the snapshot were applied (or not) without us seeing them.
-        self.drop_waiters_through(s.index);
+        self.drop_waiters_through(index);
         Ok(())
     }
 
@@ -717,37 +647,37 @@ impl<S: StateMachine> Runtime<S> {
             if entry.key().0 > index {
                 break;
             }
-            let _ = entry.remove().send(Err(ProposeFail {
-                error: NodeError::Dropped,
-                command: None,
-            }));
+            fail(entry.remove(), NodeError::Dropped, None);
         }
     }
 
-    fn apply(&mut self, entries: Vec<coordbench_raft::Entry>) {
+    fn apply(&mut self, entries: &[Entry<C>]) {
         for chunk in entries.chunks(APPLY_CHUNK) {
-            let Some(last) = chunk.last().map(|e| e.index) else {
+            let Some(last) = chunk.last().map(C::Log::index) else {
                 continue;
             };
             let mut outputs = Vec::new();
             {
                 let mut sm = self.sm.write().unwrap_or_else(|e| e.into_inner());
                 for e in chunk {
-                    if let EntryKind::Normal(cmd) = &e.kind {
-                        let out = sm.apply(e.index, cmd);
-                        if self.waiters.contains_key(&(e.index, e.term)) {
-                            outputs.push((e.index, e.term, out));
+                    if let Some(cmd) = C::Log::command(e) {
+                        let at = (C::Log::index(e), C::Log::term(e));
+                        let out = sm.apply(at.0, cmd);
+                        if self.waiters.contains_key(&at) {
+                            outputs.push((at, out));
                         }
                     }
                 }
             }
             self.applied = last;
-            for (index, term, out) in outputs {
-                if let Some(reply) = self.waiters.remove(&(index, term)) {
+            self.since_snapshot += chunk.len() as u64;
+            for (at, out) in outputs {
+                if let Some(reply) = self.waiters.remove(&at) {
                     let _ = reply.send(Ok(out));
                 }
             }
-            // Whatever still waits at or below `last` had its index taken by another entry.
+            // Whatever still waits at or below `last` had its position taken by another
+            // entry (or is not in the log).
             self.drop_waiters_through(last);
         }
     }
@@ -756,35 +686,25 @@ impl<S: StateMachine> Runtime<S> {
     /// core's log and the WAL.
     async fn maybe_compact(&mut self) -> Result<(), RuntimeError> {
         let every = self.cfg.snapshot_every;
-        if every == 0 || self.applied < self.snapshot_index + every {
+        if every == 0 || self.since_snapshot < every {
             return Ok(());
         }
         let index = self.applied;
         let data = self.sm.read().unwrap_or_else(|e| e.into_inner()).snapshot();
-        match self.raw.compact(index, data.clone()) {
-            Ok(()) => {}
-            Err(RaftError::SnapshotInstallPending) => return Ok(()),
-            Err(e) => {
-                tracing::warn!(id = self.id, index, error = %e, "compaction refused");
-                self.snapshot_index = index;
+        let snap = match self.core.compact(index, data) {
+            Ok(snap) => snap,
+            Err(CompactFail::Pending) => return Ok(()),
+            Err(CompactFail::Refused(error)) => {
+                tracing::warn!(id = self.id, index, error = %error, "compaction refused");
+                self.since_snapshot = 0;
                 return Ok(());
             }
-        }
-        let Some(term) = self.raw.term_at(index) else {
-            return Err(RuntimeError::Task(format!(
-                "no term at compacted index {index}"
-            )));
+            Err(CompactFail::Fatal(why)) => return Err(RuntimeError::Task(why)),
         };
-        let snap = Snapshot { index, term, data };
         self.with_wal(move |wal| wal.save_snapshot(&snap, false))
             .await??;
-        self.snapshot_index = index;
+        self.since_snapshot = 0;
         tracing::debug!(id = self.id, index, "compacted log");
         Ok(())
     }
-}
-
-/// How long a retry waits before asking again (a leader may be about to appear).
-pub(crate) fn retry_pause(cfg: &NodeConfig) -> Duration {
-    (cfg.tick_interval * cfg.heartbeat_ticks).min(Duration::from_millis(50))
 }

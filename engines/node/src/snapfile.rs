@@ -1,10 +1,11 @@
 //! Snapshot files: one per snapshot, named after its index and term, holding
 //! `["CBSN"][index u64][term u64][len u64][crc32 u32][state machine bytes]` (little endian;
 //! the checksum covers index, term and data). Written atomically through the [`Disk`].
-
-use coordbench_raft::Snapshot;
+//! Both cores' snapshots are stored this way (a Zab snapshot's index is its zxid, its
+//! term 0).
 
 use crate::disk::Disk;
+use crate::wal::Snapshot;
 
 const MAGIC: &[u8; 4] = b"CBSN";
 const HEADER: usize = 4 + 8 + 8 + 8 + 4;

@@ -1,13 +1,18 @@
 //! The write-ahead log: what a node made durable, and how to get it back after a restart.
+//! One implementation serves both cores: [`Wal`] is generic over a [`LogFormat`] (the core's
+//! entry, hard state and snapshot types and its recovery rule); `RaftWal` and `ZabWal` are
+//! its two instances.
 //!
-//! Layout on the [`Disk`]: segments `<seq:016x>.wal` of framed records (see `record`) and
-//! snapshot files `snap-<index>-<term>.snap` (see `snapfile`).
+//! Layout on the [`Disk`]: segments `<seq:016x>.<ext>` (`wal` for Raft, `zwal` for Zab) of
+//! framed records (see `record`) and snapshot files `snap-<index>-<term>.snap` (see
+//! `snapfile`).
 //!
-//! - **Group commit.** [`Wal::append`] writes a whole batch (every entry of a Ready plus its
-//!   hard state) with one write call; [`Wal::sync`] then makes all of it durable with one
-//!   sync. Only what a returned sync covered may be acknowledged.
-//! - **Truncation.** An `Entries` record replaces every stored entry from its first index on,
-//!   so a new leader's overwrite of an uncommitted suffix is just another append.
+//! - **Group commit.** [`Wal::append`] writes a whole batch (a truncation, every entry of a
+//!   Ready, its hard state) with one write call; [`Wal::sync`] then makes all of it durable
+//!   with one sync. Only what a returned sync covered may be acknowledged.
+//! - **Truncation.** An `Entries` record replaces every stored entry from its first one on
+//!   (so a new Raft leader's overwrite of an uncommitted suffix is just another append); a
+//!   `TruncateAfter` record drops every stored entry after a position (Zab's TRUNC).
 //! - **Snapshots.** [`Wal::save_snapshot`] writes the snapshot file durably, then a marker
 //!   record, syncs, and removes the segments (a prefix of them) and older snapshot files it
 //!   made obsolete. Every segment starts with the hard state and snapshot marker current at
@@ -15,16 +20,86 @@
 //! - **Recovery.** [`Wal::open`] replays the segments in order. A damaged record in the last
 //!   segment is a write torn by a crash: the segment is cut there (nothing after it was
 //!   synced, so nothing after it was acknowledged). Damage in an earlier segment, which was
-//!   fully synced before the next one began, is reported as corruption.
+//!   fully synced before the next one began, is reported as corruption. The replayed log,
+//!   hard state and snapshot marker then go through the core's rule
+//!   ([`LogFormat::recover`]) to become the state the core restarts from.
 
 use std::io;
 use std::sync::Arc;
 
-use coordbench_raft::{Entry, EntryKind, HardState, PersistedState, Snapshot};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::disk::{Disk, DiskFile};
 use crate::record::{self, Record, RecordRef};
 use crate::snapfile;
+
+/// What a WAL stores for one core, and the core's rules for it. Positions (`index`) are
+/// the core's log positions: Raft indexes, Zab zxids; both only grow along a log.
+pub trait LogFormat: Send + 'static {
+    type Entry: Serialize + DeserializeOwned + Send + 'static;
+    type HardState: Serialize + DeserializeOwned + Clone + Default + Send + 'static;
+
+    /// The extension of segment file names.
+    const SEGMENT_EXT: &'static str;
+
+    /// The entry's log position.
+    fn index(e: &Self::Entry) -> u64;
+    /// The term (epoch) the entry was proposed in.
+    fn term(e: &Self::Entry) -> u64;
+    /// The client command it carries, if any (a Raft no-op carries none).
+    fn command(e: &Self::Entry) -> Option<&[u8]>;
+    /// About how many bytes it takes in a record (to split batches into records).
+    fn encoded_size(e: &Self::Entry) -> usize;
+
+    /// A hard-state change that must be synced before anything promising it is sent
+    /// (everything but the commit point, which may be written lazily).
+    fn must_sync(new: &Self::HardState, last: &Self::HardState) -> bool;
+
+    /// Replays an `Entries` record (non-empty `batch`) onto the log being rebuilt. The
+    /// default: the batch replaces every stored entry from its first position on.
+    fn replay_entries(log: &mut Vec<Self::Entry>, batch: Vec<Self::Entry>) -> Result<(), WalError> {
+        if let Some(first) = batch.first().map(Self::index) {
+            log.retain(|e| Self::index(e) < first);
+            log.extend(batch);
+        }
+        Ok(())
+    }
+
+    /// Turns the replayed records and the snapshot files into the state to restart from.
+    fn recover(
+        replay: Replay<Self>,
+        snapshots: &SnapshotFiles<'_>,
+    ) -> Result<Recovered<Self>, WalError>;
+}
+
+/// A state-machine snapshot as the WAL stores it: covering every entry up to `index`
+/// (Raft: whose term is `term`; Zab: the zxid, term 0).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub index: u64,
+    pub term: u64,
+    pub data: Vec<u8>,
+}
+
+/// What was durable: what the core restarts from.
+pub struct Recovered<F: LogFormat + ?Sized> {
+    pub hard_state: F::HardState,
+    /// The latest snapshot; the state machine is restored from it.
+    pub snapshot: Option<Snapshot>,
+    /// The entries after it.
+    pub entries: Vec<F::Entry>,
+}
+
+impl<F: LogFormat + ?Sized> Default for Recovered<F> {
+    fn default() -> Self {
+        Self {
+            hard_state: F::HardState::default(),
+            snapshot: None,
+            entries: Vec::new(),
+        }
+    }
+}
 
 /// Tuning of the WAL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,89 +161,40 @@ pub struct WalStats {
 struct Segment {
     seq: u64,
     name: String,
-    /// Highest entry index written into it (0: none).
+    /// Highest entry position written into it (0: none).
     max_index: u64,
 }
 
-fn segment_name(seq: u64) -> String {
-    format!("{seq:016x}.wal")
+/// The log rebuilt from records during recovery, handed to [`LogFormat::recover`].
+pub struct Replay<F: LogFormat + ?Sized> {
+    pub entries: Vec<F::Entry>,
+    pub hard_state: F::HardState,
+    /// The last durable snapshot marker, as (index, term).
+    pub marker: Option<(u64, u64)>,
 }
 
-fn parse_segment_name(name: &str) -> Option<u64> {
-    u64::from_str_radix(name.strip_suffix(".wal")?, 16).ok()
-}
-
-fn entry_size(e: &Entry) -> usize {
-    match &e.kind {
-        EntryKind::Normal(d) => d.len() + 24,
-        EntryKind::Noop => 24,
+impl<F: LogFormat + ?Sized> Replay<F> {
+    fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+            hard_state: F::HardState::default(),
+            marker: None,
+        }
     }
-}
 
-pub struct Wal {
-    disk: Arc<dyn Disk>,
-    opts: WalOptions,
-    /// Oldest first; the last one is being appended to.
-    segments: Vec<Segment>,
-    file: Box<dyn DiskFile>,
-    file_len: u64,
-    /// Written since the last sync.
-    dirty: bool,
-    /// Last hard state written (repeated at the head of every new segment).
-    hard_state: HardState,
-    /// Latest snapshot whose marker is durable, as (index, term).
-    snapshot: Option<(u64, u64)>,
-    buf: Vec<u8>,
-    stats: WalStats,
-    broken: bool,
-}
-
-impl std::fmt::Debug for Wal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Wal")
-            .field("segments", &self.segments)
-            .field("file_len", &self.file_len)
-            .field("snapshot", &self.snapshot)
-            .field("stats", &self.stats)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The log being rebuilt from records during recovery.
-#[derive(Default)]
-struct Replay {
-    entries: Vec<Entry>,
-    hard_state: HardState,
-    marker: Option<(u64, u64)>,
-}
-
-impl Replay {
-    fn apply(&mut self, r: Record) -> Result<Option<u64>, WalError> {
+    /// Applies one record; returns the last position an `Entries` record wrote.
+    fn apply(&mut self, r: Record<F::Entry, F::HardState>) -> Result<Option<u64>, WalError> {
         match r {
             Record::Entries(ents) => {
-                let Some(first) = ents.first().map(|e| e.index) else {
-                    return Ok(None);
-                };
-                if ents
-                    .iter()
-                    .enumerate()
-                    .any(|(k, e)| e.index != first + k as u64)
-                {
-                    return Err(WalError::Corrupt(format!(
-                        "entries record from {first} is not contiguous"
-                    )));
+                let last = ents.last().map(F::index);
+                if last.is_some() {
+                    F::replay_entries(&mut self.entries, ents)?;
                 }
-                let last = first + ents.len() as u64 - 1;
-                match self.entries.first().map(|e| e.index) {
-                    Some(start) if first >= start && first <= start + self.entries.len() as u64 => {
-                        self.entries.truncate((first - start) as usize);
-                        self.entries.extend(ents);
-                    }
-                    // Empty log, an overwrite reaching before it, or a gap (earlier entries
-                    // lived in segments removed after a snapshot): start over from here.
-                    _ => self.entries = ents,
-                }
-                Ok(Some(last))
+                Ok(last)
+            }
+            Record::TruncateAfter(index) => {
+                self.entries.retain(|e| F::index(e) <= index);
+                Ok(None)
             }
             Record::HardState(hs) => {
                 self.hard_state = hs;
@@ -183,7 +209,7 @@ impl Replay {
                 if install {
                     self.entries.clear();
                 } else {
-                    self.entries.retain(|e| e.index > index);
+                    self.entries.retain(|e| F::index(e) > index);
                 }
                 Ok(None)
             }
@@ -191,9 +217,93 @@ impl Replay {
     }
 }
 
-impl Wal {
+/// The snapshot files found at open, oldest first, for [`LogFormat::recover`].
+pub struct SnapshotFiles<'a> {
+    disk: &'a dyn Disk,
+    /// (index, term, file name), sorted.
+    files: Vec<(u64, u64, String)>,
+}
+
+impl SnapshotFiles<'_> {
+    /// The newest snapshot file that reads back intact (unreadable ones are skipped).
+    pub fn newest(&self) -> Result<Option<Snapshot>, WalError> {
+        for (_, _, name) in self.files.iter().rev() {
+            let bytes = self.disk.read(name).map_err(io_err(name))?;
+            match snapfile::decode(&bytes) {
+                Ok(s) => return Ok(Some(s)),
+                Err(why) => tracing::warn!(file = %name, why, "skipping unreadable snapshot"),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The snapshot at `index`, which a durable marker names: missing or damaged, the WAL
+    /// is corrupt.
+    pub fn at(&self, index: u64) -> Result<Snapshot, WalError> {
+        let (_, _, name) = self
+            .files
+            .iter()
+            .find(|(i, _, _)| *i == index)
+            .ok_or_else(|| {
+                WalError::Corrupt(format!("log refers to a missing snapshot at {index}"))
+            })?;
+        let bytes = self.disk.read(name).map_err(io_err(name))?;
+        snapfile::decode(&bytes).map_err(|why| WalError::Corrupt(format!("snapshot {name}: {why}")))
+    }
+}
+
+/// The write-ahead log of one member. Blocking; the runtime calls it on a blocking thread.
+pub struct Wal<F: LogFormat> {
+    disk: Arc<dyn Disk>,
+    opts: WalOptions,
+    /// Oldest first; the last one is being appended to.
+    segments: Vec<Segment>,
+    file: Box<dyn DiskFile>,
+    file_len: u64,
+    /// Written since the last sync.
+    dirty: bool,
+    /// Last hard state written (repeated at the head of every new segment).
+    hard_state: F::HardState,
+    /// Latest snapshot whose marker is durable, as (index, term).
+    snapshot: Option<(u64, u64)>,
+    buf: Vec<u8>,
+    stats: WalStats,
+    broken: bool,
+}
+
+impl<F: LogFormat> std::fmt::Debug for Wal<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wal")
+            .field("segments", &self.segments)
+            .field("file_len", &self.file_len)
+            .field("snapshot", &self.snapshot)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A record as written by the WAL of format `F`.
+type Ref<'a, F> = RecordRef<'a, <F as LogFormat>::Entry, <F as LogFormat>::HardState>;
+
+fn enc<E: Serialize, H: Serialize>(
+    buf: &mut Vec<u8>,
+    r: &RecordRef<'_, E, H>,
+) -> Result<(), WalError> {
+    record::encode(buf, r).map_err(|e| WalError::Encode(e.to_string()))
+}
+
+impl<F: LogFormat> Wal<F> {
+    fn segment_name(seq: u64) -> String {
+        format!("{seq:016x}.{}", F::SEGMENT_EXT)
+    }
+
+    fn parse_segment_name(name: &str) -> Option<u64> {
+        let stem = name.strip_suffix(F::SEGMENT_EXT)?.strip_suffix('.')?;
+        u64::from_str_radix(stem, 16).ok()
+    }
+
     /// Opens the WAL on `disk` (creating it if empty) and returns what was durable.
-    pub fn open(disk: Arc<dyn Disk>, opts: WalOptions) -> Result<(Self, PersistedState), WalError> {
+    pub fn open(disk: Arc<dyn Disk>, opts: WalOptions) -> Result<(Self, Recovered<F>), WalError> {
         let names = disk.list().map_err(io_err("<dir>"))?;
         let mut segs: Vec<(u64, String)> = Vec::new();
         let mut snaps: Vec<(u64, u64, String)> = Vec::new();
@@ -201,7 +311,7 @@ impl Wal {
             if name.ends_with(".tmp") {
                 // An atomic write that did not reach its rename.
                 disk.remove(&name).map_err(io_err(&name))?;
-            } else if let Some(seq) = parse_segment_name(&name) {
+            } else if let Some(seq) = Self::parse_segment_name(&name) {
                 segs.push((seq, name));
             } else if let Some((i, t)) = snapfile::parse_name(&name) {
                 snaps.push((i, t, name));
@@ -209,47 +319,35 @@ impl Wal {
         }
         segs.sort();
         snaps.sort();
-
-        // The newest readable snapshot file.
-        let mut snapshot: Option<Snapshot> = None;
-        for (_, _, name) in snaps.iter().rev() {
-            let bytes = disk.read(name).map_err(io_err(name))?;
-            match snapfile::decode(&bytes) {
-                Ok(s) => {
-                    snapshot = Some(s);
-                    break;
-                }
-                Err(why) => tracing::warn!(file = %name, why, "skipping unreadable snapshot"),
-            }
-        }
+        let snapshots = SnapshotFiles {
+            disk: disk.as_ref(),
+            files: snaps,
+        };
 
         if segs.is_empty() {
-            if snapshot.is_some() {
+            if snapshots.newest()?.is_some() {
                 return Err(WalError::Corrupt(
                     "snapshot files but no log segment".to_string(),
                 ));
             }
-            let name = segment_name(1);
+            let name = Self::segment_name(1);
             let file = disk.create(&name).map_err(io_err(&name))?;
-            let wal = Self::with_file(disk, opts, file, 0, Vec::new());
-            let wal = Self {
-                segments: vec![Segment {
-                    seq: 1,
-                    name,
-                    max_index: 0,
-                }],
-                ..wal
+            let segment = Segment {
+                seq: 1,
+                name,
+                max_index: 0,
             };
-            return Ok((wal, PersistedState::default()));
+            let wal = Self::with_file(disk, opts, file, 0, vec![segment]);
+            return Ok((wal, Recovered::default()));
         }
 
-        let mut replay = Replay::default();
+        let mut replay = Replay::<F>::new();
         let mut segments = Vec::with_capacity(segs.len());
         let mut tail_len = 0u64;
         let count = segs.len();
         for (k, (seq, name)) in segs.into_iter().enumerate() {
             let bytes = disk.read(&name).map_err(io_err(&name))?;
-            let scan = record::scan::<Record>(&bytes);
+            let scan = record::scan::<Record<F::Entry, F::HardState>>(&bytes);
             let mut max_index = 0;
             for r in scan.records {
                 if let Some(last) = replay.apply(r)? {
@@ -281,7 +379,7 @@ impl Wal {
             });
         }
 
-        let state = finish(replay, snapshot)?;
+        let state = F::recover(replay, &snapshots)?;
         let current = segments
             .last()
             .map(|s| s.name.clone())
@@ -307,7 +405,7 @@ impl Wal {
             file,
             file_len,
             dirty: false,
-            hard_state: HardState::default(),
+            hard_state: F::HardState::default(),
             snapshot: None,
             buf: Vec::new(),
             stats: WalStats::default(),
@@ -324,29 +422,37 @@ impl Wal {
         self.segments.len()
     }
 
-    /// Writes `entries` (replacing stored entries from `entries[0].index` on) and then
-    /// `hard_state`, as one write. Not durable until [`Wal::sync`].
+    /// Writes a truncation after `truncate_after`, then `entries` (replacing stored entries
+    /// from the first one's position on), then `hard_state`, as one write. Not durable
+    /// until [`Wal::sync`].
     pub fn append(
         &mut self,
-        entries: &[Entry],
-        hard_state: Option<&HardState>,
+        truncate_after: Option<u64>,
+        entries: &[F::Entry],
+        hard_state: Option<&F::HardState>,
     ) -> Result<(), WalError> {
         if self.broken {
             return Err(WalError::Broken);
         }
-        if entries.is_empty() && hard_state.is_none() {
+        if truncate_after.is_none() && entries.is_empty() && hard_state.is_none() {
             return Ok(());
         }
         self.maybe_roll()?;
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
-        let encoded = encode_batch(&mut buf, entries, hard_state, self.opts.record_bytes);
+        let encoded = encode_batch::<F>(
+            &mut buf,
+            truncate_after,
+            entries,
+            hard_state,
+            self.opts.record_bytes,
+        );
         let result = encoded.and_then(|()| self.write(&buf));
         self.buf = buf;
         result?;
         if let Some(last) = entries.last() {
             if let Some(seg) = self.segments.last_mut() {
-                seg.max_index = seg.max_index.max(last.index);
+                seg.max_index = seg.max_index.max(F::index(last));
             }
         }
         if let Some(hs) = hard_state {
@@ -381,31 +487,31 @@ impl Wal {
         if self.broken {
             return Err(WalError::Broken);
         }
-        if !install && self.snapshot.is_some_and(|(i, _)| i >= snap.index) {
+        let (index, term) = (snap.index, snap.term);
+        if !install && self.snapshot.is_some_and(|(i, _)| i >= index) {
             return Ok(());
         }
         let file = snapfile::write(self.disk.as_ref(), snap)
-            .map_err(io_err(&snapfile::name(snap.index, snap.term)))?;
-        self.buf.clear();
-        let marker = RecordRef::Snapshot {
-            index: snap.index,
-            term: snap.term,
+            .map_err(io_err(&snapfile::name(index, term)))?;
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        let marker = Ref::<'_, F>::Snapshot {
+            index,
+            term,
             install,
         };
-        record::encode(&mut self.buf, &marker).map_err(|e| WalError::Encode(e.to_string()))?;
-        let buf = std::mem::take(&mut self.buf);
-        let written = self.write(&buf);
+        let written = enc(&mut buf, &marker).and_then(|()| self.write(&buf));
         self.buf = buf;
         written?;
         self.sync()?;
-        self.snapshot = Some((snap.index, snap.term));
+        self.snapshot = Some((index, term));
         self.stats.snapshots += 1;
 
         // Only a prefix of segments may go: a later segment replays on top of earlier ones.
         let current = self.segments.len().saturating_sub(1);
         let obsolete = self.segments[..current]
             .iter()
-            .take_while(|s| install || s.max_index <= snap.index)
+            .take_while(|s| install || s.max_index <= index)
             .count();
         for seg in self.segments.drain(..obsolete) {
             self.disk.remove(&seg.name).map_err(io_err(&seg.name))?;
@@ -413,7 +519,7 @@ impl Wal {
         }
         for name in self.disk.list().map_err(io_err("<dir>"))? {
             if let Some((i, _)) = snapfile::parse_name(&name) {
-                if i < snap.index || (i == snap.index && name != file) {
+                if i < index || (i == index && name != file) {
                     self.disk.remove(&name).map_err(io_err(&name))?;
                 }
             }
@@ -445,7 +551,7 @@ impl Wal {
         // The old segment must be complete on disk before a newer one exists.
         self.sync()?;
         let seq = self.segments.last().map_or(1, |s| s.seq + 1);
-        let name = segment_name(seq);
+        let name = Self::segment_name(seq);
         let file = self.disk.create(&name).map_err(io_err(&name))?;
         self.file = file;
         self.file_len = 0;
@@ -456,103 +562,56 @@ impl Wal {
         });
         let mut head = Vec::new();
         if let Some((index, term)) = self.snapshot {
-            let r = RecordRef::Snapshot {
+            let r = Ref::<'_, F>::Snapshot {
                 index,
                 term,
                 install: false,
             };
-            record::encode(&mut head, &r).map_err(|e| WalError::Encode(e.to_string()))?;
+            enc(&mut head, &r)?;
         }
         let hs = self.hard_state.clone();
-        record::encode(&mut head, &RecordRef::HardState(&hs))
-            .map_err(|e| WalError::Encode(e.to_string()))?;
+        enc(&mut head, &Ref::<'_, F>::HardState(&hs))?;
         self.write(&head)
     }
 }
 
-fn encode_batch(
+fn encode_batch<F: LogFormat>(
     buf: &mut Vec<u8>,
-    entries: &[Entry],
-    hard_state: Option<&HardState>,
+    truncate_after: Option<u64>,
+    entries: &[F::Entry],
+    hard_state: Option<&F::HardState>,
     record_bytes: usize,
 ) -> Result<(), WalError> {
-    let enc = |buf: &mut Vec<u8>, r: &RecordRef<'_>| {
-        record::encode(buf, r).map_err(|e| WalError::Encode(e.to_string()))
-    };
+    if let Some(index) = truncate_after {
+        enc(buf, &Ref::<'_, F>::TruncateAfter(index))?;
+    }
     let mut start = 0;
     let mut size = 0;
     for (k, e) in entries.iter().enumerate() {
-        size += entry_size(e);
+        size += F::encoded_size(e);
         if size >= record_bytes {
-            enc(buf, &RecordRef::Entries(&entries[start..=k]))?;
+            enc(buf, &Ref::<'_, F>::Entries(&entries[start..=k]))?;
             start = k + 1;
             size = 0;
         }
     }
     if start < entries.len() {
-        enc(buf, &RecordRef::Entries(&entries[start..]))?;
+        enc(buf, &Ref::<'_, F>::Entries(&entries[start..]))?;
     }
-    // After the entries: a torn batch may keep entries without their hard state (handled in
-    // `finish`), but never a commit index ahead of the entries it covers.
+    // After the entries: a torn batch may keep entries without their hard state (the
+    // core's `recover` handles it), but never a commit point ahead of the entries it covers.
     if let Some(hs) = hard_state {
-        enc(buf, &RecordRef::HardState(hs))?;
+        enc(buf, &Ref::<'_, F>::HardState(hs))?;
     }
     Ok(())
-}
-
-/// Turns the replayed records and the newest snapshot file into the state to restart from.
-fn finish(replay: Replay, snapshot: Option<Snapshot>) -> Result<PersistedState, WalError> {
-    let Replay {
-        mut entries,
-        mut hard_state,
-        marker,
-    } = replay;
-    let (snap_index, snap_term) = snapshot.as_ref().map_or((0, 0), |s| (s.index, s.term));
-    let marker_index = marker.map_or(0, |m| m.0);
-    if marker_index > snap_index {
-        return Err(WalError::Corrupt(format!(
-            "log refers to a snapshot at {marker_index} but the newest snapshot file is at {snap_index}"
-        )));
-    }
-    if snap_index > marker_index {
-        // The snapshot file became durable but a crash came before its marker did. Raft's
-        // rule for installing a snapshot: keep the entries after it only if the log agrees
-        // with it at its index.
-        let agrees = entries
-            .iter()
-            .any(|e| e.index == snap_index && e.term == snap_term);
-        if !agrees {
-            entries.clear();
-        }
-    }
-    entries.retain(|e| e.index > snap_index);
-    if let Some(first) = entries.first() {
-        if first.index != snap_index + 1 {
-            return Err(WalError::Corrupt(format!(
-                "log starts at {} but the snapshot ends at {snap_index}",
-                first.index
-            )));
-        }
-    }
-    // Entries (or a snapshot) of a newer term can outlive the hard state written after them
-    // in the same batch. No vote in that term was sent (votes go out only after a sync), so
-    // adopting the term without a vote is safe.
-    let newest = entries.last().map_or(snap_term, |e| e.term).max(snap_term);
-    if newest > hard_state.term {
-        hard_state.term = newest;
-        hard_state.vote = None;
-    }
-    Ok(PersistedState {
-        hard_state,
-        snapshot,
-        entries,
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::disk::MemDisk;
+    use crate::raft_node::{RaftFormat, RaftWal};
+    use coordbench_raft::{Entry, EntryKind, HardState};
 
     fn ent(index: u64, term: u64) -> Entry {
         Entry {
@@ -586,16 +645,17 @@ mod tests {
     #[test]
     fn recovers_after_clean_shutdown() -> R {
         let disk = MemDisk::new();
-        let (mut wal, st) = Wal::open(Arc::new(disk.clone()), small())?;
-        assert_eq!(st, PersistedState::default());
-        wal.append(&ents(1, 50, 1), Some(&hs(1, 10)))?;
+        let (mut wal, st) = RaftWal::open(Arc::new(disk.clone()), small())?;
+        assert_eq!(st.hard_state, HardState::default());
+        assert_eq!((st.snapshot, st.entries.len()), (None, 0));
+        wal.append(None, &ents(1, 50, 1), Some(&hs(1, 10)))?;
         wal.sync()?;
-        wal.append(&ents(51, 60, 2), Some(&hs(2, 55)))?;
+        wal.append(None, &ents(51, 60, 2), Some(&hs(2, 55)))?;
         wal.sync()?;
         assert!(wal.segment_count() > 1, "small segments roll over");
         assert_eq!(wal.stats().syncs, 2, "one sync per batch");
         drop(wal);
-        let (_, st) = Wal::open(Arc::new(disk), small())?;
+        let (_, st) = RaftWal::open(Arc::new(disk), small())?;
         let mut want = ents(1, 50, 1);
         want.extend(ents(51, 60, 2));
         assert_eq!(st.entries, want);
@@ -607,20 +667,20 @@ mod tests {
     #[test]
     fn recovers_after_torn_tail_and_keeps_appending() -> R {
         let disk = MemDisk::new();
-        let (mut wal, _) = Wal::open(Arc::new(disk.clone()), WalOptions::default())?;
-        wal.append(&ents(1, 5, 1), Some(&hs(1, 3)))?;
+        let (mut wal, _) = RaftWal::open(Arc::new(disk.clone()), WalOptions::default())?;
+        wal.append(None, &ents(1, 5, 1), Some(&hs(1, 3)))?;
         wal.sync()?;
-        wal.append(&ents(6, 9, 1), Some(&hs(1, 5)))?;
+        wal.append(None, &ents(6, 9, 1), Some(&hs(1, 5)))?;
         // Power fails in the middle of the unsynced write, leaving half of it (garbled).
         disk.crash(|n| n / 2, true);
-        let (mut wal, st) = Wal::open(Arc::new(disk.clone()), WalOptions::default())?;
+        let (mut wal, st) = RaftWal::open(Arc::new(disk.clone()), WalOptions::default())?;
         assert_eq!(st.entries, ents(1, 5, 1));
         assert_eq!(st.hard_state, hs(1, 3));
         // The torn bytes were cut, so new records are readable after a restart.
-        wal.append(&ents(6, 7, 2), Some(&hs(2, 6)))?;
+        wal.append(None, &ents(6, 7, 2), Some(&hs(2, 6)))?;
         wal.sync()?;
         drop(wal);
-        let (_, st) = Wal::open(Arc::new(disk), WalOptions::default())?;
+        let (_, st) = RaftWal::open(Arc::new(disk), WalOptions::default())?;
         let mut want = ents(1, 5, 1);
         want.extend(ents(6, 7, 2));
         assert_eq!(st.entries, want);
@@ -631,14 +691,14 @@ mod tests {
     #[test]
     fn recovers_after_truncation() -> R {
         let disk = MemDisk::new();
-        let (mut wal, _) = Wal::open(Arc::new(disk.clone()), small())?;
-        wal.append(&ents(1, 10, 1), Some(&hs(1, 4)))?;
+        let (mut wal, _) = RaftWal::open(Arc::new(disk.clone()), small())?;
+        wal.append(None, &ents(1, 10, 1), Some(&hs(1, 4)))?;
         wal.sync()?;
         // A new leader overwrites the uncommitted suffix from 6 on.
-        wal.append(&ents(6, 8, 2), Some(&hs(2, 5)))?;
+        wal.append(None, &ents(6, 8, 2), Some(&hs(2, 5)))?;
         wal.sync()?;
         drop(wal);
-        let (_, st) = Wal::open(Arc::new(disk), small())?;
+        let (_, st) = RaftWal::open(Arc::new(disk), small())?;
         let mut want = ents(1, 5, 1);
         want.extend(ents(6, 8, 2));
         assert_eq!(st.entries, want);
@@ -648,9 +708,13 @@ mod tests {
     #[test]
     fn recovers_after_snapshot_and_compaction() -> R {
         let disk = MemDisk::new();
-        let (mut wal, _) = Wal::open(Arc::new(disk.clone()), small())?;
+        let (mut wal, _) = RaftWal::open(Arc::new(disk.clone()), small())?;
         for k in 0..20 {
-            wal.append(&ents(k * 10 + 1, k * 10 + 10, 1), Some(&hs(1, k * 10)))?;
+            wal.append(
+                None,
+                &ents(k * 10 + 1, k * 10 + 10, 1),
+                Some(&hs(1, k * 10)),
+            )?;
             wal.sync()?;
         }
         let before = wal.segment_count();
@@ -662,10 +726,10 @@ mod tests {
         wal.save_snapshot(&snap, false)?;
         assert!(wal.segment_count() < before, "old segments removed");
         assert!(wal.stats().segments_removed > 0);
-        wal.append(&ents(201, 205, 1), Some(&hs(1, 200)))?;
+        wal.append(None, &ents(201, 205, 1), Some(&hs(1, 200)))?;
         wal.sync()?;
         drop(wal);
-        let (mut wal, st) = Wal::open(Arc::new(disk.clone()), small())?;
+        let (mut wal, st) = RaftWal::open(Arc::new(disk.clone()), small())?;
         assert_eq!(st.snapshot, Some(snap));
         assert_eq!(st.entries, ents(151, 205, 1));
         assert_eq!(st.hard_state, hs(1, 200));
@@ -677,7 +741,7 @@ mod tests {
             data: b"sm@300".to_vec(),
         };
         wal.save_snapshot(&snap2, true)?;
-        wal.append(&[], Some(&hs(3, 300)))?;
+        wal.append(None, &[], Some(&hs(3, 300)))?;
         wal.sync()?;
         assert_eq!(wal.segment_count(), 1);
         let snap_files: Vec<String> = disk
@@ -688,7 +752,7 @@ mod tests {
             .collect();
         assert_eq!(snap_files, vec![snapfile::name(300, 3)]);
         drop(wal);
-        let (_, st) = Wal::open(Arc::new(disk), small())?;
+        let (_, st) = RaftWal::open(Arc::new(disk), small())?;
         assert_eq!(st.snapshot, Some(snap2));
         assert!(st.entries.is_empty());
         assert_eq!(st.hard_state, hs(3, 300));
@@ -698,8 +762,8 @@ mod tests {
     #[test]
     fn snapshot_file_without_marker_follows_raft_install_rule() -> R {
         let disk = MemDisk::new();
-        let (mut wal, _) = Wal::open(Arc::new(disk.clone()), WalOptions::default())?;
-        wal.append(&ents(1, 10, 1), Some(&hs(1, 10)))?;
+        let (mut wal, _) = RaftWal::open(Arc::new(disk.clone()), WalOptions::default())?;
+        wal.append(None, &ents(1, 10, 1), Some(&hs(1, 10)))?;
         wal.sync()?;
         drop(wal);
         // Crash after the snapshot file was written, before its marker: a matching log is
@@ -710,7 +774,7 @@ mod tests {
             data: vec![],
         };
         snapfile::write(&disk, &s).map_err(io_err("snap"))?;
-        let (_, st) = Wal::open(Arc::new(disk.clone()), WalOptions::default())?;
+        let (_, st) = RaftWal::open(Arc::new(disk.clone()), WalOptions::default())?;
         assert_eq!(st.entries, ents(7, 10, 1));
         let s = Snapshot {
             index: 8,
@@ -718,7 +782,7 @@ mod tests {
             data: vec![],
         };
         snapfile::write(&disk, &s).map_err(io_err("snap"))?;
-        let (_, st) = Wal::open(Arc::new(disk), WalOptions::default())?;
+        let (_, st) = RaftWal::open(Arc::new(disk), WalOptions::default())?;
         assert!(st.entries.is_empty());
         assert_eq!(st.hard_state.term, 2, "term follows the snapshot");
         assert_eq!(st.snapshot.map(|s| s.index), Some(8));
@@ -728,18 +792,18 @@ mod tests {
     #[test]
     fn damage_before_the_last_segment_is_corruption() -> R {
         let disk = MemDisk::new();
-        let (mut wal, _) = Wal::open(Arc::new(disk.clone()), small())?;
+        let (mut wal, _) = RaftWal::open(Arc::new(disk.clone()), small())?;
         for k in 0..5 {
-            wal.append(&ents(k * 10 + 1, k * 10 + 10, 1), None)?;
+            wal.append(None, &ents(k * 10 + 1, k * 10 + 10, 1), None)?;
             wal.sync()?;
         }
         drop(wal);
-        let first = segment_name(1);
+        let first = RaftWal::segment_name(1);
         let mut bytes = disk.read(&first).map_err(io_err("read"))?;
         bytes[20] ^= 0xff;
         disk.write_atomic(&first, &bytes).map_err(io_err("write"))?;
         assert!(matches!(
-            Wal::open(Arc::new(disk), small()),
+            RaftWal::open(Arc::new(disk), small()),
             Err(WalError::Corrupt(_))
         ));
         Ok(())
@@ -802,7 +866,7 @@ mod tests {
                 segment_bytes: 300 + rng.below(2000),
                 record_bytes: 64 + rng.below(400) as usize,
             };
-            let (mut wal, _) = Wal::open(Arc::new(disk.clone()), opts)?;
+            let (mut wal, _) = RaftWal::open(Arc::new(disk.clone()), opts)?;
             let mut model = Model {
                 hs: HardState::default(),
                 snap: None,
@@ -830,7 +894,7 @@ mod tests {
                         let mut size = 0;
                         let mut start = 0;
                         for (k, e) in batch.iter().enumerate() {
-                            size += entry_size(e);
+                            size += RaftFormat::encoded_size(e);
                             if size >= opts.record_bytes {
                                 chunked.push(batch[start..=k].to_vec());
                                 start = k + 1;
@@ -847,7 +911,7 @@ mod tests {
                             vote: Some(1 + rng.below(3)),
                             commit: new_commit.max(model.hs.commit),
                         };
-                        wal.append(&batch, Some(&new_hs))?;
+                        wal.append(None, &batch, Some(&new_hs))?;
                         for chunk in chunked {
                             model.entries.retain(|e| e.index < chunk[0].index);
                             model.entries.extend(chunk);
@@ -901,7 +965,7 @@ mod tests {
                                 vote: None,
                                 commit: s.index,
                             };
-                            wal.append(&[], Some(&new_hs))?;
+                            wal.append(None, &[], Some(&new_hs))?;
                             model.hs = new_hs;
                             wal.sync()?;
                             candidates = vec![model.clone()];
@@ -919,7 +983,7 @@ mod tests {
                             },
                             rng.below(2) == 0,
                         );
-                        let (w, st) = Wal::open(Arc::new(disk.clone()), opts)?;
+                        let (w, st) = RaftWal::open(Arc::new(disk.clone()), opts)?;
                         wal = w;
                         let got = Model {
                             hs: st.hard_state,
@@ -939,5 +1003,58 @@ mod tests {
             }
         }
         Ok(())
+    }
+
+    /// The Zab format: truncations, non-contiguous zxids.
+    mod zab {
+        use super::*;
+        use crate::zab_node::ZabWal;
+        use coordbench_zab::{HardState, Proposal, Zxid};
+
+        fn zp(epoch: u32, c: u32) -> Proposal {
+            Proposal {
+                zxid: Zxid::new(epoch, c),
+                data: vec![c as u8; 10],
+            }
+        }
+
+        #[test]
+        fn zab_replays_appends_truncations_snapshots_and_rolls() -> Result<(), WalError> {
+            let disk: Arc<dyn Disk> = Arc::new(MemDisk::new());
+            let opts = WalOptions {
+                segment_bytes: 200,
+                record_bytes: 64,
+            };
+            let (mut wal, st) = ZabWal::open(disk.clone(), opts)?;
+            assert_eq!(st.hard_state, HardState::default());
+            assert_eq!((st.snapshot, st.entries.len()), (None, 0));
+            let hs = HardState {
+                accepted_epoch: 1,
+                current_epoch: 1,
+                commit: Zxid::new(1, 2),
+                round: 3,
+            };
+            wal.append(None, &[zp(1, 1), zp(1, 2), zp(1, 3), zp(1, 4)], Some(&hs))?;
+            wal.append(Some(Zxid::new(1, 2).0), &[zp(2, 1)], None)?;
+            for c in 2..20 {
+                wal.append(None, &[zp(2, c)], None)?;
+            }
+            wal.sync()?;
+            let snap = Snapshot {
+                index: Zxid::new(2, 10).0,
+                term: 0,
+                data: b"state".to_vec(),
+            };
+            wal.save_snapshot(&snap, false)?;
+            wal.sync()?;
+            drop(wal);
+            let (_, st) = ZabWal::open(disk, opts)?;
+            assert_eq!(st.snapshot, Some(snap));
+            let zxids: Vec<Zxid> = st.entries.iter().map(|p| p.zxid).collect();
+            let want: Vec<Zxid> = (11..20).map(|c| Zxid::new(2, c)).collect();
+            assert_eq!(zxids, want);
+            assert_eq!(st.hard_state, hs);
+            Ok(())
+        }
     }
 }

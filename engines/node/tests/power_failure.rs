@@ -1,6 +1,6 @@
-//! Three members on an in-process network with in-memory disks, hit by repeated power
-//! failures while proposals are in flight: every member loses (or tears) whatever no sync
-//! covered. After each restart no acknowledged write may be missing.
+//! Three members (of either engine) on an in-process network with in-memory disks, hit by
+//! repeated power failures while proposals are in flight: every member loses (or tears)
+//! whatever no sync covered. After each restart no acknowledged write may be missing.
 
 mod common;
 
@@ -9,15 +9,15 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{eventually, Log};
+use common::{eventually, Engine, Log};
 use coordbench_node::{
-    InProcNetwork, MemDisk, NodeConfig, NodeRole, NodeTask, RaftHandle, RaftNode, Replicator,
+    InProcNetwork, MemDisk, NodeConfig, NodeHandle, NodeRole, NodeTask, Replicator,
 };
 use tokio::task::JoinSet;
 
 struct Member {
     disk: MemDisk,
-    handle: Option<RaftHandle<Log>>,
+    handle: Option<NodeHandle<Log>>,
     task: Option<NodeTask>,
 }
 
@@ -33,24 +33,19 @@ fn config(id: u64) -> NodeConfig {
     cfg
 }
 
-async fn start(net: &InProcNetwork, members: &mut BTreeMap<u64, Member>) {
+async fn start(engine: Engine, net: &InProcNetwork, members: &mut BTreeMap<u64, Member>) {
     for (&id, m) in members.iter_mut() {
         let (transport, inbox) = net.join(id, 4096);
-        let (h, t) = RaftNode::start_with(
-            config(id),
-            Log::default(),
-            Arc::new(m.disk.clone()),
-            transport,
-            inbox,
-        )
-        .await
-        .unwrap_or_else(|e| panic!("node {id} failed to (re)start: {e}"));
+        let (h, t) = engine
+            .start_with(config(id), Arc::new(m.disk.clone()), transport, inbox)
+            .await
+            .unwrap_or_else(|e| panic!("node {id} failed to (re)start: {e}"));
         m.handle = Some(h);
         m.task = Some(t);
     }
 }
 
-fn handles(members: &BTreeMap<u64, Member>) -> Vec<RaftHandle<Log>> {
+fn handles(members: &BTreeMap<u64, Member>) -> Vec<NodeHandle<Log>> {
     members.values().filter_map(|m| m.handle.clone()).collect()
 }
 
@@ -66,6 +61,15 @@ async fn wait_leader(members: &BTreeMap<u64, Member>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn power_failures_lose_no_acknowledged_write() {
+    power_failures(Engine::Raft).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zab_power_failures_lose_no_acknowledged_write() {
+    power_failures(Engine::Zab).await;
+}
+
+async fn power_failures(engine: Engine) {
     let net = InProcNetwork::new();
     let mut members: BTreeMap<u64, Member> = (1..=3)
         .map(|id| {
@@ -81,7 +85,7 @@ async fn power_failures_lose_no_acknowledged_write() {
         .collect();
     let mut acked: Vec<Vec<u8>> = Vec::new();
     for round in 0..3u64 {
-        start(&net, &mut members).await;
+        start(engine, &net, &mut members).await;
         wait_leader(&members).await;
         let hs = handles(&members);
         // Proposals in flight on every member when the power goes: 30 clients, each
@@ -127,7 +131,7 @@ async fn power_failures_lose_no_acknowledged_write() {
             acked.len()
         );
     }
-    start(&net, &mut members).await;
+    start(engine, &net, &mut members).await;
     wait_leader(&members).await;
     let hs = handles(&members);
     let last = hs[0]
@@ -157,7 +161,7 @@ async fn power_failures_lose_no_acknowledged_write() {
         assert_eq!(dupes, 0, "a command was applied twice on node {}", h.id());
     }
     eprintln!(
-        "{} acknowledged writes survived 3 power failures",
+        "{engine:?}: {} acknowledged writes survived 3 power failures",
         acked.len()
     );
     for m in members.values_mut() {

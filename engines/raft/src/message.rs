@@ -13,7 +13,7 @@ pub enum EntryKind {
     /// earlier terms can be committed (Raft only counts current-term replicas).
     Noop,
     /// An opaque client command.
-    Normal(Vec<u8>),
+    Normal(#[serde(with = "serde_bytes")] Vec<u8>),
 }
 
 /// One entry of the replicated log.
@@ -38,6 +38,7 @@ pub struct HardState {
 pub struct Snapshot {
     pub index: u64,
     pub term: u64,
+    #[serde(with = "serde_bytes")]
     pub data: Vec<u8>,
 }
 

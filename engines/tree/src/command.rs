@@ -19,6 +19,7 @@ pub enum Command {
     /// secret that a reconnecting client must present; `timeout_ms` is already negotiated.
     CreateSession {
         timeout_ms: i32,
+        #[serde(with = "serde_bytes")]
         password: Vec<u8>,
         now_ms: i64,
     },
@@ -52,6 +53,7 @@ pub enum Op {
     /// `path` is the prefix for sequential modes; `ttl_ms` only for TTL modes (else 0).
     Create {
         path: String,
+        #[serde(with = "serde_bytes")]
         data: Vec<u8>,
         mode: CreateMode,
         ttl_ms: i64,
@@ -60,6 +62,7 @@ pub enum Op {
     Delete { path: String, version: i32 },
     SetData {
         path: String,
+        #[serde(with = "serde_bytes")]
         data: Vec<u8>,
         version: i32,
     },

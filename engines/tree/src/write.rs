@@ -31,6 +31,7 @@ pub(crate) enum Undo {
     Delete {
         path: String,
         node: Box<Node>,
+        parent_cversion: i32,
         parent_pzxid: i64,
     },
     SetData {
@@ -76,10 +77,12 @@ impl DataTree {
             } => self.create(ctx, path, data, *mode, *ttl_ms, events),
             Op::Delete { path, version } => {
                 self.check_delete(path, *version)?;
-                let (node, parent_pzxid) = self.delete_node(path, ctx.zxid, events);
+                let (node, (parent_cversion, parent_pzxid)) =
+                    self.delete_node(path, ctx.zxid, events);
                 let undo = Undo::Delete {
                     path: path.clone(),
                     node: Box::new(node),
+                    parent_cversion,
                     parent_pzxid,
                 };
                 Ok((OpResult::Delete, undo))
@@ -145,8 +148,8 @@ impl DataTree {
         let parent_path = create_parent(path);
         let parent = self.nodes.get(parent_path).ok_or(TreeError::NoNode)?;
         let full = if mode.is_sequential() {
-            // ZooKeeper numbers from the parent's cversion, zero-padded to 10 digits.
-            let full = format!("{path}{:010}", parent.cversion);
+            // Zero-padded to 10 digits, as ZooKeeper prints numbers up to i32::MAX.
+            let full = format!("{path}{:010}", children_created(parent));
             path::validate(&full)?;
             full
         } else {
@@ -192,23 +195,24 @@ impl DataTree {
     }
 
     /// Deletes a node that passed [`DataTree::check_delete`]; returns it and the parent's
-    /// pzxid before.
+    /// cversion and pzxid before. A delete counts in the parent's cversion, as in ZooKeeper.
     pub(crate) fn delete_node(
         &mut self,
         path: &str,
         zxid: i64,
         events: &mut Vec<WatchEvent>,
-    ) -> (Node, i64) {
+    ) -> (Node, (i32, i64)) {
         let node = self.remove_node(path);
         let parent_path = path::parent(path).unwrap_or(path::ROOT);
-        let mut parent_pzxid = 0;
+        let mut before = (0, 0);
         if let Some(parent) = self.nodes.get_mut(parent_path) {
-            parent_pzxid = parent.pzxid;
+            before = (parent.cversion, parent.pzxid);
+            parent.cversion = parent.cversion.wrapping_add(1);
             parent.pzxid = parent.pzxid.max(zxid);
         }
         events.push(event(EventType::NodeDeleted, path, zxid));
         events.push(event(EventType::NodeChildrenChanged, parent_path, zxid));
-        (node, parent_pzxid)
+        (node, before)
     }
 
     pub(crate) fn undo(&mut self, undo: Undo) {
@@ -227,10 +231,12 @@ impl DataTree {
             Undo::Delete {
                 path,
                 node,
+                parent_cversion,
                 parent_pzxid,
             } => {
                 self.insert_node(&path, *node);
                 if let Some(parent) = path::parent(&path).and_then(|p| self.nodes.get_mut(p)) {
+                    parent.cversion = parent_cversion;
                     parent.pzxid = parent_pzxid;
                 }
             }
@@ -297,6 +303,14 @@ impl DataTree {
         }
         node
     }
+}
+
+/// The sequence number of `parent`'s next sequential child: how many children were ever
+/// created under it. ZooKeeper 3.8 numbers so while its cversion counts deletes too (create
+/// /r/a, delete it, create -s /r/s-: /r/s-0000000001, cversion 3), so the count follows from
+/// cversion = creates + deletes and the child count = creates - deletes.
+fn children_created(parent: &Node) -> i64 {
+    (i64::from(parent.cversion) + parent.children.len() as i64) / 2
 }
 
 pub(crate) fn event(kind: EventType, path: &str, zxid: i64) -> WatchEvent {

@@ -87,7 +87,10 @@ fn snapshot_restore_mid_sequence() {
 struct MNode {
     data: Vec<u8>,
     version: i32,
+    /// Children created plus children deleted, as ZooKeeper counts.
     cversion: i32,
+    /// Children ever created: the next sequential child's number.
+    created: i64,
     kind: NodeKind,
     mtime: i64,
 }
@@ -128,6 +131,7 @@ impl Model {
                     data: vec![],
                     version: 0,
                     cversion: 0,
+                    created: 0,
                     kind: NodeKind::Persistent,
                     mtime: 0,
                 },
@@ -178,7 +182,7 @@ impl Model {
                     return Err(code::NO_NODE);
                 };
                 let full = if mode.is_sequential() {
-                    format!("{path}{:010}", p.cversion)
+                    format!("{path}{:010}", p.created)
                 } else {
                     path.clone()
                 };
@@ -188,7 +192,9 @@ impl Model {
                 if matches!(p.kind, NodeKind::Ephemeral { .. }) {
                     return Err(code::NO_CHILDREN_FOR_EPHEMERALS);
                 }
-                self.nodes.get_mut(&parent).unwrap().cversion += 1;
+                let p = self.nodes.get_mut(&parent).unwrap();
+                p.cversion += 1;
+                p.created += 1;
                 let kind = if mode.is_ephemeral() {
                     NodeKind::Ephemeral { owner: session }
                 } else if *mode == CreateMode::Container {
@@ -204,6 +210,7 @@ impl Model {
                         data: data.clone(),
                         version: 0,
                         cversion: 0,
+                    created: 0,
                         kind,
                         mtime: now,
                     },
@@ -224,7 +231,7 @@ impl Model {
                 if !self.children(path).is_empty() {
                     return Err(code::NOT_EMPTY);
                 }
-                self.nodes.remove(path);
+                self.remove(path);
                 Ok(None)
             }
             Op::SetData {
@@ -257,10 +264,25 @@ impl Model {
         }
     }
 
+    /// Removes a childless node; its parent's cversion counts the delete.
+    fn remove(&mut self, path: &str) {
+        self.nodes.remove(path);
+        if let Some(p) = self.nodes.get_mut(&parent_of(path)) {
+            p.cversion += 1;
+        }
+    }
+
     fn end_session(&mut self, id: i64) {
         self.sessions.remove(&id);
-        self.nodes
-            .retain(|_, n| n.kind != NodeKind::Ephemeral { owner: id });
+        let owned: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.kind == NodeKind::Ephemeral { owner: id })
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in owned {
+            self.remove(&p);
+        }
     }
 
     fn live(&mut self, session: i64, now: i64) -> bool {
@@ -320,7 +342,7 @@ impl Model {
                         _ => false,
                     });
                     if due && self.children(p).is_empty() {
-                        self.nodes.remove(p);
+                        self.remove(p);
                     }
                 }
                 Outcome::Done

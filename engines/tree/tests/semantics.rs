@@ -119,8 +119,8 @@ fn stats_follow_zookeeper() {
     let st = t.tree.stat("/a").unwrap();
     assert_eq!(
         (st.cversion, st.pzxid, st.num_children),
-        (1, 5, 0),
-        "deletes keep cversion"
+        (2, 5, 0),
+        "a delete counts in cversion, as in ZooKeeper 3.8"
     );
     assert_eq!(t.write(0, 0, delete("/a", 3)), Err(TreeError::BadVersion));
     assert_eq!(t.write(0, 0, delete("/nope", -1)), Err(TreeError::NoNode));
@@ -167,6 +167,42 @@ fn sequential_names_count_creates_in_the_parent() {
     assert_eq!(
         t.create(0, "/missing/n-", CreateMode::PersistentSequential),
         Err(TreeError::NoNode)
+    );
+}
+
+/// What Debian's ZooKeeper 3.8.0 answers (zkCli.sh): sequence numbers count the children
+/// ever created, while cversion counts deletes too, including a session's ephemerals.
+#[test]
+fn sequence_numbers_skip_deletes_that_cversion_counts() {
+    let mut t = T::new();
+    t.create(0, "/r", CreateMode::Persistent).unwrap();
+    t.create(0, "/r/a", CreateMode::Persistent).unwrap();
+    t.write(0, 0, delete("/r/a", -1)).unwrap();
+    assert_eq!(
+        t.create(0, "/r/s-", CreateMode::PersistentSequential)
+            .unwrap(),
+        "/r/s-0000000001"
+    );
+    assert_eq!(t.tree.stat("/r").unwrap().cversion, 3);
+    // Three more, two deletes, then a session ends and takes its ephemeral with it.
+    let s = t.session(30_000, 0);
+    for _ in 0..2 {
+        t.create(0, "/r/s-", CreateMode::PersistentSequential)
+            .unwrap();
+    }
+    let e = t
+        .create(s, "/r/e-", CreateMode::EphemeralSequential)
+        .unwrap();
+    assert_eq!(e, "/r/e-0000000004");
+    t.write(0, 0, delete("/r/s-0000000001", -1)).unwrap();
+    t.write(0, 0, delete("/r/s-0000000002", -1)).unwrap();
+    t.run(Command::CloseSession { session: s });
+    let st = t.tree.stat("/r").unwrap();
+    assert_eq!((st.cversion, st.num_children), (9, 1));
+    assert_eq!(
+        t.create(0, "/r/s-", CreateMode::PersistentSequential)
+            .unwrap(),
+        "/r/s-0000000005"
     );
 }
 

@@ -12,6 +12,7 @@ pub type NodeId = u64;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Proposal {
     pub zxid: Zxid,
+    #[serde(with = "serde_bytes")]
     pub data: Vec<u8>,
 }
 
@@ -20,6 +21,7 @@ pub struct Proposal {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
     pub zxid: Zxid,
+    #[serde(with = "serde_bytes")]
     pub data: Vec<u8>,
 }
 

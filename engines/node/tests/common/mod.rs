@@ -1,12 +1,53 @@
-//! Shared helpers of the cluster tests: a small state machine and polling with deadlines.
+//! Shared helpers of the cluster tests: the engine under test, a small state machine,
+//! polling with deadlines, and the cluster harness (`cluster`).
 
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
-use coordbench_node::StateMachine;
+use coordbench_node::{
+    Disk, Envelope, InProcTransport, NodeConfig, NodeHandle, NodeTask, RaftNode, StartError,
+    StateMachine, ZabNode,
+};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
+
+/// Which core the members run. Both give the same handle (`NodeHandle`) and task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    Raft,
+    Zab,
+}
+
+pub type Started = Result<(NodeHandle<Log>, NodeTask), StartError>;
+
+impl Engine {
+    /// Starts a member on real files and TCP.
+    pub async fn start(self, cfg: NodeConfig) -> Started {
+        match self {
+            Engine::Raft => RaftNode::start(cfg, Log::default()).await,
+            Engine::Zab => ZabNode::start(cfg, Log::default()).await,
+        }
+    }
+
+    /// Starts a member on `disk` and the in-process network.
+    pub async fn start_with(
+        self,
+        cfg: NodeConfig,
+        disk: Arc<dyn Disk>,
+        transport: InProcTransport,
+        inbox: mpsc::Receiver<Envelope>,
+    ) -> Started {
+        match self {
+            Engine::Raft => RaftNode::start_with(cfg, Log::default(), disk, transport, inbox).await,
+            Engine::Zab => ZabNode::start_with(cfg, Log::default(), disk, transport, inbox).await,
+        }
+    }
+}
 
 /// An append-only list of commands. The output of a command is the log index it was
 /// applied at. `restores` counts snapshot installs (not part of the state).

@@ -1,0 +1,238 @@
+//! One gRPC watch stream shared by all the watch handles of a session, as etcd's clientv3
+//! shares one stream among a client's watchers. Thousands of config watchers then cost one
+//! create request each, not an HTTP/2 stream and server task each.
+//!
+//! A task owns the stream: it sends create requests one at a time (the server answers
+//! creates in order, so the next `created` response names the pending watch's id), routes
+//! every response to its watcher's unbounded queue, and cancels a watcher whose
+//! [`Subscription`] was dropped. It always reads, so a handle that is not polled never
+//! stalls the connection's flow-control window; its events wait in its queue instead.
+
+use std::collections::HashMap;
+
+use etcd_client::{Client, WatchOptions, WatchResponse, WatchStream};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::map_error;
+use crate::{CounterHandle, DriverError};
+
+type Delivery = Result<WatchResponse, DriverError>;
+
+/// A request to add a watcher, from the session.
+struct Create {
+    key: Vec<u8>,
+    options: WatchOptions,
+    reply: oneshot::Sender<Result<Subscription, DriverError>>,
+}
+
+/// The shared stream of one session. Dropping it ends the stream once every subscription
+/// has ended too.
+pub(super) struct WatchMux {
+    creates: mpsc::UnboundedSender<Create>,
+    task: JoinHandle<()>,
+}
+
+/// One watcher on a shared stream: its responses, in order. Dropping it cancels the watch.
+pub(super) struct Subscription {
+    id: i64,
+    responses: mpsc::UnboundedReceiver<Delivery>,
+    cancels: mpsc::UnboundedSender<i64>,
+}
+
+impl Subscription {
+    /// The next response for this watcher that carries events. A cancel by the server, or
+    /// the loss of the stream, is an error.
+    pub async fn next(&mut self) -> Result<WatchResponse, DriverError> {
+        loop {
+            let resp = self
+                .responses
+                .recv()
+                .await
+                .unwrap_or_else(|| Err(stream_gone()))?;
+            if !resp.events().is_empty() {
+                return Ok(resp);
+            }
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let _ = self.cancels.send(self.id);
+    }
+}
+
+fn stream_gone() -> DriverError {
+    DriverError::Server("the session's watch stream ended".into())
+}
+
+impl WatchMux {
+    /// Opens the stream with its first watcher.
+    pub async fn open(
+        mut client: Client,
+        counters: CounterHandle,
+        key: Vec<u8>,
+        options: WatchOptions,
+    ) -> Result<(WatchMux, Subscription), DriverError> {
+        counters.request();
+        let stream = client.watch(key, Some(options)).await.map_err(map_error)?;
+        let (creates, create_rx) = mpsc::unbounded_channel();
+        let (cancels, cancel_rx) = mpsc::unbounded_channel();
+        let (reply, created) = oneshot::channel();
+        let router = Router {
+            stream,
+            counters,
+            cancels,
+            watchers: HashMap::new(),
+            pending: Some(reply),
+        };
+        let task = tokio::spawn(router.run(create_rx, cancel_rx));
+        let first = created.await.unwrap_or_else(|_| Err(stream_gone()))?;
+        Ok((WatchMux { creates, task }, first))
+    }
+
+    /// False once the stream has failed; the session then opens a new one.
+    pub fn is_open(&self) -> bool {
+        !self.task.is_finished()
+    }
+
+    /// Adds a watcher to the stream once the server confirms it.
+    pub async fn subscribe(
+        &self,
+        key: Vec<u8>,
+        options: WatchOptions,
+    ) -> Result<Subscription, DriverError> {
+        let (reply, created) = oneshot::channel();
+        self.creates
+            .send(Create {
+                key,
+                options,
+                reply,
+            })
+            .map_err(|_| stream_gone())?;
+        created.await.unwrap_or_else(|_| Err(stream_gone()))
+    }
+}
+
+/// The task that owns the stream.
+struct Router {
+    stream: WatchStream,
+    counters: CounterHandle,
+    /// Handed to each new subscription, for its cancel on drop.
+    cancels: mpsc::UnboundedSender<i64>,
+    watchers: HashMap<i64, mpsc::UnboundedSender<Delivery>>,
+    /// The create request awaiting its `created` response.
+    pending: Option<oneshot::Sender<Result<Subscription, DriverError>>>,
+}
+
+impl Router {
+    async fn run(
+        mut self,
+        mut creates: mpsc::UnboundedReceiver<Create>,
+        mut cancels: mpsc::UnboundedReceiver<i64>,
+    ) {
+        let mut session_gone = false;
+        let failure = loop {
+            if session_gone && self.watchers.is_empty() && self.pending.is_none() {
+                return;
+            }
+            let step = tokio::select! {
+                create = creates.recv(), if !session_gone && self.pending.is_none() => {
+                    match create {
+                        Some(create) => self.create(create).await,
+                        None => {
+                            session_gone = true;
+                            Ok(())
+                        }
+                    }
+                }
+                // The router holds a sender itself, so this channel never closes.
+                Some(id) = cancels.recv() => self.cancel(id).await,
+                message = self.stream.message() => match message {
+                    Ok(Some(resp)) => {
+                        self.route(resp);
+                        Ok(())
+                    }
+                    Ok(None) => Err(stream_gone()),
+                    Err(e) => Err(map_error(e)),
+                },
+            };
+            if let Err(e) = step {
+                break e;
+            }
+        };
+        for (_, watcher) in self.watchers.drain() {
+            let _ = watcher.send(Err(failure.clone()));
+        }
+        if let Some(reply) = self.pending.take() {
+            let _ = reply.send(Err(failure));
+        }
+    }
+
+    /// Sends a create request; its answer comes through [`Router::route`].
+    async fn create(&mut self, create: Create) -> Result<(), DriverError> {
+        self.counters.request();
+        match self.stream.watch(create.key, Some(create.options)).await {
+            Ok(()) => {
+                self.pending = Some(create.reply);
+                Ok(())
+            }
+            Err(e) => {
+                let e = map_error(e);
+                let _ = create.reply.send(Err(e.clone()));
+                Err(e)
+            }
+        }
+    }
+
+    async fn cancel(&mut self, id: i64) -> Result<(), DriverError> {
+        if self.watchers.remove(&id).is_some() {
+            self.counters.request();
+            self.stream.cancel(id).await.map_err(map_error)?;
+        }
+        Ok(())
+    }
+
+    fn route(&mut self, resp: WatchResponse) {
+        let id = resp.watch_id();
+        if resp.created() {
+            let Some(reply) = self.pending.take() else {
+                return;
+            };
+            if resp.canceled() {
+                let _ = reply.send(Err(DriverError::Server(format!(
+                    "watch refused: {}",
+                    resp.cancel_reason()
+                ))));
+                return;
+            }
+            let (tx, rx) = mpsc::unbounded_channel();
+            self.watchers.insert(id, tx);
+            let subscription = Subscription {
+                id,
+                responses: rx,
+                cancels: self.cancels.clone(),
+            };
+            // If the caller stopped waiting, dropping the subscription cancels the watch.
+            let _ = reply.send(Ok(subscription));
+            return;
+        }
+        self.counters.notifications(resp.events().len() as u64);
+        if resp.canceled() {
+            if let Some(watcher) = self.watchers.remove(&id) {
+                let reason = match resp.compact_revision() {
+                    0 => resp.cancel_reason().to_string(),
+                    rev => format!("compacted at revision {rev}"),
+                };
+                let _ = watcher.send(Err(DriverError::Server(format!(
+                    "watch canceled by the server: {reason}"
+                ))));
+            }
+            return;
+        }
+        if let Some(watcher) = self.watchers.get(&id) {
+            let _ = watcher.send(Ok(resp));
+        }
+    }
+}

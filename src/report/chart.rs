@@ -1,0 +1,263 @@
+//! Line charts drawn with plotters, once as SVG and once as PNG from the same description:
+//! labelled axes with units, a legend, and one fixed colour per target.
+
+use std::path::{Path, PathBuf};
+
+use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+
+use super::font::FAMILY;
+use super::ReportError;
+
+/// How x values are placed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum XScale {
+    Linear,
+    /// Powers of two evenly spaced (waiters 1, 2, 4, ...).
+    Log2,
+    Log10,
+    /// Names evenly spaced in this order; x values are indices.
+    Categories(Vec<String>),
+}
+
+impl XScale {
+    /// Log2 or Log10 when the values span more than a factor 16 (and are positive).
+    pub fn for_values(values: &[f64]) -> XScale {
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if !(min > 0.0 && max / min >= 16.0) {
+            return XScale::Linear;
+        }
+        if values.iter().all(|v| v.log2().fract() == 0.0) {
+            XScale::Log2
+        } else {
+            XScale::Log10
+        }
+    }
+
+    fn place(&self, x: f64) -> f64 {
+        match self {
+            XScale::Linear | XScale::Categories(_) => x,
+            XScale::Log2 => x.log2(),
+            XScale::Log10 => x.log10(),
+        }
+    }
+
+    fn label(&self, placed: f64, integers: bool) -> String {
+        let whole = (placed - placed.round()).abs() < 1e-6;
+        match self {
+            // Counts (members, clients) have no tick between two values.
+            XScale::Linear if integers && !whole => String::new(),
+            XScale::Linear => number(placed),
+            XScale::Log2 if !whole => String::new(),
+            XScale::Log2 => number(placed.exp2()),
+            // Decades only: 0.1, 1, 10, 100.
+            XScale::Log10 if !whole => String::new(),
+            XScale::Log10 => number(10f64.powf(placed)),
+            XScale::Categories(names) => {
+                let i = placed.round();
+                if (placed - i).abs() > 1e-6 || i < 0.0 {
+                    return String::new();
+                }
+                names.get(i as usize).cloned().unwrap_or_default()
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub label: String,
+    pub color: RGBColor,
+    pub dashed: bool,
+    pub markers: bool,
+    pub points: Vec<(f64, f64)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LineChart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub x_scale: XScale,
+    /// `None`: from 0 to the largest value plus headroom.
+    pub y_range: Option<(f64, f64)>,
+    pub lines: Vec<Line>,
+}
+
+const SIZE: (u32, u32) = (960, 600);
+
+/// The colour of a target, the same on every chart.
+pub fn target_color(target: &str) -> RGBColor {
+    match target {
+        "etcd" => RGBColor(31, 119, 180),
+        "zookeeper" => RGBColor(255, 127, 14),
+        "raft" => RGBColor(44, 160, 44),
+        "zab" => RGBColor(214, 39, 40),
+        "null" => RGBColor(127, 127, 127),
+        other => {
+            const MORE: [RGBColor; 4] = [
+                RGBColor(148, 103, 189),
+                RGBColor(140, 86, 75),
+                RGBColor(227, 119, 194),
+                RGBColor(23, 190, 207),
+            ];
+            MORE[other.bytes().map(usize::from).sum::<usize>() % MORE.len()]
+        }
+    }
+}
+
+/// `color` darker (t = 0) to lighter (t = 1): lines of one target told apart.
+pub fn shade(color: RGBColor, t: f64) -> RGBColor {
+    let mix = |c: u8| {
+        let c = c as f64;
+        let v = if t < 0.5 {
+            c * (0.6 + 0.8 * t)
+        } else {
+            c + (255.0 - c) * (t - 0.5) * 1.1
+        };
+        v.clamp(0.0, 255.0) as u8
+    };
+    RGBColor(mix(color.0), mix(color.1), mix(color.2))
+}
+
+/// Writes `dir/<stem>.svg` and `dir/<stem>.png`.
+pub fn render(chart: &LineChart, dir: &Path, stem: &str) -> Result<Vec<PathBuf>, ReportError> {
+    let svg = dir.join(format!("{stem}.svg"));
+    let png = dir.join(format!("{stem}.png"));
+    let fail = |path: &Path, e: String| ReportError::Draw(format!("{}: {e}", path.display()));
+    draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), chart).map_err(|e| fail(&svg, e))?;
+    draw(BitMapBackend::new(&png, SIZE).into_drawing_area(), chart).map_err(|e| fail(&png, e))?;
+    Ok(vec![svg, png])
+}
+
+fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &LineChart) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let placed: Vec<Vec<(f64, f64)>> = chart
+        .lines
+        .iter()
+        .map(|l| {
+            l.points
+                .iter()
+                .map(|(x, y)| (chart.x_scale.place(*x), *y))
+                .collect()
+        })
+        .collect();
+    let xs = placed.iter().flatten().map(|p| p.0);
+    let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+        (a.min(x), b.max(x))
+    });
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    let pad = if x1 > x0 { (x1 - x0) * 0.05 } else { 0.5 };
+    let (x0, x1) = match &chart.x_scale {
+        XScale::Categories(names) => (-0.5, names.len() as f64 - 0.5),
+        _ => (x0 - pad, x1 + pad),
+    };
+    let (y0, y1) = chart.y_range.unwrap_or_else(|| {
+        let max = placed.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
+        (0.0, if max > 0.0 { max * 1.2 } else { 1.0 })
+    });
+
+    let mut ctx = ChartBuilder::on(&root)
+        .caption(&chart.title, (FAMILY, 22))
+        .margin(18)
+        .x_label_area_size(55)
+        .y_label_area_size(85)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(e)?;
+    let x_labels = match &chart.x_scale {
+        XScale::Categories(names) => names.len().max(1) * 2 + 1,
+        XScale::Linear => 10,
+        // Enough candidate ticks that whole powers are among them.
+        XScale::Log2 | XScale::Log10 => 20,
+    };
+    let integers = chart
+        .lines
+        .iter()
+        .flat_map(|l| &l.points)
+        .all(|(x, _)| x.fract() == 0.0);
+    ctx.configure_mesh()
+        .x_desc(&chart.x_label)
+        .y_desc(&chart.y_label)
+        .axis_desc_style((FAMILY, 16))
+        .label_style((FAMILY, 13))
+        .x_labels(x_labels)
+        .x_label_formatter(&|v| chart.x_scale.label(*v, integers))
+        .y_label_formatter(&|v| number(*v))
+        .draw()
+        .map_err(e)?;
+
+    for (line, points) in chart.lines.iter().zip(&placed) {
+        let style = ShapeStyle::from(&line.color).stroke_width(2);
+        if line.dashed {
+            ctx.draw_series(DashedLineSeries::new(points.clone(), 9, 5, style))
+                .map_err(e)?
+                .label(&line.label)
+                .legend(move |(x, y)| {
+                    DashedPathElement::new(vec![(x, y), (x + 22, y)], 6, 4, style)
+                });
+        } else {
+            ctx.draw_series(LineSeries::new(points.clone(), style))
+                .map_err(e)?
+                .label(&line.label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
+        }
+        if line.markers {
+            ctx.draw_series(points.iter().map(|p| Circle::new(*p, 4, style.filled())))
+                .map_err(e)?;
+        }
+    }
+    ctx.configure_series_labels()
+        .position(legend_position(&placed))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font((FAMILY, 13))
+        .draw()
+        .map_err(e)?;
+    root.present().map_err(e)?;
+    Ok(())
+}
+
+/// Falling lines leave the upper right corner empty, rising ones the upper left.
+fn legend_position(lines: &[Vec<(f64, f64)>]) -> SeriesLabelPosition {
+    let (mut first, mut last) = (0.0, 0.0);
+    for l in lines {
+        if let (Some(a), Some(b)) = (l.first(), l.last()) {
+            first += a.1;
+            last += b.1;
+        }
+    }
+    if last > first {
+        SeriesLabelPosition::UpperLeft
+    } else {
+        SeriesLabelPosition::UpperRight
+    }
+}
+
+/// A figure as a reader takes it in: 12k, 350, 3.5, 0.25 (three significant digits).
+pub fn number(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{}M", trim(v / 1e6, 2))
+    } else if a >= 1e4 {
+        format!("{}k", trim(v / 1e3, 1))
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else {
+        let decimals = (2.0 - a.log10().floor()).max(0.0) as usize;
+        trim(v, decimals)
+    }
+}
+
+fn trim(v: f64, decimals: usize) -> String {
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}

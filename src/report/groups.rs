@@ -1,0 +1,228 @@
+//! Rows grouped for charts: which swept axis goes on x (the first in [`Axis::ALL`] order
+//! whose values differ between rows, preferring quantities over names), and one series per
+//! target and value of any other axis that differs. Repeats of a point are averaged.
+
+use crate::sweep::axis::Axis;
+
+use super::chart::XScale;
+use super::table::Table;
+
+/// What the x position of a row is.
+#[derive(Debug, Clone)]
+pub enum XKind {
+    /// A swept axis, read from `column`.
+    Axis(Axis, String),
+    /// Clients queued behind one holder: clients / locks − 1.
+    Waiters,
+    /// Nothing varies but the target: one position per target.
+    Target,
+}
+
+#[derive(Debug, Clone)]
+pub struct XAxis {
+    pub kind: XKind,
+    pub label: String,
+    pub scale: XScale,
+}
+
+/// Rows at one x position of one series.
+#[derive(Debug, Clone)]
+pub struct GroupPoint {
+    pub x: f64,
+    pub x_text: String,
+    pub rows: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub target: String,
+    /// The values of the other varying axes (`naive`, `locks=4`); empty if none.
+    pub key: String,
+    /// Index among the series of the same target: drawn dashed when odd.
+    pub variant: usize,
+    pub points: Vec<GroupPoint>,
+}
+
+impl Series {
+    pub fn label(&self) -> String {
+        if self.key.is_empty() {
+            self.target.clone()
+        } else {
+            format!("{} {}", self.target, self.key)
+        }
+    }
+}
+
+/// The column holding an axis: the sweep's axis column, else the run's own.
+pub fn axis_column(table: &Table, axis: Axis) -> Option<String> {
+    [Some(axis.name()), axis.run_column()]
+        .into_iter()
+        .flatten()
+        .find(|c| table.has(c))
+        .map(String::from)
+}
+
+/// Axes whose values differ between `rows`, with their columns, in [`Axis::ALL`] order.
+pub fn varying(table: &Table, rows: &[usize]) -> Vec<(Axis, String)> {
+    Axis::ALL
+        .into_iter()
+        .filter_map(|axis| {
+            let column = axis_column(table, axis)?;
+            let first = rows.first().and_then(|&i| table.rows[i].get(&column));
+            rows.iter()
+                .any(|&i| table.rows[i].get(&column) != first)
+                .then_some((axis, column))
+        })
+        .collect()
+}
+
+/// The x axis for `rows` and the other varying axes, which split series.
+pub fn choose_x(table: &Table, rows: &[usize]) -> (XAxis, Vec<(Axis, String)>) {
+    let varying = varying(table, rows);
+    let pick = varying
+        .iter()
+        .position(|(a, _)| !a.is_categorical())
+        .or(if varying.is_empty() { None } else { Some(0) });
+    let Some(i) = pick else {
+        let targets = distinct(rows.iter().filter_map(|&r| table.rows[r].get("target")));
+        let x = XAxis {
+            kind: XKind::Target,
+            label: "target".into(),
+            scale: XScale::Categories(targets),
+        };
+        return (x, varying);
+    };
+    let mut others = varying;
+    let (axis, column) = others.remove(i);
+    let scale = if axis.is_categorical() {
+        XScale::Categories(distinct(
+            rows.iter().filter_map(|&r| table.rows[r].get(&column)),
+        ))
+    } else {
+        let values: Vec<f64> = rows
+            .iter()
+            .filter_map(|&r| axis.numeric(table.rows[r].get(&column)?))
+            .collect();
+        XScale::for_values(&values)
+    };
+    let x = XAxis {
+        kind: XKind::Axis(axis, column),
+        label: axis.label().into(),
+        scale,
+    };
+    (x, others)
+}
+
+/// The waiters x axis of herd charts (lock runs, one lock or several).
+pub fn waiters_axis(table: &Table, rows: &[usize]) -> XAxis {
+    let values: Vec<f64> = rows.iter().filter_map(|&r| waiters(table, r)).collect();
+    XAxis {
+        kind: XKind::Waiters,
+        label: "waiters per lock (clients / locks − 1)".into(),
+        scale: XScale::for_values(&values),
+    }
+}
+
+fn waiters(table: &Table, row: usize) -> Option<f64> {
+    let r = &table.rows[row];
+    let clients = r.num("clients")?;
+    let locks = r.num("locks").unwrap_or(1.0).max(1.0);
+    Some((clients / locks - 1.0).max(0.0))
+}
+
+/// Where a row sits on `x`, and how its value reads.
+fn position(table: &Table, x: &XAxis, row: usize) -> Option<(f64, String)> {
+    let r = &table.rows[row];
+    let categorical = |text: &str| match &x.scale {
+        XScale::Categories(names) => names.iter().position(|n| n == text).map(|i| i as f64),
+        _ => None,
+    };
+    match &x.kind {
+        XKind::Axis(axis, column) => {
+            let text = r.get(column)?;
+            let value = if axis.is_categorical() {
+                categorical(text)?
+            } else {
+                axis.numeric(text)?
+            };
+            Some((value, text.to_string()))
+        }
+        XKind::Waiters => waiters(table, row).map(|w| (w, format!("{w}"))),
+        XKind::Target => {
+            let t = r.get("target")?;
+            Some((categorical(t)?, t.to_string()))
+        }
+    }
+}
+
+/// Series of `rows` along `x`, split by target and the values of `others`.
+pub fn group(table: &Table, rows: &[usize], x: &XAxis, others: &[(Axis, String)]) -> Vec<Series> {
+    let mut series: Vec<Series> = Vec::new();
+    for &row in rows {
+        let r = &table.rows[row];
+        let Some((xv, x_text)) = position(table, x, row) else {
+            continue;
+        };
+        let target = r.get("target").unwrap_or("?").to_string();
+        let key = others
+            .iter()
+            .map(|(axis, column)| {
+                let v = r.get(column).unwrap_or("-");
+                if axis.is_categorical() {
+                    v.to_string()
+                } else {
+                    format!("{}={v}", axis.name())
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let index = match series
+            .iter()
+            .position(|s| s.target == target && s.key == key)
+        {
+            Some(i) => i,
+            None => {
+                let variant = series.iter().filter(|s| s.target == target).count();
+                series.push(Series {
+                    target,
+                    key,
+                    variant,
+                    points: Vec::new(),
+                });
+                series.len() - 1
+            }
+        };
+        let points = &mut series[index].points;
+        match points.iter_mut().find(|p| p.x == xv) {
+            Some(p) => p.rows.push(row),
+            None => points.push(GroupPoint {
+                x: xv,
+                x_text,
+                rows: vec![row],
+            }),
+        }
+    }
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.x.total_cmp(&b.x));
+    }
+    series
+}
+
+/// The mean of `column` over `rows` (the repeats of one point); `None` if none has it.
+pub fn mean(table: &Table, rows: &[usize], column: &str) -> Option<f64> {
+    let values: Vec<f64> = rows
+        .iter()
+        .filter_map(|&r| table.rows[r].num(column))
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+fn distinct<'a>(values: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in values {
+        if !out.iter().any(|o| o == v) {
+            out.push(v.to_string());
+        }
+    }
+    out
+}

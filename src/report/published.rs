@@ -1,0 +1,185 @@
+//! Published figures (shared/reference/published-figures.md) put beside ours where a sweep
+//! measures the same thing. Absolute numbers come from other hardware and years; what must
+//! reproduce is the shape, so each table also shows values relative to a common base.
+
+use std::fmt::Write;
+
+use super::chart::number;
+use super::groups::mean;
+use super::table::Table;
+
+/// ZooKeeper paper (Hunt et al., USENIX ATC 2010), Table 1, 0% reads column: saturated
+/// write throughput by servers.
+const ZK_TABLE1_WRITES: [(u32, f64); 5] = [
+    (3, 21_000.0),
+    (5, 18_000.0),
+    (7, 14_000.0),
+    (9, 12_000.0),
+    (13, 8_000.0),
+];
+
+/// etcd dbtester (2018): etcd 3.3 vs ZooKeeper 3.5.3, 3 servers, 1M writes.
+const DBTESTER: [(&str, f64, f64); 2] = [
+    ("average write throughput (ops/s)", 35_258.0, 16_842.0),
+    ("write p99 (ms)", 74.0, 273.0),
+];
+
+const SHAPE_NOTE: &str = "Absolute numbers come from other hardware, other years and other \
+client counts; what must reproduce is the shape (which way the curve bends, which system \
+wins, by roughly what ratio).";
+
+/// Markdown sections for every published figure this sweep reproduces.
+pub fn sections(table: &Table, rows: &[usize], x_is_cluster_size: bool) -> String {
+    let writes: Vec<usize> = rows
+        .iter()
+        .copied()
+        .filter(|&r| table.rows[r].get("workload") == Some("kv-put"))
+        .collect();
+    let mut out = String::new();
+    if x_is_cluster_size && !writes.is_empty() {
+        out.push_str(&zk_table1(table, &writes));
+    }
+    let has = |t: &str| {
+        writes
+            .iter()
+            .any(|&r| table.rows[r].get("target") == Some(t))
+    };
+    if has("etcd") && has("zookeeper") {
+        out.push_str(&dbtester(table, &writes));
+    }
+    out
+}
+
+fn targets(table: &Table, rows: &[usize]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for &r in rows {
+        if let Some(t) = table.rows[r].get("target") {
+            if !out.iter().any(|o| o == t) {
+                out.push(t.to_string());
+            }
+        }
+    }
+    out
+}
+
+fn at(table: &Table, rows: &[usize], target: &str, size: Option<u32>, column: &str) -> Option<f64> {
+    let matching: Vec<usize> = rows
+        .iter()
+        .copied()
+        .filter(|&r| {
+            let row = &table.rows[r];
+            row.get("target") == Some(target)
+                && size.is_none_or(|s| row.num("cluster_size") == Some(s as f64))
+        })
+        .collect();
+    mean(table, &matching, column)
+}
+
+fn zk_table1(table: &Table, rows: &[usize]) -> String {
+    let targets = targets(table, rows);
+    let mut sizes: Vec<u32> = ZK_TABLE1_WRITES.iter().map(|(s, _)| *s).collect();
+    for &r in rows {
+        if let Some(s) = table.rows[r].num("cluster_size") {
+            sizes.push(s as u32);
+        }
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    let base = 3;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "### Write throughput vs servers: ZooKeeper paper, Table 1\n\n\
+         Source row: Hunt et al., *ZooKeeper: wait-free coordination for Internet-scale \
+         systems* (USENIX ATC 2010), Table 1, column \"0% reads\" (saturated throughput, 1 KB \
+         writes, 250 clients). Ours: the throughput column of this sweep (kv-put). \
+         \"rel.\" is throughput relative to {base} servers. {SHAPE_NOTE} Expected shape: \
+         writes fall as voters are added (every write waits on more followers).\n"
+    );
+    let mut header = "| servers | published ZooKeeper (ops/s) | rel. |".to_string();
+    let mut rule = "|---|---|---|".to_string();
+    for t in &targets {
+        let _ = write!(header, " ours {t} (ops/s) | rel. |");
+        rule.push_str("---|---|");
+    }
+    let _ = writeln!(s, "{header}\n{rule}");
+    let published_base = ZK_TABLE1_WRITES
+        .iter()
+        .find(|(n, _)| *n == base)
+        .map(|(_, v)| *v);
+    for size in sizes {
+        let published = ZK_TABLE1_WRITES
+            .iter()
+            .find(|(n, _)| *n == size)
+            .map(|(_, v)| *v);
+        let mut line = format!(
+            "| {size} | {} | {} |",
+            cell(published),
+            ratio(published, published_base)
+        );
+        for t in &targets {
+            let ours = at(table, rows, t, Some(size), "throughput_ops_s");
+            let ours_base = at(table, rows, t, Some(base), "throughput_ops_s");
+            let _ = write!(line, " {} | {} |", cell(ours), ratio(ours, ours_base));
+        }
+        let _ = writeln!(s, "{line}");
+    }
+    s.push('\n');
+    s
+}
+
+fn dbtester(table: &Table, rows: &[usize]) -> String {
+    // dbtester ran 3 servers; compare there when the sweep has it.
+    let size = [3u32].into_iter().find(|&n| {
+        rows.iter()
+            .any(|&r| table.rows[r].num("cluster_size") == Some(n as f64))
+    });
+    let where_ = size.map_or("all cluster sizes of this sweep".to_string(), |n| {
+        format!("{n} members")
+    });
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "### etcd vs ZooKeeper writes: etcd dbtester\n\n\
+         Source rows: etcd dbtester (2018; 3 × 16 vCPU servers, 1M writes, 256 B keys, 1 KB \
+         values), \"average throughput\" and \"p99\" for etcd 3.3 and ZooKeeper 3.5.3. Ours: \
+         kv-put at {where_}. {SHAPE_NOTE} Expected shape: etcd ahead on throughput and tail \
+         latency.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| figure | published etcd | published ZooKeeper | published etcd/ZooKeeper | ours etcd | ours zookeeper | ours etcd/zookeeper |\n|---|---|---|---|---|---|---|"
+    );
+    for (i, (figure, etcd, zk)) in DBTESTER.iter().enumerate() {
+        let (column, scale) = if i == 0 {
+            ("throughput_ops_s", 1.0)
+        } else {
+            ("p99_us", 1e-3)
+        };
+        let ours = |t: &str| at(table, rows, t, size, column).map(|v| v * scale);
+        let (oe, oz) = (ours("etcd"), ours("zookeeper"));
+        let _ = writeln!(
+            s,
+            "| {figure} | {} | {} | {} | {} | {} | {} |",
+            number(*etcd),
+            number(*zk),
+            ratio(Some(*etcd), Some(*zk)),
+            cell(oe),
+            cell(oz),
+            ratio(oe, oz)
+        );
+    }
+    s.push('\n');
+    s
+}
+
+fn cell(v: Option<f64>) -> String {
+    v.map_or("–".into(), number)
+}
+
+fn ratio(v: Option<f64>, base: Option<f64>) -> String {
+    match (v, base) {
+        (Some(v), Some(b)) if b > 0.0 => format!("{:.2}", v / b),
+        _ => "–".into(),
+    }
+}

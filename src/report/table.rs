@@ -1,0 +1,70 @@
+//! summary.csv read by column name: a sweep's (axis columns first) or any file whose rows
+//! are `coordbench run` summary rows.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::ReportError;
+
+/// One row: column → value as written.
+#[derive(Debug, Clone, Default)]
+pub struct Row(pub BTreeMap<String, String>);
+
+impl Row {
+    pub fn get(&self, column: &str) -> Option<&str> {
+        self.0
+            .get(column)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    pub fn num(&self, column: &str) -> Option<f64> {
+        self.get(column)?.parse().ok()
+    }
+
+    /// Rows without a `complete` column count as complete.
+    pub fn complete(&self) -> bool {
+        self.get("complete") != Some("false")
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub columns: Vec<String>,
+    pub rows: Vec<Row>,
+}
+
+impl Table {
+    pub fn read(path: &Path) -> Result<Table, ReportError> {
+        let fail = |e: csv::Error| ReportError::Read(format!("{}: {e}", path.display()));
+        let mut reader = csv::Reader::from_path(path).map_err(fail)?;
+        let columns: Vec<String> = reader
+            .headers()
+            .map_err(fail)?
+            .iter()
+            .map(String::from)
+            .collect();
+        let mut rows = Vec::new();
+        for record in reader.records() {
+            let record = record.map_err(fail)?;
+            rows.push(Row(columns
+                .iter()
+                .cloned()
+                .zip(record.iter().map(String::from))
+                .collect()));
+        }
+        for needed in ["target", "throughput_ops_s"] {
+            if !columns.iter().any(|c| c == needed) {
+                return Err(ReportError::Read(format!(
+                    "{}: no `{needed}` column (expected a coordbench summary.csv)",
+                    path.display()
+                )));
+            }
+        }
+        Ok(Table { columns, rows })
+    }
+
+    pub fn has(&self, column: &str) -> bool {
+        self.columns.iter().any(|c| c == column)
+    }
+}

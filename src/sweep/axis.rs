@@ -1,0 +1,120 @@
+//! The axes a sweep can vary and what each means: the `coordbench run` option it sets, the
+//! summary.csv column it shows up in, and how charts label and scale it. Shared by the sweep
+//! (building points) and the report (reading them back).
+
+use std::time::Duration;
+
+/// One swept dimension. The order of [`Axis::ALL`] is the order of the columns in a
+/// sweep's summary.csv and the order in which a report picks its x axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Axis {
+    ClusterSize,
+    Ttl,
+    Clients,
+    Locks,
+    Disk,
+    NetDelay,
+    ValueSize,
+    Rate,
+    Recipe,
+}
+
+impl Axis {
+    pub const ALL: [Axis; 9] = [
+        Axis::ClusterSize,
+        Axis::Ttl,
+        Axis::Clients,
+        Axis::Locks,
+        Axis::Disk,
+        Axis::NetDelay,
+        Axis::ValueSize,
+        Axis::Rate,
+        Axis::Recipe,
+    ];
+
+    /// The name in a spec's `[axes]` table and in a sweep's summary.csv.
+    pub fn name(self) -> &'static str {
+        match self {
+            Axis::ClusterSize => "cluster_size",
+            Axis::Ttl => "ttl",
+            Axis::Clients => "clients",
+            Axis::Locks => "locks",
+            Axis::Disk => "disk",
+            Axis::NetDelay => "net_delay",
+            Axis::ValueSize => "value_size",
+            Axis::Rate => "rate",
+            Axis::Recipe => "recipe",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Axis> {
+        Axis::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// The `coordbench run` option the axis sets.
+    pub fn flag(self) -> String {
+        format!("--{}", self.name().replace('_', "-"))
+    }
+
+    /// The column of a run's own summary.csv that holds the same figure, where there is
+    /// one (a summary.csv concatenated from single runs has no axis columns).
+    pub fn run_column(self) -> Option<&'static str> {
+        match self {
+            Axis::Ttl => Some("ttl_ms"),
+            Axis::NetDelay => None,
+            other => Some(other.name()),
+        }
+    }
+
+    /// Axis title on a chart, with its unit.
+    pub fn label(self) -> &'static str {
+        match self {
+            Axis::ClusterSize => "cluster size (members)",
+            Axis::Ttl => "session / lease TTL (ms)",
+            Axis::Clients => "clients",
+            Axis::Locks => "locks contended for",
+            Axis::Disk => "disk",
+            Axis::NetDelay => "one-way network delay (ms)",
+            Axis::ValueSize => "value size (bytes)",
+            Axis::Rate => "offered load (ops/s)",
+            Axis::Recipe => "lock recipe",
+        }
+    }
+
+    /// Disk kinds and recipes are names, not quantities: charts space them evenly.
+    pub fn is_categorical(self) -> bool {
+        matches!(self, Axis::Disk | Axis::Recipe)
+    }
+
+    /// A value as a number in the unit of [`Axis::label`]: durations (`2s`, or `5ms,1ms` for
+    /// delay and jitter) in milliseconds, everything else as written.
+    pub fn numeric(self, value: &str) -> Option<f64> {
+        if self.is_categorical() {
+            return None;
+        }
+        let first = value.split(',').next().unwrap_or_default().trim();
+        if let Ok(n) = first.parse::<f64>() {
+            return Some(n);
+        }
+        humantime::parse_duration(first)
+            .ok()
+            .map(|d: Duration| d.as_secs_f64() * 1000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_flags_and_numbers_round_trip() {
+        for axis in Axis::ALL {
+            assert_eq!(Axis::from_name(axis.name()), Some(axis));
+        }
+        assert_eq!(Axis::ClusterSize.flag(), "--cluster-size");
+        assert_eq!(Axis::Ttl.numeric("2s"), Some(2000.0));
+        assert_eq!(Axis::Ttl.numeric("1500"), Some(1500.0));
+        assert_eq!(Axis::NetDelay.numeric("5ms,1ms"), Some(5.0));
+        assert_eq!(Axis::Disk.numeric("tmpfs"), None);
+    }
+}

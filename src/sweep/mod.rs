@@ -1,0 +1,167 @@
+//! `coordbench sweep SPEC.toml`: runs every point of a spec (targets × axis values ×
+//! repeats) through the same path as `coordbench run` ([`crate::app::run_with`]), each on a
+//! fresh cluster in its own directory, then writes the sweep's summary.csv and run.json
+//! and the report ([`crate::report`]).
+//!
+//! A sweep directory can be rerun: points whose run.json says complete are skipped, any
+//! other point's directory is removed and the point runs again. Ctrl-C ends the current
+//! point as it ends a run (written, marked incomplete) and stops the sweep (exit 130).
+
+pub mod axis;
+pub mod plan;
+pub mod progress;
+pub mod record;
+pub mod spec;
+pub mod summary;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::app::{self, one_line, Console, Outcome, UsageError};
+use crate::cli::SweepArgs;
+use crate::results::compact_utc;
+use crate::{report, signals};
+
+use progress::{point_line, Progress};
+use record::{point_complete, SweepRecord};
+use spec::Spec;
+
+pub async fn run(args: SweepArgs) -> Result<Outcome, UsageError> {
+    let spec = Spec::load(&args.spec, args.quick).map_err(|e| UsageError(e.to_string()))?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("results").join(format!(
+            "{}-sweep-{}",
+            compact_utc(SystemTime::now()),
+            spec.name
+        ))
+    });
+    let points = plan::points(&spec, &out).map_err(|e| UsageError(e.to_string()))?;
+    // A missing font would otherwise surface only after the last point.
+    report::font::load(Path::new(report::font::DEFAULT_FONT))
+        .map_err(|e| UsageError(e.to_string()))?;
+    std::fs::create_dir_all(&out).map_err(|e| {
+        UsageError(format!(
+            "cannot create sweep directory {}: {e}",
+            out.display()
+        ))
+    })?;
+    let stop = signals::stop_on_signals()?;
+
+    let mut record = SweepRecord::new(&spec, &points, now_rfc3339());
+    let mut todo = 0;
+    for (status, point) in record.points.iter_mut().zip(&points) {
+        if point_complete(&point.dir) {
+            status.status = "skipped".into();
+        } else {
+            todo += 1;
+        }
+    }
+    record.write(&out)?;
+    let window = points.first().map_or(Duration::ZERO, |p| {
+        Duration::from_secs_f64(p.config.warmup_s + p.config.duration_s)
+    });
+    let mut progress = Progress::new(todo, window);
+    let skipped = points.len() - todo;
+    progress.line(&format!(
+        "sweep {}: {} points in {}{}",
+        spec.name,
+        points.len(),
+        out.display(),
+        if skipped > 0 {
+            format!(" ({skipped} already complete, {todo} to run)")
+        } else {
+            String::new()
+        }
+    ));
+
+    let mut interrupted = false;
+    for (i, point) in points.iter().enumerate() {
+        if record.points[i].status == "skipped" {
+            continue;
+        }
+        if stop.is_cancelled() {
+            interrupted = true;
+            break;
+        }
+        // Fresh data directories: whatever an incomplete earlier attempt left goes.
+        if point.dir.exists() {
+            std::fs::remove_dir_all(&point.dir)
+                .map_err(|e| UsageError(format!("cannot remove {}: {e}", point.dir.display())))?;
+        }
+        let label = point.label();
+        progress.begin(&label);
+        let result = app::run_with(
+            &point.args,
+            point.config.clone(),
+            stop.clone(),
+            Console::Silent,
+        )
+        .await;
+        let figures = record::point_figures(&point.dir);
+        let (status, error) = match result {
+            Ok(Outcome::Complete) => ("complete", None),
+            Ok(Outcome::Failed) => ("failed", figures.error.clone()),
+            Ok(Outcome::Interrupted) => {
+                interrupted = true;
+                ("interrupted", None)
+            }
+            Err(e) => ("failed", Some(e.0)),
+        };
+        let shown = match &error {
+            Some(e) => format!("{status}: {e}"),
+            None => status.to_string(),
+        };
+        progress.end(&point_line(
+            &label,
+            &shown,
+            figures.throughput,
+            figures.p99_us,
+        ));
+        record.points[i].status = status.into();
+        record.points[i].error = error;
+        record.write(&out)?;
+        if interrupted {
+            break;
+        }
+    }
+    progress.finish();
+
+    let rows = summary::write(&out, &points)?;
+    record.interrupted = interrupted;
+    record.complete = record
+        .points
+        .iter()
+        .all(|p| p.status == "complete" || p.status == "skipped");
+    record.finished_at = now_rfc3339();
+    record.write(&out)?;
+    let summary_path = out.join("summary.csv");
+    if interrupted {
+        eprintln!(
+            "interrupted: {rows} rows in {}; rerun the same command to run only the missing points",
+            summary_path.display()
+        );
+        return Ok(Outcome::Interrupted);
+    }
+    let written = report::write(&out, Path::new(report::font::DEFAULT_FONT))
+        .map_err(|e| UsageError(one_line(&format!("report: {e}"))))?;
+    println!("summary: {} ({rows} rows)", summary_path.display());
+    println!(
+        "report:  {} ({} chart files, SVG and PNG)",
+        written.markdown.display(),
+        written.charts.len()
+    );
+    let failed = record
+        .points
+        .iter()
+        .filter(|p| p.status == "failed")
+        .count();
+    if failed > 0 {
+        eprintln!("{failed} points failed; see run.json in {}", out.display());
+        return Ok(Outcome::Failed);
+    }
+    Ok(Outcome::Complete)
+}
+
+fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}

@@ -1,0 +1,245 @@
+//! A sweep's points: every target × every combination of axis values × every repeat, each
+//! as the `coordbench run` command line that measures it and the directory it writes.
+//!
+//! Points are built by parsing a real `run` command line and validating it with
+//! [`RunConfig::from_args`], so a point is exactly what `coordbench run` would do, and a
+//! combination `run` refuses is refused before anything starts.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Parser, ValueEnum};
+
+use crate::cli::{Cli, Command, RunArgs, TargetKind};
+use crate::config::{family_of, RunConfig};
+use crate::sweep::axis::Axis;
+use crate::sweep::spec::{clap_message, Location, Spec, SpecError, HERD_FREE};
+
+/// One run of the sweep.
+#[derive(Debug, Clone)]
+pub struct Point {
+    /// The directory name under the sweep directory, e.g. `etcd-cluster_size=3-r1`.
+    pub name: String,
+    pub target: String,
+    /// 1-based.
+    pub repeat: u32,
+    /// Axis values as run (`herd-free` resolved to the target's recipe name).
+    pub axes: Vec<(Axis, String)>,
+    pub args: RunArgs,
+    pub config: RunConfig,
+    pub dir: PathBuf,
+}
+
+impl Point {
+    /// `etcd cluster_size=3 r1`: how progress lines name the point.
+    pub fn label(&self) -> String {
+        let mut label = self.target.clone();
+        for (axis, value) in &self.axes {
+            label.push_str(&format!(" {}={value}", axis.name()));
+        }
+        format!("{label} r{}", self.repeat)
+    }
+}
+
+/// Every point of `spec`, writing under `out`, in run order (target, then axes in
+/// [`Axis::ALL`] order, then repeat).
+pub fn points(spec: &Spec, out: &Path) -> Result<Vec<Point>, SpecError> {
+    let mut points = Vec::new();
+    for (target, target_location) in &spec.targets {
+        let kind =
+            TargetKind::from_str(target, false).map_err(|m| spec.error_at(target_location, m))?;
+        for combination in spec.combinations() {
+            let axes: Vec<(Axis, String)> = combination
+                .into_iter()
+                .map(|(axis, value)| match (axis, value.as_str()) {
+                    (Axis::Recipe, HERD_FREE) => {
+                        let family = family_of(kind);
+                        let name = family.recipe_name(coordbench_drivers::LockRecipe::HerdFree);
+                        (axis, name.to_string())
+                    }
+                    _ => (axis, value),
+                })
+                .collect();
+            let base = dir_name(target, &axes);
+            for repeat in 1..=spec.repeats {
+                let name = format!("{base}-r{repeat}");
+                let dir = out.join(&name);
+                let (args, config) = point_run(spec, target, &axes, &dir)?;
+                points.push(Point {
+                    name,
+                    target: target.clone(),
+                    repeat,
+                    axes: axes.clone(),
+                    args,
+                    config,
+                    dir,
+                });
+            }
+        }
+    }
+    Ok(points)
+}
+
+/// Parses and validates the point's `coordbench run` command line; an error is located at
+/// the spec field whose option it names first.
+fn point_run(
+    spec: &Spec,
+    target: &str,
+    axes: &[(Axis, String)],
+    dir: &Path,
+) -> Result<(RunArgs, RunConfig), SpecError> {
+    // (option, its value, where the spec sets it): what an error message can name.
+    let mut flags: Vec<(String, String, Location)> = Vec::new();
+    let mut argv: Vec<String> = vec!["coordbench".into(), "run".into()];
+    let target_location = spec
+        .targets
+        .iter()
+        .find(|(t, _)| t == target)
+        .map(|(_, l)| l.clone())
+        .unwrap_or(Location {
+            line: 1,
+            field: "targets".into(),
+        });
+    argv.extend(["--target".into(), target.to_string()]);
+    flags.push(("--target".into(), target.into(), target_location.clone()));
+    argv.extend(["--workload".into(), spec.workload.0.clone()]);
+    flags.push((
+        "--workload".into(),
+        spec.workload.0.clone(),
+        spec.workload.1.clone(),
+    ));
+    for setting in &spec.settings {
+        argv.extend(setting.args.iter().cloned());
+        if let Some(flag) = setting.args.first() {
+            let value = setting.args.get(1).cloned().unwrap_or_default();
+            flags.push((flag.clone(), value, setting.location.clone()));
+        }
+    }
+    for (axis, value) in axes {
+        argv.extend([axis.flag(), value.clone()]);
+        if let Some(a) = spec.axes.iter().find(|a| a.axis == *axis) {
+            flags.push((axis.flag(), value.clone(), a.location.clone()));
+        }
+    }
+    argv.extend(["--quiet".into(), "--out".into(), dir.display().to_string()]);
+
+    let point = |message: String| {
+        let location = blamed(&message, &flags).unwrap_or(&target_location);
+        let mut label = target.to_string();
+        for (axis, value) in axes {
+            label.push_str(&format!(" {}={value}", axis.name()));
+        }
+        spec.error_at(location, format!("point {label}: {message}"))
+    };
+    let args = match Cli::try_parse_from(&argv) {
+        Ok(Cli {
+            command: Command::Run(args),
+        }) => args,
+        Ok(_) => unreachable!("argv starts with `coordbench run`"),
+        Err(e) => return Err(point(clap_message(&e))),
+    };
+    let config = RunConfig::from_args(&args).map_err(|e| point(e.to_string()))?;
+    Ok((args, config))
+}
+
+/// The spec field whose option the message mentions first, else the one whose quoted
+/// value it mentions (`unknown lock recipe 'etcd-mutex'`).
+fn blamed<'a>(message: &str, flags: &'a [(String, String, Location)]) -> Option<&'a Location> {
+    let first = |needle: &dyn Fn(&(String, String, Location)) -> String| {
+        flags
+            .iter()
+            .filter_map(|f| {
+                let needle = needle(f);
+                message.match_indices(needle.as_str()).find_map(|(at, _)| {
+                    let next = message[at + needle.len()..].chars().next();
+                    let whole = !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-');
+                    whole.then_some((at, &f.2))
+                })
+            })
+            .min_by_key(|(at, _)| *at)
+            .map(|(_, location)| location)
+    };
+    first(&|(flag, _, _)| flag.clone()).or_else(|| first(&|(_, value, _)| format!("'{value}'")))
+}
+
+/// `etcd-cluster_size=3-disk=tmpfs`; characters file systems and shells dislike become `_`.
+fn dir_name(target: &str, axes: &[(Axis, String)]) -> String {
+    let mut name = target.to_string();
+    for (axis, value) in axes {
+        name.push_str(&format!("-{}={value}", axis.name()));
+    }
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._=-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(text: &str) -> Spec {
+        Spec::parse(Path::new("t.toml"), text.to_string(), false).unwrap()
+    }
+
+    #[test]
+    fn points_cover_targets_axes_and_repeats_with_their_own_directories() {
+        let s = spec(
+            "targets = [\"raft\", \"zab\"]\nworkload = \"lock\"\nrepeats = 2\n[axes]\nclients = [2, 4]\nrecipe = [\"herd-free\", \"naive\"]\n",
+        );
+        let points = points(&s, Path::new("/tmp/sw")).unwrap();
+        assert_eq!(points.len(), 2 * 2 * 2 * 2);
+        let first = &points[0];
+        assert_eq!(first.name, "raft-clients=2-recipe=etcd-mutex-r1");
+        assert_eq!(
+            first.dir,
+            Path::new("/tmp/sw/raft-clients=2-recipe=etcd-mutex-r1")
+        );
+        assert_eq!(
+            (first.config.clients, first.config.recipe.as_str()),
+            (2, "etcd-mutex")
+        );
+        assert!(first.args.quiet);
+        assert!(points
+            .iter()
+            .any(|p| p.name == "zab-clients=4-recipe=zk-recipe-r2"));
+        let names: std::collections::BTreeSet<&str> =
+            points.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names.len(), points.len());
+    }
+
+    #[test]
+    fn the_ready_made_specs_expand_in_full_and_quick() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "toml") || path.ends_with("Cargo.toml") {
+                continue;
+            }
+            for quick in [false, true] {
+                let spec = Spec::load(&path, quick).unwrap_or_else(|e| panic!("{e}"));
+                let points = points(&spec, Path::new("/tmp/sw")).unwrap_or_else(|e| panic!("{e}"));
+                assert!(!points.is_empty(), "{}", path.display());
+            }
+            checked += 1;
+        }
+        assert!(checked >= 5, "{checked} specs found in {}", dir.display());
+    }
+
+    #[test]
+    fn a_combination_run_refuses_is_located_at_the_field_it_names() {
+        let s = spec(
+            "targets = [\"raft\", \"zookeeper\"]\nworkload = \"lock\"\n[axes]\nrecipe = [\"etcd-mutex\"]\n",
+        );
+        let e = points(&s, Path::new("/tmp/sw")).unwrap_err().to_string();
+        assert!(
+            e.starts_with("t.toml:4: axes.recipe: point zookeeper"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,136 @@
+//! The sweep's own `run.json` (the spec as written, what it expanded to, the machine, and
+//! every point's status) and what a point's `run.json` says about being complete.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::environment::Environment;
+use crate::sweep::plan::Point;
+use crate::sweep::spec::Spec;
+
+/// Identifies the layout of a sweep's run.json.
+pub const SWEEP_SCHEMA: &str = "coordbench.sweep/1";
+
+#[derive(Debug, Serialize)]
+pub struct SweepRecord {
+    pub schema: &'static str,
+    /// True when every point's run is complete.
+    pub complete: bool,
+    pub interrupted: bool,
+    pub started_at: String,
+    pub finished_at: String,
+    pub spec_file: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub quick: bool,
+    /// The spec file as written.
+    pub spec: String,
+    pub targets: Vec<String>,
+    pub workload: String,
+    pub repeats: u32,
+    /// `coordbench run` options every point shares.
+    pub options: Vec<String>,
+    /// Axis name → values, in column order.
+    pub axes: Vec<(String, Vec<String>)>,
+    pub environment: Environment,
+    pub points: Vec<PointStatus>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PointStatus {
+    pub name: String,
+    pub target: String,
+    pub repeat: u32,
+    pub axes: BTreeMap<String, String>,
+    /// `complete`, `skipped` (complete from an earlier invocation), `failed`,
+    /// `interrupted`, or `pending` (not reached).
+    pub status: String,
+    pub error: Option<String>,
+}
+
+impl SweepRecord {
+    pub fn new(spec: &Spec, points: &[Point], started_at: String) -> Self {
+        SweepRecord {
+            schema: SWEEP_SCHEMA,
+            complete: false,
+            interrupted: false,
+            started_at,
+            finished_at: String::new(),
+            spec_file: spec.file.display().to_string(),
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            quick: spec.quick,
+            spec: spec.text.clone(),
+            targets: spec.targets.iter().map(|(t, _)| t.clone()).collect(),
+            workload: spec.workload.0.clone(),
+            repeats: spec.repeats,
+            options: spec.settings.iter().flat_map(|s| s.args.clone()).collect(),
+            axes: spec
+                .axes
+                .iter()
+                .map(|a| (a.axis.name().to_string(), a.values.clone()))
+                .collect(),
+            environment: Environment::capture(),
+            points: points
+                .iter()
+                .map(|p| PointStatus {
+                    name: p.name.clone(),
+                    target: p.target.clone(),
+                    repeat: p.repeat,
+                    axes: p
+                        .axes
+                        .iter()
+                        .map(|(a, v)| (a.name().to_string(), v.clone()))
+                        .collect(),
+                    status: "pending".into(),
+                    error: None,
+                })
+                .collect(),
+        }
+    }
+
+    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
+        let path = dir.join("run.json");
+        let json = serde_json::to_string_pretty(self).context("encoding run.json")?;
+        std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+/// True when the point's directory holds a run.json that says the run is complete.
+pub fn point_complete(dir: &Path) -> bool {
+    std::fs::read(dir.join("run.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|v| v.get("complete").and_then(serde_json::Value::as_bool))
+        .unwrap_or(false)
+}
+
+/// What a point's run.json says it measured, for the progress line.
+#[derive(Debug, Default)]
+pub struct PointFigures {
+    pub throughput: Option<f64>,
+    pub p99_us: Option<u64>,
+    pub error: Option<String>,
+}
+
+pub fn point_figures(dir: &Path) -> PointFigures {
+    let Some(v) = std::fs::read(dir.join("run.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+    else {
+        return PointFigures::default();
+    };
+    let results = v.get("results");
+    PointFigures {
+        throughput: results
+            .and_then(|r| r.get("throughput_ops_s"))
+            .and_then(serde_json::Value::as_f64),
+        p99_us: results
+            .and_then(|r| r.pointer("/latency/p99_us"))
+            .and_then(serde_json::Value::as_u64),
+        error: v.get("error").and_then(|e| e.as_str()).map(str::to_string),
+    }
+}

@@ -1,0 +1,540 @@
+//! A sweep spec: the TOML file naming the targets, the workload, `coordbench run` options,
+//! the axes to vary, repeats, warm-up and duration, and a `[quick]` table of overrides.
+//!
+//! Every value keeps where it was written (toml's spans), so a bad spec is refused in one
+//! line naming the file, the line and the field. Values are checked by the `run` command
+//! line itself (clap), so a spec accepts exactly what `coordbench run` accepts.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::cli::Cli;
+use crate::sweep::axis::Axis;
+
+/// A spec that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("cannot read sweep spec {file}: {source}")]
+    Read {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("{file}:{line}: {field}: {message}")]
+    Invalid {
+        file: String,
+        line: usize,
+        field: String,
+        message: String,
+    },
+}
+
+/// Where a value was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub line: usize,
+    /// Dotted path, e.g. `axes.cluster_size` or `quick.options.clients`.
+    pub field: String,
+}
+
+/// One `coordbench run` option as the spec sets it, already turned into arguments
+/// (`["--clients", "16"]`; a `true` flag is `["--quiet"]`, a `false` one nothing).
+#[derive(Debug, Clone)]
+pub struct Setting {
+    pub location: Location,
+    pub args: Vec<String>,
+}
+
+/// One swept axis and its values, in the spec's order.
+#[derive(Debug, Clone)]
+pub struct AxisSpec {
+    pub axis: Axis,
+    pub values: Vec<String>,
+    pub location: Location,
+}
+
+/// A checked spec, with `[quick]` applied when asked for.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub file: PathBuf,
+    /// The file as written, kept in the sweep's run.json.
+    pub text: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub quick: bool,
+    pub targets: Vec<(String, Location)>,
+    pub workload: (String, Location),
+    pub repeats: u32,
+    /// Warm-up, duration and `[options]`: the same for every point.
+    pub settings: Vec<Setting>,
+    /// In [`Axis::ALL`] order.
+    pub axes: Vec<AxisSpec>,
+}
+
+type Values = Spanned<Vec<Spanned<String>>>;
+type Options = BTreeMap<String, Spanned<toml::Value>>;
+type Axes = BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    name: Option<String>,
+    description: Option<String>,
+    targets: Values,
+    workload: Spanned<String>,
+    repeats: Option<Spanned<u32>>,
+    warmup: Option<Spanned<String>>,
+    duration: Option<Spanned<String>>,
+    #[serde(default)]
+    options: Options,
+    #[serde(default)]
+    axes: Axes,
+    quick: Option<Spanned<RawQuick>>,
+}
+
+/// What `[quick]` may override (serde's flatten would lose the spans).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQuick {
+    targets: Option<Values>,
+    repeats: Option<Spanned<u32>>,
+    warmup: Option<Spanned<String>>,
+    duration: Option<Spanned<String>>,
+    #[serde(default)]
+    options: Options,
+    #[serde(default)]
+    axes: Axes,
+}
+
+/// Run options a spec may not set in `[options]`, and what to do instead.
+const RESERVED: &[(&str, &str)] = &[
+    ("target", "list targets in `targets`"),
+    ("workload", "set `workload` at the top level"),
+    ("duration", "set `duration` at the top level"),
+    ("warmup", "set `warmup` at the top level"),
+    ("out", "the sweep gives every point its own directory"),
+    ("quiet", "the sweep shows its own progress"),
+];
+
+impl Spec {
+    /// Reads and checks `file`; `quick` applies its `[quick]` table.
+    pub fn load(file: &Path, quick: bool) -> Result<Spec, SpecError> {
+        let text = std::fs::read_to_string(file).map_err(|source| SpecError::Read {
+            file: file.display().to_string(),
+            source,
+        })?;
+        Spec::parse(file, text, quick)
+    }
+
+    /// Checks a spec held in memory; `file` names it in errors.
+    pub fn parse(file: &Path, text: String, quick: bool) -> Result<Spec, SpecError> {
+        let ctx = Ctx { file, text: &text };
+        let raw: RawSpec = toml::from_str(&text).map_err(|e| ctx.toml_error(&e))?;
+        let RawSpec {
+            name,
+            description,
+            mut targets,
+            workload,
+            mut repeats,
+            mut warmup,
+            mut duration,
+            mut options,
+            mut axes,
+            quick: quick_table,
+        } = raw;
+        let mut prefix: BTreeMap<String, &str> = BTreeMap::new();
+        if quick {
+            let Some(q) = quick_table else {
+                return Err(ctx.invalid(
+                    1,
+                    "quick",
+                    "--quick needs a [quick] table in the spec".into(),
+                ));
+            };
+            let q = q.into_inner();
+            if let Some(t) = q.targets {
+                targets = t;
+                prefix.insert("targets".into(), "quick.");
+            }
+            for (field, over, value) in [
+                ("warmup", q.warmup, &mut warmup),
+                ("duration", q.duration, &mut duration),
+            ] {
+                if over.is_some() {
+                    *value = over;
+                    prefix.insert(field.into(), "quick.");
+                }
+            }
+            if q.repeats.is_some() {
+                repeats = q.repeats;
+                prefix.insert("repeats".into(), "quick.");
+            }
+            for (k, v) in q.options {
+                prefix.insert(format!("options.{k}"), "quick.");
+                options.insert(k, v);
+            }
+            for (k, v) in q.axes {
+                prefix.insert(format!("axes.{k}"), "quick.");
+                axes.insert(k, v);
+            }
+        }
+        let field = |name: &str| format!("{}{name}", prefix.get(name).copied().unwrap_or(""));
+
+        let targets_location = ctx.location(targets.span(), field("targets"));
+        if targets.get_ref().is_empty() {
+            return Err(ctx.at(&targets_location, "list at least one target".into()));
+        }
+        let targets: Vec<(String, Location)> = targets
+            .into_inner()
+            .into_iter()
+            .map(|t| {
+                let location = ctx.location(t.span(), field("targets"));
+                (t.into_inner(), location)
+            })
+            .collect();
+        for (t, location) in &targets {
+            ctx.check(location, &["--target".into(), t.clone()])?;
+        }
+        let workload_location = ctx.location(workload.span(), "workload".into());
+        let workload = workload.into_inner();
+        ctx.check(&workload_location, &["--workload".into(), workload.clone()])?;
+
+        let repeats = match repeats {
+            Some(r) if *r.get_ref() == 0 => {
+                let location = ctx.location(r.span(), field("repeats"));
+                return Err(ctx.at(&location, "must be at least 1".into()));
+            }
+            Some(r) => r.into_inner(),
+            None => 1,
+        };
+
+        let mut settings = Vec::new();
+        for (name, value) in [("warmup", warmup), ("duration", duration)] {
+            if let Some(v) = value {
+                let location = ctx.location(v.span(), field(name));
+                let args = vec![format!("--{name}"), v.into_inner()];
+                ctx.check(&location, &args)?;
+                settings.push(Setting { location, args });
+            }
+        }
+        for (key, value) in options {
+            let location = ctx.location(value.span(), field(&format!("options.{key}")));
+            let option = key.replace('_', "-");
+            if let Some((_, instead)) = RESERVED.iter().find(|(r, _)| *r == option) {
+                return Err(ctx.at(&location, format!("not allowed in [options]: {instead}")));
+            }
+            if Axis::from_name(&key.replace('-', "_")).is_some_and(|a| axes.contains_key(a.name()))
+            {
+                return Err(ctx.at(
+                    &location,
+                    format!("{key} is also an axis; set it in one place"),
+                ));
+            }
+            let args = option_args(&format!("--{option}"), value.get_ref())
+                .map_err(|m| ctx.at(&location, m))?;
+            ctx.check(&location, &args)?;
+            settings.push(Setting { location, args });
+        }
+
+        let mut swept = Vec::new();
+        for (key, values) in axes {
+            let location = ctx.location(values.span(), field(&format!("axes.{key}")));
+            let Some(axis) = Axis::from_name(&key) else {
+                let known: Vec<&str> = Axis::ALL.iter().map(|a| a.name()).collect();
+                return Err(ctx.at(
+                    &location,
+                    format!("unknown axis; expected one of {}", known.join(", ")),
+                ));
+            };
+            if values.get_ref().is_empty() {
+                return Err(ctx.at(&location, "list at least one value".into()));
+            }
+            let mut texts = Vec::new();
+            for value in values.into_inner() {
+                let at = ctx.location(value.span(), location.field.clone());
+                let text = scalar_text(value.get_ref()).map_err(|m| ctx.at(&at, m))?;
+                // `herd-free` stands for each target's own herd-free recipe name.
+                if !(axis == Axis::Recipe && text == HERD_FREE) {
+                    ctx.check(&at, &[axis.flag(), text.clone()])?;
+                }
+                texts.push(text);
+            }
+            swept.push(AxisSpec {
+                axis,
+                values: texts,
+                location,
+            });
+        }
+        swept.sort_by_key(|a| a.axis);
+
+        Ok(Spec {
+            file: file.to_path_buf(),
+            name: name.unwrap_or_else(|| {
+                file.file_stem()
+                    .map_or("sweep".into(), |s| s.to_string_lossy().into_owned())
+            }),
+            description,
+            quick,
+            targets,
+            workload: (workload, workload_location),
+            repeats,
+            settings,
+            axes: swept,
+            text,
+        })
+    }
+
+    /// The points of one target and one repeat: every combination of axis values.
+    pub fn combinations(&self) -> Vec<Vec<(Axis, String)>> {
+        let mut all: Vec<Vec<(Axis, String)>> = vec![Vec::new()];
+        for axis in &self.axes {
+            all = all
+                .into_iter()
+                .flat_map(|prefix| {
+                    axis.values.iter().map(move |v| {
+                        let mut next = prefix.clone();
+                        next.push((axis.axis, v.clone()));
+                        next
+                    })
+                })
+                .collect();
+        }
+        all
+    }
+
+    /// The one-line error for a problem found at `location` after parsing.
+    pub fn error_at(&self, location: &Location, message: String) -> SpecError {
+        Ctx {
+            file: &self.file,
+            text: &self.text,
+        }
+        .at(location, message)
+    }
+}
+
+/// The recipe axis value meaning "the target's herd-free recipe" (etcd-mutex, zk-recipe).
+pub const HERD_FREE: &str = "herd-free";
+
+/// Context for errors: the file's name and text.
+struct Ctx<'a> {
+    file: &'a Path,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn line_of(&self, offset: usize) -> usize {
+        let end = offset.min(self.text.len());
+        self.text.as_bytes()[..end]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count()
+            + 1
+    }
+
+    fn location(&self, span: std::ops::Range<usize>, field: String) -> Location {
+        Location {
+            line: self.line_of(span.start),
+            field,
+        }
+    }
+
+    fn invalid(&self, line: usize, field: &str, message: String) -> SpecError {
+        SpecError::Invalid {
+            file: self.file.display().to_string(),
+            line,
+            field: field.to_string(),
+            message: crate::app::one_line(&message),
+        }
+    }
+
+    fn at(&self, location: &Location, message: String) -> SpecError {
+        self.invalid(location.line, &location.field, message)
+    }
+
+    /// toml's own errors carry a span but no field: the field is the key written on that
+    /// line, under the table header above it.
+    fn toml_error(&self, e: &toml::de::Error) -> SpecError {
+        let line = e.span().map_or(1, |s| self.line_of(s.start));
+        let mut table = String::new();
+        let mut key = String::new();
+        for (n, text) in self.text.lines().enumerate().take(line) {
+            let text = text.trim();
+            if text.starts_with('[') {
+                table = text
+                    .trim_matches(|c| c == '[' || c == ']')
+                    .trim()
+                    .to_string();
+                key.clear();
+            } else if n + 1 == line {
+                key = text
+                    .split('=')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string();
+            }
+        }
+        let field = match (table.is_empty(), key.is_empty()) {
+            (true, true) => "(top level)".to_string(),
+            (true, false) => key,
+            (false, true) => table,
+            (false, false) => format!("{table}.{key}"),
+        };
+        self.invalid(line, &field, e.message().to_string())
+    }
+
+    /// Whether `coordbench run` accepts these arguments.
+    fn check(&self, location: &Location, args: &[String]) -> Result<(), SpecError> {
+        check_run_args(args).map_err(|m| self.at(location, m))
+    }
+}
+
+/// Parses `coordbench run ARGS` (the command line only; combinations are checked per point).
+pub fn check_run_args(args: &[String]) -> Result<(), String> {
+    let argv = ["coordbench", "run"]
+        .into_iter()
+        .map(String::from)
+        .chain(args.iter().cloned());
+    match Cli::try_parse_from(argv) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == clap::error::ErrorKind::UnknownArgument => Err(format!(
+            "`coordbench run` has no {} option in this build",
+            args.first().map_or("such", String::as_str)
+        )),
+        Err(e) => Err(clap_message(&e)),
+    }
+}
+
+/// clap's error without its `error:` prefix and usage lines.
+pub fn clap_message(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let first = rendered.lines().next().unwrap_or("invalid arguments");
+    first.trim_start_matches("error:").trim().to_string()
+}
+
+fn scalar_text(value: &toml::Value) -> Result<String, String> {
+    match value {
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::Float(f) => Ok(f.to_string()),
+        _ => Err("expected a string or a number".into()),
+    }
+}
+
+fn option_args(flag: &str, value: &toml::Value) -> Result<Vec<String>, String> {
+    match value {
+        toml::Value::Boolean(true) => Ok(vec![flag.to_string()]),
+        toml::Value::Boolean(false) => Ok(Vec::new()),
+        toml::Value::Array(items) => {
+            let texts = items
+                .iter()
+                .map(scalar_text)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(vec![flag.to_string(), texts.join(",")])
+        }
+        other => Ok(vec![flag.to_string(), scalar_text(other)?]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str, quick: bool) -> Result<Spec, SpecError> {
+        Spec::parse(Path::new("t.toml"), text.to_string(), quick)
+    }
+
+    const VALID: &str = r#"
+name = "cluster-size"
+targets = ["etcd", "raft"]
+workload = "kv-put"
+duration = "10s"
+[options]
+clients = 16
+[axes]
+cluster_size = [1, 3, 5]
+disk = ["tmpfs", "disk"]
+[quick]
+duration = "2s"
+[quick.axes]
+cluster_size = [1]
+"#;
+
+    #[test]
+    fn a_valid_spec_gives_targets_settings_and_axes_in_order() {
+        let spec = parse(VALID, false).unwrap();
+        let targets: Vec<&str> = spec.targets.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(targets, ["etcd", "raft"]);
+        assert_eq!(spec.workload.0, "kv-put");
+        let args: Vec<Vec<String>> = spec.settings.iter().map(|s| s.args.clone()).collect();
+        assert!(
+            args.contains(&vec!["--clients".into(), "16".into()]),
+            "{args:?}"
+        );
+        assert_eq!(spec.axes[0].axis, Axis::ClusterSize);
+        assert_eq!(spec.axes[0].values, ["1", "3", "5"]);
+        assert_eq!(spec.combinations().len(), 6);
+
+        let quick = parse(VALID, true).unwrap();
+        assert_eq!(quick.axes[0].values, ["1"]);
+        assert_eq!(quick.combinations().len(), 2);
+        assert!(quick
+            .settings
+            .iter()
+            .any(|s| s.args == ["--duration", "2s"] && s.location.field == "quick.duration"));
+    }
+
+    fn error(text: &str) -> String {
+        let e = parse(text, false).unwrap_err().to_string();
+        assert!(!e.contains('\n'), "{e}");
+        e
+    }
+
+    #[test]
+    fn invalid_specs_name_the_file_line_and_field() {
+        let e =
+            error("targets = [\"etcd\"]\nworkload = \"kv-put\"\n[axes]\ncluster_size = [1, 30]\n");
+        assert!(e.starts_with("t.toml:4: axes.cluster_size: "), "{e}");
+        let e =
+            error("targets = [\"etcd\"]\nworkload = \"kv-put\"\n[options]\nclients = \"many\"\n");
+        assert!(e.starts_with("t.toml:4: options.clients: "), "{e}");
+        let e = error("targets = [\"etcd\", \"mysql\"]\nworkload = \"kv-put\"\n");
+        assert!(
+            e.starts_with("t.toml:1: targets: ") && e.contains("mysql"),
+            "{e}"
+        );
+        let e = error("targets = [\"etcd\"]\nworkload = \"kv-put\"\n[axes]\nsize = [1]\n");
+        assert!(e.starts_with("t.toml:4: axes.size: unknown axis"), "{e}");
+        let e = error("targets = [\"etcd\"]\nworkload = \"kv-put\"\nrepeat = 3\n");
+        assert!(
+            e.starts_with("t.toml:3: repeat: ") && e.contains("unknown field"),
+            "{e}"
+        );
+        let e = error("targets = [\"etcd\"]\nworkload = \"kv-put\"\nrepeats = \"x\"\n");
+        assert!(e.starts_with("t.toml:3: repeats: "), "{e}");
+        let e = error("targets = [\"etcd\"]\nworkload = \"kv-put\"\n[options]\nout = \"/tmp\"\n");
+        assert!(e.starts_with("t.toml:4: options.out: not allowed"), "{e}");
+        let e =
+            error("targets = [\"etcd\"]\nworkload = \"kv-put\"\n[options]\nno_such_option = 1\n");
+        assert!(
+            e.contains("options.no_such_option: `coordbench run` has no --no-such-option option"),
+            "{e}"
+        );
+        let e = error("targets = [\"etcd\"\nworkload = 1\n");
+        assert!(e.starts_with("t.toml:"), "{e}");
+        let e = parse(
+            "targets = [\"etcd\"]\nworkload = \"kv-put\"\n[quick]\nduration = \"0s\"\n",
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("t.toml:4: quick.duration: "), "{e}");
+        let e = parse("targets = [\"etcd\"]\nworkload = \"kv-put\"\n", true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("quick: --quick needs a [quick] table"), "{e}");
+    }
+}

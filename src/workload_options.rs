@@ -1,0 +1,206 @@
+//! The options of the election, discovery and config-watch workloads: which apply to which
+//! workload, their defaults, and how they shape the load plan (clients, rate, op budget,
+//! connections). Stored in run.json beside the rest of the configuration.
+
+use serde::Serialize;
+
+use crate::cli::{RunArgs, WorkloadKind};
+
+/// config-watch: the writer's default updates per second.
+pub const DEFAULT_UPDATE_RATE: f64 = 10.0;
+/// discovery: default registrations + deregistrations per second.
+pub const DEFAULT_CHURN: f64 = 20.0;
+
+/// Workload-specific options; `None` / 0 where they do not apply.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct WorkloadOptions {
+    /// election: won elections after which the window ends.
+    pub elections: Option<u64>,
+    /// election: how long a leader leads, ms.
+    pub term_ms: Option<f64>,
+    /// election: leaders crash instead of resigning.
+    pub crash_leader: bool,
+    /// discovery: changes per second.
+    pub churn: Option<f64>,
+    /// discovery: instances that crash instead of deregistering.
+    pub crash_instances: usize,
+    /// election: observers; discovery, config-watch: watchers.
+    pub watchers: Option<usize>,
+    /// discovery, config-watch: sessions the watchers are spread over.
+    pub watch_sessions: Option<usize>,
+}
+
+/// What the workload decides about the load plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shape {
+    pub clients: usize,
+    pub conns: usize,
+    pub rate: Option<f64>,
+    pub max_ops: Option<u64>,
+}
+
+/// Checks that every workload option given applies to the chosen workload and resolves
+/// the defaults. Errors are one line naming the option.
+pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
+    let w = args.workload;
+    let only = |given: bool, flag: &str, allowed: &[WorkloadKind], names: &str| {
+        if given && !allowed.contains(&w) {
+            Err(format!("{flag} applies only to --workload {names}"))
+        } else {
+            Ok(())
+        }
+    };
+    use WorkloadKind::{ConfigWatch, Discovery, Election, Lock};
+    only(
+        args.recipe.is_some(),
+        "--recipe",
+        &[Lock, Election],
+        "lock or election",
+    )?;
+    only(
+        args.elections.is_some(),
+        "--elections",
+        &[Election],
+        "election",
+    )?;
+    only(args.crash_leader, "--crash-leader", &[Election], "election")?;
+    only(
+        args.instances.is_some(),
+        "--instances",
+        &[Discovery],
+        "discovery",
+    )?;
+    only(args.churn.is_some(), "--churn", &[Discovery], "discovery")?;
+    only(
+        args.crash_instances > 0,
+        "--crash-instances",
+        &[Discovery],
+        "discovery",
+    )?;
+    only(
+        args.watchers.is_some(),
+        "--watchers",
+        &[Election, Discovery, ConfigWatch],
+        "election, discovery or config-watch",
+    )?;
+    if args.elections.is_some() && args.ops.is_some() {
+        return Err("--elections is the op budget of an election run; omit --ops".into());
+    }
+    if w == Discovery && args.rate.is_some() {
+        return Err("discovery is paced by --churn (changes per second); omit --rate".into());
+    }
+    let default_conns = args.conns.map(|c| c as usize);
+    let mut options = WorkloadOptions::default();
+    let mut shape = Shape {
+        clients: args.clients as usize,
+        conns: default_conns.unwrap_or(args.clients as usize),
+        rate: args.rate,
+        max_ops: args.ops,
+    };
+    match w {
+        Election => {
+            options.elections = args.elections;
+            options.term_ms = Some(args.term.as_secs_f64() * 1000.0);
+            options.crash_leader = args.crash_leader;
+            options.watchers = Some(args.watchers.map_or(2, |v| v as usize));
+            shape.max_ops = args.elections.or(args.ops);
+        }
+        Discovery => {
+            let instances = args.instances.unwrap_or(args.clients) as usize;
+            if args.crash_instances as usize > instances {
+                return Err(format!(
+                    "--crash-instances {} exceeds the {instances} instances",
+                    args.crash_instances
+                ));
+            }
+            let watchers = args.watchers.map_or(4, |v| v as usize);
+            options.churn = Some(args.churn.unwrap_or(DEFAULT_CHURN));
+            options.crash_instances = args.crash_instances as usize;
+            options.watchers = Some(watchers);
+            options.watch_sessions = Some(default_conns.unwrap_or(watchers).min(watchers));
+            shape.clients = instances;
+            shape.conns = default_conns.unwrap_or(instances);
+            shape.rate = options.churn;
+        }
+        ConfigWatch => {
+            let watchers = args.watchers.map_or(100, |v| v as usize);
+            let sessions = default_conns.unwrap_or(watchers.min(16)).min(watchers);
+            options.watchers = Some(watchers);
+            options.watch_sessions = Some(sessions);
+            shape.clients = 1;
+            shape.conns = sessions;
+            shape.rate = Some(args.rate.unwrap_or(DEFAULT_UPDATE_RATE));
+        }
+        _ => {}
+    }
+    Ok((options, shape))
+}
+
+/// Workloads whose sessions each own what they hold (locks, candidacies), so a ZooKeeper
+/// client cannot share one: `--conns` does not apply to them there.
+pub fn sessions_are_per_client(w: WorkloadKind) -> bool {
+    !matches!(w, WorkloadKind::Discovery | WorkloadKind::ConfigWatch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn resolved(args: &[&str]) -> Result<(WorkloadOptions, Shape), String> {
+        let mut argv = vec!["coordbench", "run"];
+        argv.extend_from_slice(args);
+        let Command::Run(run) = Cli::try_parse_from(argv).expect("arguments parse").command else {
+            panic!("`coordbench run` parsed as another command");
+        };
+        resolve(&run)
+    }
+
+    #[test]
+    fn options_of_another_workload_are_refused_in_one_line() {
+        for args in [
+            &["--workload", "kv-put", "--recipe", "naive"][..],
+            &["--workload", "lock", "--elections", "5"],
+            &["--workload", "lock", "--crash-leader"],
+            &["--workload", "election", "--churn", "5"],
+            &["--workload", "lock", "--watchers", "5"],
+            &["--workload", "config-watch", "--instances", "5"],
+            &["--workload", "election", "--elections", "5", "--ops", "5"],
+            &["--workload", "discovery", "--rate", "5"],
+            &[
+                "--workload",
+                "discovery",
+                "--instances",
+                "2",
+                "--crash-instances",
+                "3",
+            ],
+        ] {
+            let err = resolved(args).unwrap_err();
+            assert!(!err.is_empty() && !err.contains('\n'), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn each_workload_shapes_the_plan() {
+        let (o, s) = resolved(&["--workload", "election", "--elections", "7"]).unwrap();
+        assert_eq!((o.watchers, s.max_ops, s.clients), (Some(2), Some(7), 16));
+        let (o, s) = resolved(&["--workload", "discovery", "--instances", "8"]).unwrap();
+        assert_eq!(
+            (s.clients, s.rate, o.watch_sessions),
+            (8, Some(DEFAULT_CHURN), Some(4))
+        );
+        let (o, s) = resolved(&["--workload", "config-watch", "--watchers", "2000"]).unwrap();
+        assert_eq!(
+            (s.clients, s.conns, s.rate),
+            (1, 16, Some(DEFAULT_UPDATE_RATE))
+        );
+        assert_eq!((o.watchers, o.watch_sessions), (Some(2000), Some(16)));
+        let (_, s) = resolved(&["--workload", "lock"]).unwrap();
+        assert_eq!(
+            (s.clients, s.conns, s.rate, s.max_ops),
+            (16, 16, None, None)
+        );
+    }
+}
