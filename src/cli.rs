@@ -176,8 +176,10 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub locks: u32,
 
-    /// lock: how long a holder keeps the lock.
-    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    /// lock: how long a holder keeps the lock. The default, 10ms, is a short critical
+    /// section that lets waiters settle between releases (see RESULTS.md, herd effect);
+    /// 0s measures the lock service's own acquisition rate.
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     pub hold: Duration,
 
     /// lock, election: recipe (etcd: etcd-mutex | naive; zookeeper: zk-recipe | naive).

@@ -22,7 +22,7 @@ for recipe in herd-free naive; do
     name=$recipe
     [[ $recipe == herd-free && $target == etcd ]] && name=etcd-mutex
     [[ $recipe == herd-free && $target == zookeeper ]] && name=zk-recipe
-    run "$target-lock-$recipe" --target "$target" --workload lock --recipe "$name" --clients 16
+    run "$target-lock-$recipe" --target "$target" --workload lock --hold 0s --recipe "$name" --clients 16
   done
 done
 

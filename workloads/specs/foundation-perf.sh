@@ -25,7 +25,7 @@ for disk in disk tmpfs; do
   done
 done
 for recipe in etcd-mutex naive; do
-  run "etcd-lock-$recipe" --target etcd --workload lock --recipe "$recipe" --clients 16 --cluster-size 3
+  run "etcd-lock-$recipe" --target etcd --workload lock --hold 0s --recipe "$recipe" --clients 16 --cluster-size 3
 done
 
 first=$(ls "$OUT"/*/summary.csv | head -n 1)

@@ -20,7 +20,7 @@ run() { local name=$1; shift; "$bin" run --quiet --duration "$DURATION" --cluste
 for r in $(seq 1 "$REPEATS"); do
   for target in zab zookeeper; do
     run "$target-kvput-r$r" --target "$target" --workload kv-put
-    run "$target-lock-r$r" --target "$target" --workload lock --locks 8
+    run "$target-lock-r$r" --target "$target" --workload lock --hold 0s --locks 8
   done
 done
 

@@ -17,6 +17,7 @@ use coordbench_drivers::{
 use futures::future::try_join_all;
 
 use crate::background::Background;
+use crate::crashable::CrashableSession;
 use crate::propagation::{check_propagation, Change, ChangeKind, WatcherLog};
 use crate::{Actor, CheckReport, OpResult, RunClock, Workload, WorkloadError};
 
@@ -130,16 +131,18 @@ impl Workload for DiscoveryWorkload {
 
     fn actor(&self, client: usize, session: Box<dyn Session>) -> Box<dyn Actor> {
         Box::new(Instance {
-            session: Some(session),
+            session: CrashableSession::new(
+                client,
+                session,
+                self.options.ttl,
+                self.coordinator.get().cloned(),
+            ),
             client,
             generation: 0,
             registered: None,
             crashes: client < self.options.crash_instances,
-            ttl: self.options.ttl,
             clock: self.clock,
             changes: self.changes.clone(),
-            coordinator: self.coordinator.get().cloned(),
-            retired: ClientCounters::default(),
         })
     }
 
@@ -174,19 +177,14 @@ impl Workload for DiscoveryWorkload {
 }
 
 struct Instance {
-    /// `None` after a crash until a replacement session opens.
-    session: Option<Box<dyn Session>>,
+    session: CrashableSession,
     client: usize,
     /// Registrations so far: the next one's name.
     generation: u64,
     registered: Option<Registration>,
     crashes: bool,
-    ttl: Duration,
     clock: RunClock,
     changes: Changes,
-    coordinator: Option<Arc<dyn Coordinator>>,
-    /// Counters of sessions this instance abandoned.
-    retired: ClientCounters,
 }
 
 impl Instance {
@@ -200,15 +198,10 @@ impl Instance {
         });
     }
 
+    /// The session, reopened first if this instance crashed.
     async fn session(&mut self) -> Result<&mut Box<dyn Session>, DriverError> {
-        if self.session.is_none() {
-            let coordinator = self.coordinator.clone().ok_or_else(|| {
-                DriverError::Unsupported("the discovery workload was not set up".into())
-            })?;
-            let options = SessionOptions { ttl: self.ttl };
-            self.session = Some(coordinator.open_session(self.client, &options).await?);
-        }
-        Ok(self.session.as_mut().expect("opened above"))
+        self.session.reopen().await?;
+        self.session.get()
     }
 
     async fn register(&mut self) -> Result<Duration, DriverError> {
@@ -227,10 +220,7 @@ impl Instance {
     async fn remove(&mut self, registration: Registration) -> Result<Duration, DriverError> {
         let sent = self.clock.now();
         if self.crashes {
-            if let Some(mut session) = self.session.take() {
-                self.retired = self.retired + session.counters();
-                session.abandon();
-            }
+            self.session.crash();
             self.log(registration.instance, ChangeKind::Crash, sent);
             return Ok(Duration::ZERO);
         }
@@ -259,17 +249,11 @@ impl Actor for Instance {
     }
 
     async fn finish(&mut self) {
-        if let Some(session) = self.session.as_mut() {
-            let _ = session.close().await;
-        }
+        self.session.close().await;
     }
 
     fn counters(&self) -> ClientCounters {
-        self.retired
-            + self
-                .session
-                .as_ref()
-                .map_or(ClientCounters::default(), |s| s.counters())
+        self.session.counters()
     }
 }
 

@@ -23,6 +23,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::background::Background;
+use crate::crashable::CrashableSession;
 use crate::checker::{check_sections, LockCheck, LockCheckSummary};
 use crate::herd::HerdMonitor;
 use crate::histogram::latency_histogram;
@@ -180,15 +181,18 @@ impl Workload for ElectionWorkload {
     fn actor(&self, client: usize, session: Box<dyn Session>) -> Box<dyn Actor> {
         self.herd.join(ELECTION, client, session.counter_handle());
         Box::new(Candidate {
-            session: Some(session),
+            session: CrashableSession::new(
+                client,
+                session,
+                self.options.ttl,
+                self.coordinator.get().cloned(),
+            ),
             client,
             options: self.options.clone(),
             clock: self.clock,
             intervals: self.intervals.clone(),
             herd: self.herd.clone(),
-            coordinator: self.coordinator.get().cloned(),
             held: None,
-            retired: ClientCounters::default(),
         })
     }
 
@@ -222,42 +226,28 @@ struct Held {
 }
 
 struct Candidate {
-    /// `None` after a crash until a replacement session opens.
-    session: Option<Box<dyn Session>>,
+    session: CrashableSession,
     client: usize,
     options: ElectionOptions,
     clock: RunClock,
     intervals: Intervals,
     herd: Arc<HerdMonitor>,
-    coordinator: Option<Arc<dyn Coordinator>>,
     /// Set while leading; left set if the operation was cancelled mid-term.
     held: Option<Held>,
-    /// Counters of sessions this candidate abandoned (they count for the run too).
-    retired: ClientCounters,
 }
 
 impl Candidate {
     fn session(&mut self) -> Result<&mut Box<dyn Session>, DriverError> {
-        self.session
-            .as_mut()
-            .ok_or_else(|| DriverError::SessionExpired("no session after a crash".into()))
+        self.session.get()
     }
 
-    /// A crashed candidate comes back with a new session.
+    /// A crashed candidate comes back with a new session, whose counters the herd
+    /// accounting follows from then on.
     async fn reopen(&mut self) -> Result<(), DriverError> {
-        if self.session.is_some() {
-            return Ok(());
+        if self.session.reopen().await? {
+            self.herd
+                .join(ELECTION, self.client, self.session.counter_handle());
         }
-        let coordinator = self.coordinator.clone().ok_or_else(|| {
-            DriverError::Unsupported("the election workload was not set up".into())
-        })?;
-        let options = SessionOptions {
-            ttl: self.options.ttl,
-        };
-        let session = coordinator.open_session(self.client, &options).await?;
-        self.herd
-            .join(ELECTION, self.client, session.counter_handle());
-        self.session = Some(session);
         Ok(())
     }
 
@@ -273,10 +263,7 @@ impl Candidate {
         self.herd.released(ELECTION, self.client, exit);
         if self.options.crash_leader {
             self.close_interval(held.interval, exit, Some(exit));
-            if let Some(mut session) = self.session.take() {
-                self.retired = self.retired + session.counters();
-                session.abandon();
-            }
+            self.session.crash();
             return self.reopen().await;
         }
         self.close_interval(held.interval, exit, None);
@@ -338,21 +325,15 @@ impl Actor for Candidate {
             // Resign even after crashes: the run is over, nothing is measured any more.
             let exit = self.clock.now();
             self.close_interval(held.interval, exit, None);
-            if let Some(session) = self.session.as_mut() {
+            if let Ok(session) = self.session.get() {
                 let _ = session.resign(held.leadership).await;
             }
         }
-        if let Some(session) = self.session.as_mut() {
-            let _ = session.close().await;
-        }
+        self.session.close().await;
     }
 
     fn counters(&self) -> ClientCounters {
-        self.retired
-            + self
-                .session
-                .as_ref()
-                .map_or(ClientCounters::default(), |s| s.counters())
+        self.session.counters()
     }
 }
 

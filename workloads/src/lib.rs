@@ -8,6 +8,7 @@ pub mod background;
 pub mod checker;
 pub mod clock;
 pub mod config_watch;
+mod crashable;
 pub mod discovery;
 pub mod election;
 pub mod herd;
