@@ -13,11 +13,11 @@ use coordbench_workloads::kv::{KvOp, KvOptions, KvWorkload};
 use coordbench_workloads::lock::{LockOptions, LockWorkload};
 use coordbench_workloads::{RunClock, Workload};
 
-use crate::cli::{RunArgs, WorkloadKind};
+use crate::cli::{RunArgs, TargetKind, WorkloadKind};
 use crate::config::{family_of, RunConfig};
 use crate::console::{print_summary, StatusLine};
 use crate::environment::Environment;
-use crate::provision::disk::probe_sync_latency;
+use crate::provision::disk::{probe_engine_sync_latency, probe_sync_latency, SyncProbe};
 use crate::provision::Cluster;
 use crate::results::record::{end_reason_name, SCHEMA};
 use crate::results::{default_out_dir, write_run, MeasuredResults, RunRecord};
@@ -144,7 +144,7 @@ pub async fn run_with(
     record.server_version = Some(target.server_version.clone());
     if let Some(cluster) = &target.cluster {
         record.cluster = Some(cluster.info().clone());
-        record.sync_probe = probe(cluster).await;
+        record.sync_probe = probe(&config, cluster).await;
     }
     if let Err(e) = pin(&config, &target) {
         // Started members are stopped when `target` drops.
@@ -300,10 +300,18 @@ fn ms(v: f64) -> std::time::Duration {
 }
 
 /// Sync latency of the first member's data directory, where the cluster has one.
-async fn probe(cluster: &Cluster) -> Option<crate::provision::disk::SyncProbe> {
+async fn probe(config: &RunConfig, cluster: &Cluster) -> Option<SyncProbe> {
     let dir = cluster.data_dirs().into_iter().next()?;
-    tokio::task::spawn_blocking(move || {
-        probe_sync_latency(Path::new(&dir), SYNC_PROBE_SAMPLES).ok()
+    // The engines sync (or skip, or delay) inside their own Disk: probe through the same one.
+    let engine = matches!(config.target_kind, TargetKind::Raft | TargetKind::Zab).then(|| {
+        let delay = config
+            .sync_delay_us
+            .map_or(config.disk.sync_delay(), std::time::Duration::from_micros);
+        config.disk.engine_kind(delay)
+    });
+    tokio::task::spawn_blocking(move || match engine {
+        Some(kind) => probe_engine_sync_latency(Path::new(&dir), kind, SYNC_PROBE_SAMPLES).ok(),
+        None => probe_sync_latency(Path::new(&dir), SYNC_PROBE_SAMPLES).ok(),
     })
     .await
     .ok()

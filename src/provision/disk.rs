@@ -63,6 +63,16 @@ impl DiskKind {
         matches!(self, DiskKind::Hdd | DiskKind::Ssd | DiskKind::Nvme)
     }
 
+    /// What a built-in engine member runs on for this kind, `delay` per sync when emulated.
+    pub fn engine_kind(self, delay: Duration) -> EngineDisk {
+        match self {
+            DiskKind::Tmpfs => EngineDisk::Tmpfs,
+            DiskKind::Disk => EngineDisk::Disk,
+            DiskKind::Nofsync => EngineDisk::NoFsync,
+            DiskKind::Hdd | DiskKind::Ssd | DiskKind::Nvme => EngineDisk::Emulated(delay),
+        }
+    }
+
     /// The profile's default delay per sync (zero for the real kinds): the engines' table.
     pub fn sync_delay(self) -> Duration {
         match self {
@@ -282,16 +292,22 @@ pub struct SyncProbe {
     pub p50_us: u64,
     pub p99_us: u64,
     pub max_us: u64,
+    /// How a sync was made: `fdatasync` (what etcd and ZooKeeper do, through the sync-delay
+    /// filesystem when one is mounted) or `engine` (the built-in engines' own Disk, which
+    /// adds the emulated delay or skips the sync as the member does).
+    pub via: &'static str,
 }
 
 /// A sensible sample count for [`probe_sync_latency`]: enough for a p99 estimate, a fraction
 /// of a second on an SSD.
 pub const DEFAULT_SYNC_SAMPLES: usize = 50;
 
+/// A 4 KiB block, about one WAL append.
+const PROBE_BLOCK: [u8; 4096] = [0xA5; 4096];
+
 /// Appends 4 KiB and `fdatasync`s, `samples` times, in a scratch file in `dir` (removed
 /// afterwards), timing each write+sync — roughly what a WAL append costs there.
 pub fn probe_sync_latency(dir: &Path, samples: usize) -> io::Result<SyncProbe> {
-    let samples = samples.max(1);
     let path = dir.join(format!(".coordbench-sync-probe-{}", std::process::id()));
     let result = (|| {
         let mut f = OpenOptions::new()
@@ -299,24 +315,82 @@ pub fn probe_sync_latency(dir: &Path, samples: usize) -> io::Result<SyncProbe> {
             .truncate(true)
             .write(true)
             .open(&path)?;
-        let block = [0xA5u8; 4096];
-        let mut us = Vec::with_capacity(samples);
-        for _ in 0..samples {
-            let t = Instant::now();
-            f.write_all(&block)?;
-            f.sync_data()?;
-            // Round up so a measurable sync never reports 0 µs.
-            us.push(t.elapsed().as_nanos().div_ceil(1000).max(1) as u64);
-        }
-        us.sort_unstable();
-        let pick = |q: f64| us[((q * samples as f64).ceil() as usize).clamp(1, samples) - 1];
-        Ok(SyncProbe {
-            samples,
-            p50_us: pick(0.50),
-            p99_us: pick(0.99),
-            max_us: us[samples - 1],
+        time_syncs(samples, "fdatasync", || {
+            f.write_all(&PROBE_BLOCK)?;
+            f.sync_data()
         })
     })();
     let _ = fs::remove_file(&path);
     result
+}
+
+/// The same probe through a built-in engine's own Disk of kind `kind` (the kind its members
+/// were started with), in a scratch directory inside `dir`: the engines add an emulated
+/// delay, or skip the sync, inside their process, where a plain fdatasync cannot see it.
+pub fn probe_engine_sync_latency(
+    dir: &Path,
+    kind: EngineDisk,
+    samples: usize,
+) -> io::Result<SyncProbe> {
+    use coordbench_node::disk::{Disk, FileDisk};
+    let scratch = dir.join(format!(".coordbench-sync-probe-{}", std::process::id()));
+    let result = (|| {
+        let disk = FileDisk::open(&scratch, kind)?;
+        let mut f = disk.create("probe")?;
+        time_syncs(samples, "engine", || {
+            f.append(&PROBE_BLOCK)?;
+            f.sync()
+        })
+    })();
+    let _ = fs::remove_dir_all(&scratch);
+    result
+}
+
+/// Times `samples` calls of `write_and_sync` (µs, rounded up so a real sync never reads 0).
+/// A sorted vector is fine here: a probe is tens of samples, not a run's operations.
+fn time_syncs(
+    samples: usize,
+    via: &'static str,
+    mut write_and_sync: impl FnMut() -> io::Result<()>,
+) -> io::Result<SyncProbe> {
+    let samples = samples.max(1);
+    let mut us = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let t = Instant::now();
+        write_and_sync()?;
+        us.push(t.elapsed().as_nanos().div_ceil(1000).max(1) as u64);
+    }
+    us.sort_unstable();
+    let pick = |q: f64| us[((q * samples as f64).ceil() as usize).clamp(1, samples) - 1];
+    Ok(SyncProbe {
+        samples,
+        p50_us: pick(0.50),
+        p99_us: pick(0.99),
+        max_us: us[samples - 1],
+        via,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_engine_probe_sees_the_engines_emulated_delay_and_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let delay = Duration::from_millis(5);
+        let kind = DiskKind::Hdd.engine_kind(delay);
+        let p = probe_engine_sync_latency(dir.path(), kind, 5).unwrap();
+        assert_eq!((p.samples, p.via), (5, "engine"));
+        assert!(p.p50_us >= 5_000, "{p:?}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn engine_kinds_follow_the_disk_kind() {
+        let d = Duration::from_micros(750);
+        assert_eq!(DiskKind::Ssd.engine_kind(d), EngineDisk::Emulated(d));
+        assert_eq!(DiskKind::Nofsync.engine_kind(d), EngineDisk::NoFsync);
+        assert_eq!(DiskKind::Disk.engine_kind(d), EngineDisk::Disk);
+    }
 }
