@@ -114,6 +114,15 @@ impl RunConfig {
         }
         let zk_client_kind = args.zk_client.unwrap_or_default();
         if zk_client_kind == ZkClientArg::Async {
+            if matches!(
+                args.workload,
+                WorkloadKind::Election | WorkloadKind::Discovery | WorkloadKind::ConfigWatch
+            ) {
+                return Err(ConfigError(format!(
+                    "--zk-client async runs only the kv and lock workloads (zookeeper-async has no session id to recognise its own nodes and drops watches on reconnect); omit --zk-client for --workload {}",
+                    value_name(args.workload)
+                )));
+            }
             if args.workload == WorkloadKind::KvGet
                 && args.consistency == ConsistencyArg::Linearizable
             {
@@ -319,6 +328,10 @@ mod tests {
             &["--zk-classpath", "/usr/share/java/zookeeper.jar"],
             &["--zk-client", "async"],
             &["--target", "null", "--zk-client", "client"],
+            &["--target", "zookeeper", "--zk-client", "async", "--workload", "election"],
+            &["--target", "zookeeper", "--zk-client", "async", "--workload", "config-watch"],
+            &["--pin-servers", "0", "--endpoints", "127.0.0.1:1"],
+            &["--pin-client", "1000"],
             &["--sync-delay", "1ms"],
             &["--disk", "hdd", "--sync-delay", "2s"],
             &["--target", "null", "--net-delay", "5ms"],
