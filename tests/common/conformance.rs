@@ -10,6 +10,7 @@ use coordbench_workloads::lock::{LockOptions, LockWorkload};
 use coordbench_workloads::RunClock;
 
 use super::herd::{self, LockQueue};
+use super::recipes;
 use super::{
     closed_plan, open_session, run_plan, start_target, within, Percentiles, TargetKind, LONG_TTL,
 };
@@ -262,71 +263,21 @@ pub async fn abandoned_holder_hands_over_on_expiry(kind: TargetKind, size: usize
     let target = start_target(kind, size).await;
     let c = target.coordinator.clone();
     let ttl = kind.min_ttl();
-    let bodies = RECIPES.map(|recipe| {
-        let c = c.clone();
-        async move { expiry_handover(c, recipe, ttl).await }
-    });
-    let [first, second] = bodies;
+    let [first, second] = RECIPES.map(|recipe| recipes::expiry_handover(c.clone(), recipe, ttl));
     let (d1, d2) = tokio::join!(first, second);
     eprintln!("handover after abandon: etcd-mutex {d1:?}, naive {d2:?} (TTL {ttl:?})");
+    for (recipe, waited) in RECIPES.into_iter().zip([d1, d2]) {
+        // A's lease was last refreshed at most TTL/3 before the abandon.
+        assert!(
+            waited >= ttl / 2,
+            "{recipe:?}: B got the lock {waited:?} after the abandon: A's hold was released early"
+        );
+        assert!(
+            waited <= ttl + Duration::from_secs(1),
+            "{recipe:?}: B got the lock only {waited:?} after the abandon"
+        );
+    }
     target.stop();
-}
-
-async fn expiry_handover(c: Arc<dyn Coordinator>, recipe: LockRecipe, ttl: Duration) -> Duration {
-    let name = unique("expiry", recipe);
-    let mut a = open_session(c.as_ref(), 0, ttl).await;
-    let mut b = open_session(c.as_ref(), 1, LONG_TTL).await;
-    let ga = within(Duration::from_secs(5), "A's lock", a.lock(&name, recipe))
-        .await
-        .expect("A locks");
-
-    let b_name = name.clone();
-    let b_task = tokio::spawn(async move {
-        let r = b.lock(&b_name, recipe).await;
-        (b, r, Instant::now())
-    });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(
-        !b_task.is_finished(),
-        "{recipe:?}: B acquired while A holds"
-    );
-
-    a.abandon();
-    let abandoned = Instant::now();
-    let (mut b, gb, acquired) = within(
-        ttl + Duration::from_secs(5),
-        "B's lock after A's expiry",
-        b_task,
-    )
-    .await
-    .expect("B's task");
-    let gb = gb.unwrap_or_else(|e| panic!("{recipe:?}: B's lock failed: {e}"));
-    let waited = acquired.duration_since(abandoned);
-    // A's session was last refreshed at most TTL/3 before the abandon.
-    assert!(
-        waited >= ttl / 2,
-        "{recipe:?}: B got the lock {waited:?} after the abandon: A's hold was released early"
-    );
-    assert!(
-        waited <= ttl + Duration::from_secs(1),
-        "{recipe:?}: B got the lock only {waited:?} after the abandon"
-    );
-    assert!(
-        gb.token > ga.token,
-        "{recipe:?}: B's token {} not above A's {}",
-        gb.token,
-        ga.token
-    );
-
-    // A's late release must not touch B's lock.
-    let late = a
-        .unlock(ga)
-        .await
-        .expect_err("A's release after its session expired");
-    assert_eq!(late.kind(), "session_expired", "{recipe:?}: {late}");
-    b.unlock(gb).await.expect("B unlocks");
-    b.close().await.expect("close B");
-    waited
 }
 
 /// With 6 waiters queued behind a holder, one release notifies every waiter under the

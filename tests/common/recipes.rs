@@ -1,4 +1,4 @@
-//! Target-neutral bodies for leader election, service discovery and value watches, written
+//! Target-neutral bodies for lock expiry, leader election, service discovery and value watches, written
 //! against the driver seam only, so the same body runs on etcd, the Raft engine, ZooKeeper
 //! and the Zab engine. Each takes a connected coordinator and uses names unique to its call,
 //! so bodies can share one cluster; each stays within about 10 s.
@@ -28,6 +28,48 @@ fn unique(what: &str) -> String {
 }
 
 const NO_LEADER: usize = usize::MAX;
+
+/// A holds a lock with a session of `ttl` while B waits; A then stops refreshing its session
+/// without releasing, as a crashed client would. Returns how long after the abandon B got
+/// the lock (callers judge it against the target's expiry rule). B must not get it while A
+/// holds, its fencing token must be higher, and A's late release must fail as expired.
+pub async fn expiry_handover(c: Arc<dyn Coordinator>, recipe: LockRecipe, ttl: Duration) -> Duration {
+    let name = unique(&format!("expiry-{recipe:?}").to_lowercase());
+    let mut a = open_session(c.as_ref(), 0, ttl).await;
+    let mut b = open_session(c.as_ref(), 1, LONG_TTL).await;
+    let ga = within(STEP, "A's lock", a.lock(&name, recipe))
+        .await
+        .expect("A locks");
+    let b_name = name.clone();
+    let waiter = tokio::spawn(async move {
+        let r = b.lock(&b_name, recipe).await;
+        (b, r, Instant::now())
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished(), "{recipe:?}: B acquired while A holds");
+
+    a.abandon();
+    let abandoned = Instant::now();
+    let (mut b, gb, acquired) = within(ttl * 3 + STEP, "B's lock after A's expiry", waiter)
+        .await
+        .expect("B's task");
+    let gb = gb.unwrap_or_else(|e| panic!("{recipe:?}: B's lock failed: {e}"));
+    assert!(
+        gb.token > ga.token,
+        "{recipe:?}: B's token {} not above A's {}",
+        gb.token,
+        ga.token
+    );
+    // A's late release must not touch B's lock.
+    let late = a
+        .unlock(ga)
+        .await
+        .expect_err("A's release after its session expired");
+    assert_eq!(late.kind(), "session_expired", "{recipe:?}: {late}");
+    b.unlock(gb).await.expect("B unlocks");
+    b.close().await.expect("close B");
+    acquired.duration_since(abandoned)
+}
 
 /// `CANDIDATES` sessions campaign at once. Leaders come one at a time (no two hold at once),
 /// each leads for a while and resigns, which hands over to another candidate; leadership

@@ -149,7 +149,7 @@ pub async fn lock_workload_is_safe(c: Arc<dyn Coordinator>) {
 /// server expires A's session: not at once (more than a third of the TTL: a closed session
 /// would release at once), and within TTL + `slack`. Both recipes concurrently.
 pub async fn abandoned_holder_hands_over(c: Arc<dyn Coordinator>, ttl: Duration, slack: Duration) {
-    let [a, b] = RECIPES.map(|recipe| expiry_handover(c.clone(), recipe, ttl));
+    let [a, b] = RECIPES.map(|recipe| recipes::expiry_handover(c.clone(), recipe, ttl));
     let (da, db) = tokio::join!(a, b);
     eprintln!("handover after abandon (TTL {ttl:?}): zk-recipe {da:?}, naive {db:?}");
     for waited in [da, db] {
@@ -162,46 +162,6 @@ pub async fn abandoned_holder_hands_over(c: Arc<dyn Coordinator>, ttl: Duration,
             "the lock was freed only {waited:?} after the abandon"
         );
     }
-}
-
-async fn expiry_handover(c: Arc<dyn Coordinator>, recipe: LockRecipe, ttl: Duration) -> Duration {
-    let name = format!("expiry-{recipe:?}");
-    let mut a = open_session(c.as_ref(), 0, ttl).await;
-    let mut b = open_session(c.as_ref(), 1, ttl).await;
-    let ga = within(Duration::from_secs(5), "A's lock", a.lock(&name, recipe))
-        .await
-        .expect("A locks");
-    let b_name = name.clone();
-    let waiter = tokio::spawn(async move {
-        let r = b.lock(&b_name, recipe).await;
-        (b, r, Instant::now())
-    });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(
-        !waiter.is_finished(),
-        "{recipe:?}: B acquired while A holds"
-    );
-
-    a.abandon();
-    let abandoned = Instant::now();
-    let (mut b, gb, acquired) = within(ttl * 3, "B's lock after A's expiry", waiter)
-        .await
-        .expect("B's task");
-    let gb = gb.unwrap_or_else(|e| panic!("{recipe:?}: B's lock failed: {e}"));
-    assert!(
-        gb.token > ga.token,
-        "{recipe:?}: token {} after {}",
-        gb.token,
-        ga.token
-    );
-    let late = a
-        .unlock(ga)
-        .await
-        .expect_err("A's release after abandoning");
-    assert_eq!(late.kind(), "session_expired", "{recipe:?}: {late}");
-    b.unlock(gb).await.expect("B unlocks");
-    b.close().await.expect("close B");
-    acquired.duration_since(abandoned)
 }
 
 /// 16 waiters queue behind a holder; its release notifies exactly one waiter under
