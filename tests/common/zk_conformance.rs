@@ -9,12 +9,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use coordbench_drivers::zookeeper::{ZkConfig, ZkCoordinator};
-use coordbench_drivers::{Consistency, Coordinator, LockGuard, LockRecipe, Session};
+use coordbench_drivers::{Consistency, Coordinator, LockRecipe};
 use coordbench_workloads::kv::{KvOp, KvOptions, KvWorkload};
 use coordbench_workloads::lock::{LockOptions, LockWorkload};
 use coordbench_workloads::RunClock;
-use tokio::sync::{mpsc, oneshot};
 
+use super::herd::{self, LockQueue};
 use super::recipes;
 use super::{closed_plan, open_session, run_plan, within, Percentiles, CONNECT_TIMEOUT, LONG_TTL};
 
@@ -168,97 +168,20 @@ pub async fn abandoned_holder_hands_over(c: Arc<dyn Coordinator>, ttl: Duration,
 /// zk-recipe and every waiter under naive (the herd).
 pub async fn release_wakes_one_or_the_herd(c: Arc<dyn Coordinator>) {
     for recipe in RECIPES {
-        let notified = herd(c.clone(), recipe).await;
+        let queue = LockQueue {
+            name: format!("herd-{recipe:?}-{}", std::process::id()),
+            recipe,
+        };
+        let outcome = herd::one_release(c.clone(), queue, WAITERS).await;
+        let notified = &outcome.notified;
         eprintln!("{recipe:?}: notifications per waiter after one release: {notified:?}");
+        herd::assert_herd_matches(recipe, &outcome);
         let total: u64 = notified.iter().sum();
         match recipe {
             LockRecipe::HerdFree => assert_eq!(total, 1, "zk-recipe woke {notified:?}"),
-            LockRecipe::Naive => {
-                assert!(
-                    notified.iter().all(|&n| n >= 1),
-                    "naive left a waiter asleep: {notified:?}"
-                );
-                assert!(total <= 2 * WAITERS as u64, "naive: {notified:?}");
-            }
+            LockRecipe::Naive => assert!(total <= 2 * WAITERS as u64, "naive: {notified:?}"),
         }
     }
-}
-
-/// Notifications each waiter received from one release (waiter order).
-async fn herd(c: Arc<dyn Coordinator>, recipe: LockRecipe) -> Vec<u64> {
-    let name = format!("herd-{recipe:?}");
-    let mut holder = open_session(c.as_ref(), 100, LONG_TTL).await;
-    let held = within(
-        Duration::from_secs(5),
-        "holder's lock",
-        holder.lock(&name, recipe),
-    )
-    .await
-    .expect("holder locks");
-    let (acquired_tx, mut acquired_rx) = mpsc::unbounded_channel::<usize>();
-    let mut waiters = Vec::new();
-    for w in 0..WAITERS {
-        let mut s = open_session(c.as_ref(), w, LONG_TTL).await;
-        let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
-        let (acquired_tx, name) = (acquired_tx.clone(), name.clone());
-        let task = tokio::spawn(async move {
-            // Wait until told to stop; the next holder keeps the lock, so nothing cascades.
-            let guard = tokio::select! {
-                r = s.lock(&name, recipe) => Some(r.expect("waiter's lock")),
-                _ = &mut stop_rx => None,
-            };
-            if guard.is_some() {
-                let _ = acquired_tx.send(w);
-                let _ = stop_rx.await;
-            }
-            (s, guard)
-        });
-        waiters.push((stop_tx, task));
-    }
-    // Every waiter has queued and is only waiting now.
-    tokio::time::sleep(Duration::from_millis(700)).await;
-    assert!(
-        acquired_rx.try_recv().is_err(),
-        "{recipe:?}: a waiter acquired while the holder holds"
-    );
-    let counters_before = holder.counters();
-    holder.unlock(held).await.expect("holder unlocks");
-    within(Duration::from_secs(5), "the next grant", acquired_rx.recv())
-        .await
-        .expect("a waiter acquires");
-    // Let every notification the release caused arrive.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(
-        acquired_rx.try_recv().is_err(),
-        "{recipe:?}: two waiters hold the lock"
-    );
-    assert_eq!(
-        holder.counters().notifications,
-        counters_before.notifications
-    );
-
-    let mut ended: Vec<(Box<dyn Session>, Option<LockGuard>)> = Vec::new();
-    for (stop, task) in waiters {
-        let _ = stop.send(());
-        ended.push(
-            within(Duration::from_secs(5), "a waiter's end", task)
-                .await
-                .expect("waiter task"),
-        );
-    }
-    // Waiters received nothing before the release: every count is the release's doing.
-    let notified = ended
-        .iter()
-        .map(|(s, _)| s.counters().notifications)
-        .collect();
-    for (mut s, guard) in ended {
-        if let Some(g) = guard {
-            s.unlock(g).await.expect("next holder unlocks");
-        }
-        s.close().await.expect("close waiter");
-    }
-    holder.close().await.expect("close holder");
-    notified
 }
 
 /// Connects the ZooKeeper driver to `endpoints`, `None` if that fails within 2 s (for
