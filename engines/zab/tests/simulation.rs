@@ -9,96 +9,25 @@
 
 mod sim;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Instant;
-
-use sim::{SimOptions, Stats};
+use coordbench_sim::Harness;
 
 const ROUNDS: u64 = 2000;
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
-}
-
-fn repro(seed: u64, nodes: u64, rounds: u64) -> String {
-    format!(
-        "reproduce: ZAB_SIM_SEED={seed} ZAB_SIM_NODES={nodes} ZAB_SIM_ROUNDS={rounds} \
-         cargo test -p coordbench-zab --test simulation replay -- --nocapture"
-    )
-}
-
-fn run_one(seed: u64, nodes: u64, rounds: u64, trace: bool) -> Result<Stats, String> {
-    let opts = SimOptions {
-        seed,
-        nodes,
-        rounds,
-        trace,
-    };
-    match catch_unwind(AssertUnwindSafe(|| sim::run(opts))) {
-        Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            Err(format!("panicked: {msg}"))
-        }
-    }
-}
-
-fn sweep(nodes: u64, seeds: std::ops::Range<u64>) {
-    let seeds = match env_u64("ZAB_SIM_SEEDS") {
-        Some(n) => seeds.start..seeds.start + n,
-        None => seeds,
-    };
-    let started = Instant::now();
-    let mut total = Stats::default();
-    let mut failures = Vec::new();
-    let count = seeds.end - seeds.start;
-    for seed in seeds {
-        match run_one(seed, nodes, ROUNDS, false) {
-            Ok(s) => total.add(&s),
-            Err(e) => {
-                eprintln!(
-                    "seed {seed} ({nodes} nodes) FAILED: {e}\n  {}",
-                    repro(seed, nodes, ROUNDS)
-                );
-                failures.push(seed);
-            }
-        }
-    }
-    eprintln!(
-        "{nodes} nodes, {count} seeds x {ROUNDS} ticks in {:.1?}: {} epochs established, \
-         {} proposals delivered, {} acked, {} sync reads, NEWLEADER {} DIFF / {} TRUNC / {} SNAP, \
-         {} snapshots installed, {} crashes, {} messages, slowest convergence {} ticks",
-        started.elapsed(),
-        total.epochs,
-        total.delivered,
-        total.acked,
-        total.reads_served,
-        total.diffs,
-        total.truncs,
-        total.snaps,
-        total.snapshots_installed,
-        total.crashes,
-        total.messages,
-        total.converge_ticks
-    );
-    assert!(
-        failures.is_empty(),
-        "failing seeds: {failures:?} (see stderr for how to reproduce)"
-    );
-}
+const HARNESS: Harness<sim::Stats> = Harness {
+    env_prefix: "ZAB_SIM",
+    package: "coordbench-zab",
+    rounds: ROUNDS,
+    run: sim::run,
+};
 
 #[test]
 fn sim_three_nodes() {
-    sweep(3, 0..200);
+    HARNESS.sweep(3, 0..200);
 }
 
 #[test]
 fn sim_five_nodes() {
-    sweep(5, 1000..1200);
+    HARNESS.sweep(5, 1000..1200);
 }
 
 /// Pinned seeds. With the harness as it is, each one catches a deliberately
@@ -112,7 +41,7 @@ fn sim_five_nodes() {
 /// how it draws random numbers, re-pick them the same way.
 #[test]
 fn sim_pinned_seeds() {
-    let pinned = [
+    HARNESS.pinned(&[
         (0, 3),
         (1, 3),
         (2, 3),
@@ -121,25 +50,11 @@ fn sim_pinned_seeds() {
         (153, 3),
         (1000, 5),
         (1013, 5),
-    ];
-    for (seed, nodes) in pinned {
-        if let Err(e) = run_one(seed, nodes, ROUNDS, false) {
-            panic!("seed {seed}: {e}\n  {}", repro(seed, nodes, ROUNDS));
-        }
-    }
+    ]);
 }
 
 /// Replays one seed given by `ZAB_SIM_SEED` (does nothing without it).
 #[test]
 fn replay() {
-    let Some(seed) = env_u64("ZAB_SIM_SEED") else {
-        return;
-    };
-    let nodes = env_u64("ZAB_SIM_NODES").unwrap_or(3);
-    let rounds = env_u64("ZAB_SIM_ROUNDS").unwrap_or(ROUNDS);
-    let trace = std::env::var("ZAB_SIM_TRACE").is_ok_and(|v| v != "0");
-    match run_one(seed, nodes, rounds, trace) {
-        Ok(s) => eprintln!("seed {seed} passed: {s:?}"),
-        Err(e) => panic!("seed {seed} FAILED: {e}\n  {}", repro(seed, nodes, rounds)),
-    }
+    HARNESS.replay();
 }

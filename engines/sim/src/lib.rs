@@ -1,0 +1,19 @@
+//! Deterministic simulation harness shared by the sans-IO consensus cores'
+//! tests (`coordbench-raft`, `coordbench-zab`).
+//!
+//! One seed drives everything: [`SimRng`] draws every fault, delay and
+//! client action; [`Sim`] owns the simulated network (loss, duplication,
+//! delay, reordering, partitions), schedules crashes (losing whatever was
+//! not yet "fsynced") and restarts, runs the fault phase, heals and waits
+//! for convergence; [`Harness`] sweeps seeds and prints how to replay a
+//! failing one. Everything protocol-specific — configuration, the durable
+//! state, what a Ready means, the client operations and the invariant
+//! checker — lives in each core's tests behind the [`Core`] trait.
+
+mod harness;
+mod rng;
+mod sim;
+
+pub use harness::{Harness, Summary};
+pub use rng::SimRng;
+pub use sim::{Core, Faults, Node, Sim, SimOptions};
