@@ -11,9 +11,11 @@
 //! checker — lives in each core's tests behind the [`Core`] trait.
 
 mod harness;
+mod prop_rng;
 mod rng;
 mod sim;
 
 pub use harness::{Harness, Summary};
+pub use prop_rng::PropRng;
 pub use rng::SimRng;
 pub use sim::{Core, Faults, Node, Sim, SimOptions};

@@ -3,37 +3,9 @@
 
 use coordbench_kv::*;
 
-/// SplitMix64: tiny, seeded, good enough to drive tests.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xdead_beef)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    /// Uniform in `[lo, hi]`.
-    pub fn between(&mut self, lo: i64, hi: i64) -> i64 {
-        if hi <= lo {
-            return lo;
-        }
-        lo + self.below((hi - lo + 1) as u64) as i64
-    }
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
+/// The shared property-test generator (engines/sim): the stream these tests were written
+/// against.
+pub use coordbench_sim::PropRng as Rng;
 
 pub const KEYS: &[&[u8]] = &[
     b"a", b"ab", b"abc", b"b", b"ba", b"c", b"d", b"d\xff", b"e", b"\xff",
