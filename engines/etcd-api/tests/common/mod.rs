@@ -8,17 +8,13 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use coordbench_etcd_api::{
-    spawn, ApplyOutput, KvStateMachine, MemberInfo, ServeOptions, ServerHandle,
-};
+use coordbench_etcd_api::{spawn, KvStateMachine, MemberInfo, ServeOptions, ServerHandle};
 use coordbench_node::{
-    InProcNetwork, MemDisk, NodeConfig, NodeError, NodeRole, NodeStatus, NodeTask, RaftHandle,
-    RaftNode, Replicator, StateMachine,
+    InProcNetwork, MemDisk, NodeConfig, NodeRole, NodeStatus, NodeTask, RaftHandle, RaftNode,
+    Replicator,
 };
 
 /// Which replication backs the served member(s).
@@ -30,82 +26,8 @@ pub enum Kind {
 
 pub const MEMBER_ID: u64 = 0x8e9e_05c5_2164_694d;
 
-/// The degenerate one-member cluster: every proposal commits at once and is applied in
-/// the caller's task. `set_leaderless(true)` makes it behave like a member that lost its
-/// leader (proposals and barriers fail with `NoLeader`, local reads still work).
-#[derive(Clone)]
-pub struct LocalReplicator {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    id: u64,
-    leaderless: AtomicBool,
-    /// (last applied index, state machine): one lock, so reads never overlap an apply.
-    state: RwLock<(u64, KvStateMachine)>,
-}
-
-impl LocalReplicator {
-    pub fn new(id: u64) -> Self {
-        LocalReplicator {
-            inner: Arc::new(Inner {
-                id,
-                leaderless: AtomicBool::new(false),
-                state: RwLock::new((0, KvStateMachine::new())),
-            }),
-        }
-    }
-
-    pub fn set_leaderless(&self, leaderless: bool) {
-        self.inner.leaderless.store(leaderless, Ordering::SeqCst);
-    }
-
-    fn leaderless(&self) -> bool {
-        self.inner.leaderless.load(Ordering::SeqCst)
-    }
-}
-
-#[async_trait]
-impl Replicator<KvStateMachine> for LocalReplicator {
-    async fn propose(&self, command: Vec<u8>) -> Result<ApplyOutput, NodeError> {
-        if self.leaderless() {
-            return Err(NodeError::NoLeader);
-        }
-        let mut state = self.inner.state.write().map_err(|_| NodeError::Stopped)?;
-        state.0 += 1;
-        let index = state.0;
-        Ok(state.1.apply(index, &command))
-    }
-
-    async fn read_barrier(&self) -> Result<(), NodeError> {
-        if self.leaderless() {
-            return Err(NodeError::NoLeader);
-        }
-        Ok(())
-    }
-
-    fn read<T>(&self, f: impl FnOnce(&KvStateMachine) -> T) -> T {
-        let state = self.inner.state.read().unwrap_or_else(|e| e.into_inner());
-        f(&state.1)
-    }
-
-    fn status(&self) -> NodeStatus {
-        let index = self.inner.state.read().map_or(0, |s| s.0);
-        let leaderless = self.leaderless();
-        NodeStatus {
-            id: self.inner.id,
-            role: if leaderless {
-                NodeRole::Follower
-            } else {
-                NodeRole::Leader
-            },
-            leader: (!leaderless).then_some(self.inner.id),
-            term: 1,
-            commit_index: index,
-            applied_index: index,
-        }
-    }
-}
+/// The degenerate one-member cluster (engines/node's `LocalReplicator`) over the kv model.
+pub type LocalReplicator = coordbench_node::LocalReplicator<KvStateMachine>;
 
 /// Options for tests: fast lease expiry, 1 s minimum TTL.
 pub fn fast_options() -> ServeOptions {
@@ -163,7 +85,7 @@ impl TestServer {
     pub async fn start(kind: Kind, options: ServeOptions) -> TestServer {
         match kind {
             Kind::Local => {
-                let replicator = LocalReplicator::new(MEMBER_ID);
+                let replicator = LocalReplicator::new(MEMBER_ID, KvStateMachine::new());
                 let handle = spawn(
                     any_addr(),
                     replicator.clone(),
