@@ -111,6 +111,9 @@ pub(crate) trait Core: Sized + Send + 'static {
     fn has_ready(&self) -> bool;
     fn ready(&mut self) -> Ready<Self>;
     fn advance(&mut self, rest: Self::Rest);
+    /// The runtime applied the committed entries it was handed through `index`, ahead of
+    /// advancing their `Ready`.
+    fn applied(&mut self, index: u64);
     /// The state machine captured everything up to the applied `index` in `data`: drop
     /// the log up to there and return the snapshot to store.
     fn compact(&mut self, index: u64, data: Vec<u8>) -> Result<Snapshot, CompactFail>;

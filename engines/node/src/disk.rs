@@ -341,6 +341,8 @@ struct MemFile {
 struct MemState {
     files: BTreeMap<String, MemFile>,
     syncs: u64,
+    /// How long each sync takes (a stalling disk, in tests).
+    sync_delay: Duration,
     /// Files handed out before the last crash must stop working (the process died).
     generation: u64,
 }
@@ -378,6 +380,11 @@ impl MemDisk {
             }
             f.synced = f.data.len();
         }
+    }
+
+    /// Makes every later sync take `delay` before it completes (zero: instant again).
+    pub fn set_sync_delay(&self, delay: Duration) {
+        self.lock().sync_delay = delay;
     }
 
     /// Number of syncs so far.
@@ -495,6 +502,11 @@ impl DiskFile for MemHandle {
     }
 
     fn sync(&mut self) -> io::Result<()> {
+        let delay = self.disk.lock().sync_delay;
+        if !delay.is_zero() {
+            // Outside the lock: the stall is this file's alone.
+            std::thread::sleep(delay);
+        }
         let name = self.name.clone();
         self.with(|st| {
             st.syncs += 1;

@@ -26,6 +26,7 @@ mod envelope;
 mod handle;
 mod local;
 mod node;
+mod persist;
 mod raft_node;
 mod record;
 mod runtime;

@@ -155,7 +155,8 @@ pub(crate) async fn start_with<C: Core, S: StateMachine, T: Transport>(
         status: status_tx,
         hard_state,
         applied,
-    });
+    })
+    .map_err(|e| StartError::Task(format!("starting the WAL writer thread: {e}")))?;
     Ok((handle, NodeTask::spawn(|stop| runtime.run(stop))))
 }
 

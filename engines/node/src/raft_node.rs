@@ -247,6 +247,10 @@ impl Core for RaftCore {
         self.0.advance(rest);
     }
 
+    fn applied(&mut self, index: u64) {
+        self.0.applied_to(index);
+    }
+
     fn compact(&mut self, index: u64, data: Vec<u8>) -> Result<Snapshot, CompactFail> {
         match self.0.compact(index, data.clone()) {
             Ok(()) => {}

@@ -1,17 +1,23 @@
-//! The event loop of a member, for either core: one tokio task owning the [`Core`] and the
-//! [`Wal`].
+//! The event loop of a member, for either core: one tokio task owning the [`Core`], with
+//! the [`Wal`] on a writer thread of its own (`persist`).
 //!
 //! Each turn it waits for something (a tick, a peer message, a client request), then
 //! drains everything else already queued, so that under load many proposals and acks go
-//! into one `Ready` and hence one WAL sync (group commit). A `Ready` is handled in the
-//! cores' common order: send messages; install a received snapshot, truncate, append
-//! entries and hard state to the WAL and sync once; send the messages that promise
-//! durability; apply committed entries (answering proposal waiters by position); answer
-//! reads; advance. Proposals made on a follower are forwarded to the leader; read barriers
-//! go through the core (Raft's ReadIndex, Zab's sync), a Raft follower's through its
-//! leader.
+//! into one `Ready`. A `Ready` is handled in the cores' common order, split in two halves:
+//!
+//! - at once: send its messages; queue its snapshot, truncation, entries and hard state to
+//!   the WAL writer (`persist`); apply its committed entries (answering proposal waiters
+//!   by position) and answer its reads. Committed entries are safe to apply before earlier
+//!   writes finish: both cores hand out only entries already durable locally.
+//! - once the writer reports the write durable (in queue order): install a received
+//!   snapshot, send the messages that promise durability (votes, acks), advance the core.
+//!
+//! So the loop keeps stepping the core while a sync is in flight, and everything queued
+//! meanwhile shares the next sync (group commit). Proposals made on a follower are
+//! forwarded to the leader; read barriers go through the core (Raft's ReadIndex, Zab's
+//! sync), a Raft follower's through its leader.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -22,6 +28,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use crate::config::NodeConfig;
 use crate::core::{CompactFail, Core, Entry, HardState, Position, Ready, Refused};
 use crate::envelope::{Envelope, Payload, Refusal};
+use crate::persist::{Durable, Job, Report, WalWriter};
 use crate::seam::{NodeError, NodeRole, NodeStatus, StateMachine};
 use crate::transport::Transport;
 use crate::wal::{LogFormat, Snapshot, Wal, WalError};
@@ -32,6 +39,8 @@ const DRAIN: usize = 4096;
 const APPLY_CHUNK: usize = 256;
 /// Ticks between sweeps of expired or abandoned requests.
 const SWEEP_TICKS: u64 = 10;
+/// `Ready`s taken but not yet durable, at most (bounds memory if the disk stalls).
+const MAX_IN_FLIGHT: usize = 64;
 
 /// Why the loop stopped on its own.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +51,8 @@ pub enum RuntimeError {
     Restore { index: u64, reason: String },
     #[error("node task failed: {0}")]
     Task(String),
+    #[error("the WAL writer stopped")]
+    WriterGone,
 }
 
 /// A proposal that did not produce an output. `command` comes back when it was certainly
@@ -68,6 +79,16 @@ pub(crate) enum Request<S: StateMachine> {
 enum ReadWaiter {
     Local(ReadReply),
     Remote { from: NodeId, request_id: u64 },
+}
+
+/// The second half of a taken `Ready`, waiting for its write (`seq`; none: nothing to
+/// write, but it still completes in order after the ones before it).
+struct InFlight<C: Core> {
+    seq: Option<u64>,
+    /// A received snapshot, back from the writer once stored.
+    snapshot: Option<Snapshot>,
+    persisted_messages: Vec<C::Message>,
+    rest: C::Rest,
 }
 
 /// A proposal sent to the leader, waiting for it to say where it went.
@@ -115,8 +136,12 @@ pub(crate) struct Runtime<C: Core, S: StateMachine> {
     id: NodeId,
     cfg: NodeConfig,
     core: C,
-    /// Empty only after a failure that already stopped the loop.
-    wal: Option<Wal<C::Log>>,
+    /// Taken by a clean stop.
+    writer: Option<WalWriter<C::Log>>,
+    durable: mpsc::UnboundedReceiver<Report>,
+    /// Oldest first.
+    in_flight: VecDeque<InFlight<C>>,
+    next_seq: u64,
     sm: Arc<RwLock<S>>,
     transport: Box<dyn Transport>,
     inbox: mpsc::Receiver<Envelope>,
@@ -156,12 +181,16 @@ pub(crate) struct Parts<C: Core, S: StateMachine> {
 }
 
 impl<C: Core, S: StateMachine> Runtime<C, S> {
-    pub(crate) fn new(p: Parts<C, S>) -> Self {
-        Self {
+    pub(crate) fn new(p: Parts<C, S>) -> std::io::Result<Self> {
+        let (writer, durable) = WalWriter::start(format!("wal-{}", p.cfg.id), p.wal)?;
+        Ok(Self {
             id: p.cfg.id,
             cfg: p.cfg,
             core: p.core,
-            wal: Some(p.wal),
+            writer: Some(writer),
+            durable,
+            in_flight: VecDeque::new(),
+            next_seq: 0,
             sm: p.sm,
             transport: p.transport,
             inbox: p.inbox,
@@ -179,7 +208,7 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
             next_id: 0,
             ticks: 0,
             leader: None,
-        }
+        })
     }
 
     /// Runs until `stop` fires (or its sender is dropped) or a fatal error occurs.
@@ -188,10 +217,11 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         self.publish_status();
         loop {
-            let ready = self.core.has_ready();
+            let ready = self.can_take_ready();
             tokio::select! {
                 biased;
                 _ = &mut stop => break,
+                report = self.durable.recv() => self.on_durable(report)?,
                 _ = ticker.tick() => self.on_tick(),
                 Some(env) = self.inbox.recv() => self.on_envelope(env),
                 Some(req) = self.requests.recv() => self.on_request(req),
@@ -210,15 +240,17 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
                 }
             }
             self.flush_reads();
-            if self.core.has_ready() {
-                self.process_ready().await?;
+            if self.can_take_ready() {
+                self.take_ready()?;
             }
             self.publish_status();
         }
-        // Clean stop: whatever was written becomes durable, and services stop acting as
-        // (or on behalf of) a leader.
-        if let Some(wal) = self.wal.as_mut() {
-            wal.sync()?;
+        // Clean stop: whatever was queued is written and synced, and services stop acting
+        // as (or on behalf of) a leader.
+        if let Some(writer) = self.writer.take() {
+            tokio::task::spawn_blocking(move || writer.finish())
+                .await
+                .map_err(|e| RuntimeError::Task(format!("WAL writer: {e}")))??;
         }
         self.status.send_modify(|s| {
             s.role = NodeRole::Follower;
@@ -525,26 +557,19 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
 
     // ---- Ready ---------------------------------------------------------------------------
 
-    /// Runs `f` on the WAL on a blocking thread (syncs may take milliseconds).
-    async fn with_wal<R: Send + 'static>(
-        &mut self,
-        f: impl FnOnce(&mut Wal<C::Log>) -> R + Send + 'static,
-    ) -> Result<R, RuntimeError> {
-        let mut wal = self
-            .wal
-            .take()
-            .ok_or_else(|| RuntimeError::Task("WAL lost by an earlier failure".into()))?;
-        let (wal, r) = tokio::task::spawn_blocking(move || {
-            let r = f(&mut wal);
-            (wal, r)
-        })
-        .await
-        .map_err(|e| RuntimeError::Task(format!("WAL task: {e}")))?;
-        self.wal = Some(wal);
-        Ok(r)
+    fn can_take_ready(&self) -> bool {
+        self.in_flight.len() < MAX_IN_FLIGHT && self.core.has_ready()
     }
 
-    async fn process_ready(&mut self) -> Result<(), RuntimeError> {
+    fn submit(&mut self, job: Job<C::Log>) -> Result<(), RuntimeError> {
+        match &self.writer {
+            Some(w) if w.submit(job) => Ok(()),
+            _ => Err(RuntimeError::WriterGone),
+        }
+    }
+
+    /// The first half of a `Ready` (see the module docs); the rest waits in `in_flight`.
+    fn take_ready(&mut self) -> Result<(), RuntimeError> {
         let Ready {
             messages,
             snapshot,
@@ -561,47 +586,41 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
         for m in messages {
             self.send_core(m);
         }
-        // 2. Snapshot, truncation, entries and hard state, with one sync for all of it.
+        // 2. Snapshot, truncation, entries and hard state go to the writer, synced unless
+        // only the commit point moved (a lost commit point is learned again from the
+        // leader).
         let hard_state_changed = hard_state
             .as_ref()
             .is_some_and(|h| C::Log::must_sync(h, &self.last_hard_state));
-        let must_sync = snapshot.is_some()
+        let sync = snapshot.is_some()
             || truncate_after.is_some()
             || !entries.is_empty()
             || hard_state_changed;
         if let Some(hs) = &hard_state {
             self.last_hard_state = hs.clone();
         }
-        if must_sync {
-            let snapshot = self
-                .with_wal(move |wal| -> Result<Option<Snapshot>, WalError> {
-                    if let Some(s) = &snapshot {
-                        wal.save_snapshot(s, true)?;
-                    }
-                    wal.append(truncate_after, &entries, hard_state.as_ref())?;
-                    wal.sync()?;
-                    Ok(snapshot)
-                })
-                .await??;
-            if let Some(s) = snapshot {
-                self.install_snapshot(s)?;
-            }
-        } else if let Some(wal) = self.wal.as_mut() {
-            // Only the commit point moved: written now, made durable by the next sync (a
-            // lost commit point is learned again from the leader).
-            wal.append(None, &[], hard_state.as_ref())?;
-        }
+        let seq = if sync || hard_state.is_some() {
+            self.next_seq += 1;
+            let seq = self.next_seq;
+            self.submit(Job::Ready {
+                seq,
+                snapshot,
+                truncate_after,
+                entries,
+                hard_state,
+                sync,
+            })?;
+            Some(seq)
+        } else {
+            None
+        };
         if let Some(after) = truncate_after {
             // Entries after `after` left the log: they will never be applied here.
             for (_, reply) in self.waiters.split_off(&(after.saturating_add(1), 0)) {
                 fail(reply, NodeError::Dropped, None);
             }
         }
-        // 3. Votes and acks, now that what they promise is durable.
-        for m in persisted_messages {
-            self.send_core(m);
-        }
-        // 4. Apply, then serve reads.
+        // 3. Apply (only entries already durable here), then serve reads.
         self.apply(&committed);
         for (ctx, index) in read_states {
             if let Some(waiters) = self.reads.remove(&ctx) {
@@ -622,9 +641,48 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
                 self.fail_reads(waiters, Refusal::Busy);
             }
         }
-        // 5.
-        self.core.advance(rest);
-        self.maybe_compact().await
+        self.in_flight.push_back(InFlight {
+            seq,
+            snapshot: None,
+            persisted_messages,
+            rest,
+        });
+        self.complete_durable()?;
+        self.maybe_compact()
+    }
+
+    /// The writer made more `Ready`s durable.
+    fn on_durable(&mut self, report: Option<Report>) -> Result<(), RuntimeError> {
+        let durable = report.ok_or(RuntimeError::WriterGone)??;
+        for Durable { seq, snapshot } in durable {
+            let Some(f) = self.in_flight.iter_mut().find(|f| f.seq == Some(seq)) else {
+                return Err(RuntimeError::Task(format!(
+                    "WAL writer reported unknown write {seq}"
+                )));
+            };
+            f.snapshot = snapshot;
+            // Marks it done: everything up to a reported write is durable.
+            f.seq = None;
+        }
+        self.complete_durable()
+    }
+
+    /// The second half of every `Ready` at the front whose write is durable, in order.
+    fn complete_durable(&mut self) -> Result<(), RuntimeError> {
+        while self.in_flight.front().is_some_and(|f| f.seq.is_none()) {
+            let Some(f) = self.in_flight.pop_front() else {
+                break;
+            };
+            if let Some(s) = f.snapshot {
+                self.install_snapshot(s)?;
+            }
+            // Votes and acks, now that what they promise is durable.
+            for m in f.persisted_messages {
+                self.send_core(m);
+            }
+            self.core.advance(f.rest);
+        }
+        Ok(())
     }
 
     fn install_snapshot(&mut self, s: Snapshot) -> Result<(), RuntimeError> {
@@ -670,6 +728,7 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
                 }
             }
             self.applied = last;
+            self.core.applied(last);
             self.since_snapshot += chunk.len() as u64;
             for (at, out) in outputs {
                 if let Some(reply) = self.waiters.remove(&at) {
@@ -684,7 +743,7 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
 
     /// Every `snapshot_every` applied entries: snapshot the state machine, compact the
     /// core's log and the WAL.
-    async fn maybe_compact(&mut self) -> Result<(), RuntimeError> {
+    fn maybe_compact(&mut self) -> Result<(), RuntimeError> {
         let every = self.cfg.snapshot_every;
         if every == 0 || self.since_snapshot < every {
             return Ok(());
@@ -701,8 +760,7 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
             }
             Err(CompactFail::Fatal(why)) => return Err(RuntimeError::Task(why)),
         };
-        self.with_wal(move |wal| wal.save_snapshot(&snap, false))
-            .await??;
+        self.submit(Job::Compacted(snap))?;
         self.since_snapshot = 0;
         tracing::debug!(id = self.id, index, "compacted log");
         Ok(())

@@ -196,6 +196,10 @@ impl Core for ZabCore {
         self.0.advance(rest);
     }
 
+    fn applied(&mut self, index: u64) {
+        self.0.applied_to(Zxid(index));
+    }
+
     fn compact(&mut self, index: u64, data: Vec<u8>) -> Result<Snapshot, CompactFail> {
         let zxid = Zxid(index);
         match self.0.compact(zxid, data.clone()) {

@@ -22,3 +22,8 @@ async fn survives_leader_crash_and_restarted_member_catches_up() {
 async fn whole_cluster_restarts_from_its_logs() {
     cluster::whole_cluster_restarts(Engine::Raft).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_sync_stalls_keeps_leading() {
+    cluster::slow_leader_sync_keeps_leadership(Engine::Raft).await;
+}

@@ -155,6 +155,13 @@ impl RawNode {
         }
     }
 
+    /// The runtime applied the committed entries it was handed through `index`, before
+    /// advancing their `Ready` (its write may still be in flight): reads waiting for that
+    /// index and compaction up to it may go ahead now. [`RawNode::advance`] does the same.
+    pub fn applied_to(&mut self, index: u64) {
+        self.raft.log.applied_to(index);
+    }
+
     pub fn status(&self) -> Status {
         let r = &self.raft;
         Status {

@@ -171,6 +171,13 @@ impl RawNode {
         }
     }
 
+    /// The runtime applied the committed proposals it was handed through `zxid`, before
+    /// advancing their `Ready` (its write may still be in flight): reads waiting for that
+    /// zxid and compaction up to it may go ahead now. [`RawNode::advance`] does the same.
+    pub fn applied_to(&mut self, zxid: Zxid) {
+        self.zab.log.applied_to(zxid);
+    }
+
     pub fn status(&self) -> Status {
         let z = &self.zab;
         Status {

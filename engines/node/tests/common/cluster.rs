@@ -138,6 +138,14 @@ impl Cluster {
         self.handles[&id].clone()
     }
 
+    /// Member `id`'s memory disk (in-process clusters only).
+    pub fn mem_disk(&self, id: u64) -> Arc<MemDisk> {
+        match &self.net {
+            Net::InProc { disks, .. } => disks[&id].clone(),
+            Net::Tcp { .. } => panic!("a TCP cluster runs on files, not memory disks"),
+        }
+    }
+
     pub fn running(&self) -> Vec<u64> {
         self.tasks.keys().copied().collect()
     }
@@ -256,6 +264,41 @@ pub async fn replicates_and_reads(engine: Engine, tcp: bool) {
     eprintln!(
         "{engine:?} (tcp: {tcp}): elected in {elected:?}; 1000 concurrent proposals in {burst:?}"
     );
+    c.stop_all().await;
+}
+
+/// The leader's disk stalls every sync for three election timeouts while a write is in
+/// flight. Its loop goes on heartbeating (the WAL writer waits, not the loop), so no
+/// follower starts an election: the leader and term stay, and the write completes once the
+/// slow sync does. A loop that waited for its own sync would lose the leadership here.
+pub async fn slow_leader_sync_keeps_leadership(engine: Engine) {
+    let c = Cluster::start(engine, false, 0).await;
+    let leader = c.leader(Duration::from_secs(10)).await;
+    c.handle(leader)
+        .propose(b"before".to_vec())
+        .await
+        .unwrap_or_else(|e| panic!("propose before the stall: {e}"));
+    let term = c.handle(leader).status().term;
+    let stall = c.election_timeout() * 3;
+    c.mem_disk(leader).set_sync_delay(stall);
+    let started = Instant::now();
+    let during = c.handle(leader).propose(b"during".to_vec()).await;
+    let took = started.elapsed();
+    c.mem_disk(leader).set_sync_delay(Duration::ZERO);
+    during.unwrap_or_else(|e| panic!("the write during the stall failed: {e}"));
+    assert!(
+        took >= stall,
+        "the write waited for the stalled sync ({took:?} < {stall:?})"
+    );
+    for id in c.running() {
+        let st = c.handle(id).status();
+        assert_eq!(
+            (st.leader, st.term),
+            (Some(leader), term),
+            "member {id} saw a leader change during the leader's {stall:?} sync"
+        );
+    }
+    assert_eq!(c.handle(leader).status().role, NodeRole::Leader);
     c.stop_all().await;
 }
 

@@ -375,6 +375,7 @@ impl Core for Zab {
         if let Some(ss) = &rd.soft_state {
             sim.trace(|| format!("node {id} soft state {ss:?}"));
         }
+        apply_and_read(sim, id, rd)?;
         Ok(std::mem::take(&mut rd.messages))
     }
 
@@ -505,26 +506,12 @@ fn compact(sim: &mut Cluster, id: u64) -> Result<(), String> {
     }
 }
 
-/// The simulated fsync, then everything allowed after it.
-fn persist(sim: &mut Cluster, id: u64, mut rd: Ready) -> Result<(), String> {
-    sim.node(id).disk.write(&rd);
-    if let Some(s) = &rd.snapshot {
-        let sm = AppliedLog::decode(&s.data)?;
-        if sm.last_zxid() != s.zxid {
-            return err(format!(
-                "snapshot at {} holds items up to {}",
-                s.zxid,
-                sm.last_zxid()
-            ));
-        }
-        sim.core.checker.on_restore(id, &sm)?;
-        sim.node(id).sm = sm;
-        sim.core.stats.snapshots_installed += 1;
-        sim.trace(|| format!("node {id} installed snapshot at {}", s.zxid));
-    }
-    let msgs = std::mem::take(&mut rd.persisted_messages);
-    sim.send(msgs);
-    for p in &rd.committed_entries {
+/// What the runtime does with a `Ready` as soon as it takes it, before its write is
+/// durable: apply the committed entries (the core hands out only entries already durable
+/// here), tell the core, answer the reads.
+fn apply_and_read(sim: &mut Cluster, id: u64, rd: &mut Ready) -> Result<(), String> {
+    let committed = std::mem::take(&mut rd.committed_entries);
+    for p in &committed {
         let node = &mut sim.nodes[id as usize - 1];
         node.sm.apply(p).map_err(|m| format!("node {id}: {m}"))?;
         let core = &mut sim.core;
@@ -562,6 +549,34 @@ fn persist(sim: &mut Cluster, id: u64, mut rd: Ready) -> Result<(), String> {
     for ctx in &rd.dropped_reads {
         sim.core.reads.remove(ctx);
     }
+    rd.read_states.clear();
+    rd.dropped_reads.clear();
+    if let (Some(last), Some(r)) = (committed.last(), sim.node(id).raw.as_mut()) {
+        let last = last.zxid;
+        r.applied_to(last);
+    }
+    Ok(())
+}
+
+/// The simulated fsync, then everything allowed after it.
+fn persist(sim: &mut Cluster, id: u64, mut rd: Ready) -> Result<(), String> {
+    sim.node(id).disk.write(&rd);
+    if let Some(s) = &rd.snapshot {
+        let sm = AppliedLog::decode(&s.data)?;
+        if sm.last_zxid() != s.zxid {
+            return err(format!(
+                "snapshot at {} holds items up to {}",
+                s.zxid,
+                sm.last_zxid()
+            ));
+        }
+        sim.core.checker.on_restore(id, &sm)?;
+        sim.node(id).sm = sm;
+        sim.core.stats.snapshots_installed += 1;
+        sim.trace(|| format!("node {id} installed snapshot at {}", s.zxid));
+    }
+    let msgs = std::mem::take(&mut rd.persisted_messages);
+    sim.send(msgs);
     if let Some(r) = sim.node(id).raw.as_mut() {
         r.advance(rd);
     }
