@@ -165,13 +165,19 @@ mod tests {
     fn an_unavailable_cpu_is_named() {
         let last = *CpuList::available().cpus().last().unwrap();
         let err = CpuList(vec![last + 1]).check_available().unwrap_err();
-        assert!(err.to_string().contains(&format!("CPU {}", last + 1)), "{err}");
+        assert!(
+            err.to_string().contains(&format!("CPU {}", last + 1)),
+            "{err}"
+        );
     }
 
     #[test]
     fn pinning_a_process_moves_all_its_threads() {
         // A child `sleep` with its own thread list; pin it to the first available CPU.
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
         let first = CpuList(vec![CpuList::available().cpus()[0]]);
         first.pin_process(child.id()).unwrap();
         let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();

@@ -22,7 +22,7 @@ use crate::provision::Cluster;
 use crate::results::record::{end_reason_name, SCHEMA};
 use crate::results::{default_out_dir, write_run, MeasuredResults, RunRecord};
 use crate::runner::{self, EndReason};
-use crate::{resources, server_stats, signals, targets};
+use crate::{fault, resources, server_stats, signals, targets};
 
 /// How a command ended, as the process exit code says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +112,7 @@ pub async fn run_with(
         sync_probe: None,
         resources: None,
         server_counters: None,
+        faults: None,
         results: None,
     };
 
@@ -167,20 +168,60 @@ pub async fn run_with(
         .and_then(|c| resources::Sampler::start(c.member_pids(), RESOURCE_SAMPLE_EVERY).ok());
     // When the measured window began, from the first progress report inside it.
     let mut window_start: Option<std::time::Instant> = None;
-    let measured = runner::run(
-        &config.plan,
-        target.coordinator.clone(),
-        workload,
-        clock,
-        stop.clone(),
-        &mut |elapsed, aggregator| {
-            if window_start.is_none() && !elapsed.is_zero() {
-                window_start = std::time::Instant::now().checked_sub(elapsed);
-            }
-            status.update(elapsed, aggregator)
-        },
-    )
-    .await;
+    // With --fault, the injector owns the cluster while the workload runs beside it.
+    let faults_stop = stop.child_token();
+    let window_began = tokio_util::sync::CancellationToken::new();
+    let mut fault_cluster = match config.fault {
+        Some(_) => target.cluster.take(),
+        None => None,
+    };
+    let injector = async {
+        match (config.fault, config.fault_every_ms, fault_cluster.as_mut()) {
+            (Some(fault), Some(every), Some(cluster)) => Some(
+                fault::inject(
+                    fault,
+                    std::time::Duration::from_millis(every),
+                    config.target_kind,
+                    cluster,
+                    target.coordinator.clone(),
+                    window_began.clone(),
+                    faults_stop.clone(),
+                )
+                .await,
+            ),
+            _ => None,
+        }
+    };
+    let workload_run = async {
+        let measured = runner::run(
+            &config.plan,
+            target.coordinator.clone(),
+            workload,
+            clock,
+            stop.clone(),
+            &mut |elapsed, aggregator| {
+                if window_start.is_none() && !elapsed.is_zero() {
+                    window_start = std::time::Instant::now().checked_sub(elapsed);
+                    window_began.cancel();
+                }
+                status.update(elapsed, aggregator)
+            },
+        )
+        .await;
+        faults_stop.cancel();
+        measured
+    };
+    let (measured, injected) = tokio::join!(workload_run, injector);
+    if fault_cluster.is_some() {
+        target.cluster = fault_cluster;
+    }
+    let mut fault_error = None;
+    if let Some((records, error)) = injected {
+        // Best effort: the summary in run.json keeps the figures if the file fails.
+        let _ = fault::write_csv(&out.join("failover.csv"), &records);
+        record.faults = Some(fault::FaultSummary::of(&records));
+        fault_error = error.map(|e| format!("fault injection: {e}"));
+    }
     let run_ended = std::time::Instant::now();
     status.clear();
     if let Some(sampler) = sampler {
@@ -206,7 +247,7 @@ pub async fn run_with(
         }
     }
     let member_failure = target.cluster.as_mut().and_then(|c| c.check_alive().err());
-    let outcome = match &measured {
+    let mut outcome = match &measured {
         Ok(o) => {
             record.results = Some(MeasuredResults::of(o));
             record.end_reason = end_reason_name(o.end_reason).into();
@@ -227,6 +268,13 @@ pub async fn run_with(
     };
     if let Some(failure) = member_failure {
         record.error = Some(one_line(&failure.to_string()));
+    }
+    if let Some(e) = fault_error {
+        // The cluster did not recover from a fault: the run's figures stand, but it failed.
+        record.error = Some(one_line(&e));
+        if outcome == Outcome::Complete {
+            outcome = Outcome::Failed;
+        }
     }
     record.complete = outcome == Outcome::Complete;
     record.finished_at = now_rfc3339();

@@ -284,9 +284,27 @@ pub struct RunArgs {
     #[arg(long, value_name = "CPUS")]
     pub pin_servers: Option<crate::affinity::CpuList>,
 
+    /// Inject a fault into the started cluster while the workload runs, again and again
+    /// (see --fault-every), and measure the failover around each: failover.csv.
+    #[arg(long, value_enum)]
+    pub fault: Option<FaultArg>,
+
+    /// Time between one fault's recovery and the next fault (with --fault).
+    #[arg(long, default_value = "3s", value_parser = parse_positive_duration)]
+    pub fault_every: Duration,
+
     /// No live status line.
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// A fault `--fault` injects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultArg {
+    /// SIGKILL the leader at a random point of a heartbeat interval; restart it once a new
+    /// leader is found (after it stayed down a while).
+    KillLeader,
 }
 
 fn parse_positive_duration(s: &str) -> Result<Duration, String> {

@@ -8,10 +8,10 @@ use coordbench_drivers::{zookeeper_async, ApiFamily, Consistency, LockRecipe};
 use serde::Serialize;
 
 use crate::affinity::CpuList;
-use crate::cli::{ConsistencyArg, RunArgs, TargetKind, WorkloadKind, ZkClientArg};
+use crate::cli::{ConsistencyArg, FaultArg, RunArgs, TargetKind, WorkloadKind, ZkClientArg};
 use crate::provision::DiskKind;
-use crate::workload_options::{self, WorkloadOptions};
 use crate::runner::{LoadMode, LoadPlan};
+use crate::workload_options::{self, WorkloadOptions};
 
 /// A configuration error: one line that says what to change.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +66,10 @@ pub struct RunConfig {
     pub pin_client: Option<CpuList>,
     /// CPUs the started members are pinned to (`--pin-servers`), if any.
     pub pin_servers: Option<CpuList>,
+    /// The fault injected again and again during the run (`--fault`), if any.
+    pub fault: Option<FaultArg>,
+    /// Time between one fault's recovery and the next, ms.
+    pub fault_every_ms: Option<u64>,
     #[serde(skip)]
     pub target_kind: TargetKind,
     #[serde(skip)]
@@ -197,15 +201,18 @@ impl RunConfig {
             zk_client: (family_of(args.target) == ApiFamily::ZooKeeper)
                 .then(|| value_name(zk_client_kind)),
             base_port: args.base_port,
-            sync_delay_us: args
-                .disk
-                .is_emulated()
-                .then(|| args.sync_delay.unwrap_or(args.disk.sync_delay()).as_micros() as u64),
+            sync_delay_us: args.disk.is_emulated().then(|| {
+                args.sync_delay
+                    .unwrap_or(args.disk.sync_delay())
+                    .as_micros() as u64
+            }),
             net_delay: args.net_delay,
             net_delay_clients: args.net_delay_clients,
             seed: args.seed,
             pin_client: args.pin_client.clone(),
             pin_servers: args.pin_servers.clone(),
+            fault: args.fault,
+            fault_every_ms: args.fault.map(|_| args.fault_every.as_millis() as u64),
             target_kind: args.target,
             workload_kind: args.workload,
             zk_client_kind,
@@ -224,7 +231,10 @@ impl RunConfig {
 /// CPU lists must name CPUs this process may use; servers can be pinned only when
 /// coordbench starts them.
 fn validate_pinning(args: &RunArgs) -> Result<(), ConfigError> {
-    for (flag, list) in [("--pin-client", &args.pin_client), ("--pin-servers", &args.pin_servers)] {
+    for (flag, list) in [
+        ("--pin-client", &args.pin_client),
+        ("--pin-servers", &args.pin_servers),
+    ] {
         if let Some(list) = list {
             list.check_available()
                 .map_err(|e| ConfigError(format!("{flag}: {e}")))?;
@@ -254,6 +264,16 @@ fn validate_cluster_emulation(args: &RunArgs) -> Result<(), ConfigError> {
     if args.net_delay.is_some() && !started {
         return Err(ConfigError(
             "--net-delay applies only to clusters coordbench starts; omit it with --endpoints or --target null".into(),
+        ));
+    }
+    if args.fault.is_some() && !started {
+        return Err(ConfigError(
+            "--fault applies only to clusters coordbench starts; omit it with --endpoints or --target null".into(),
+        ));
+    }
+    if args.fault.is_some() && args.cluster_size < 3 {
+        return Err(ConfigError(
+            "--fault kill-leader needs --cluster-size 3 or more (a smaller cluster has no majority left)".into(),
         ));
     }
     if args.net_delay_clients && args.net_delay.is_none() {
@@ -328,14 +348,31 @@ mod tests {
             &["--zk-classpath", "/usr/share/java/zookeeper.jar"],
             &["--zk-client", "async"],
             &["--target", "null", "--zk-client", "client"],
-            &["--target", "zookeeper", "--zk-client", "async", "--workload", "election"],
-            &["--target", "zookeeper", "--zk-client", "async", "--workload", "config-watch"],
+            &[
+                "--target",
+                "zookeeper",
+                "--zk-client",
+                "async",
+                "--workload",
+                "election",
+            ],
+            &[
+                "--target",
+                "zookeeper",
+                "--zk-client",
+                "async",
+                "--workload",
+                "config-watch",
+            ],
             &["--pin-servers", "0", "--endpoints", "127.0.0.1:1"],
             &["--pin-client", "1000"],
             &["--sync-delay", "1ms"],
             &["--disk", "hdd", "--sync-delay", "2s"],
             &["--target", "null", "--net-delay", "5ms"],
             &["--net-delay-clients"],
+            &["--fault", "kill-leader", "--cluster-size", "1"],
+            &["--fault", "kill-leader", "--endpoints", "127.0.0.1:1"],
+            &["--target", "null", "--fault", "kill-leader"],
             &[
                 "--target",
                 "zookeeper",

@@ -100,20 +100,40 @@ pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
         if let Some(herd) = &r.herd {
             let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
             println!("  {:<14} {:>12}", "waiters", f(herd.waiters));
-            println!("  {:<14} {:>12}", "notif/release", f(herd.notifications_per_release));
-            println!("  {:<14} {:>12}", "req/release", f(herd.requests_per_release));
+            println!(
+                "  {:<14} {:>12}",
+                "notif/release",
+                f(herd.notifications_per_release)
+            );
+            println!(
+                "  {:<14} {:>12}",
+                "req/release",
+                f(herd.requests_per_release)
+            );
         }
         if let Some(e) = &r.election {
             println!("  {:<14} {:>12}", "split brains", e.split_brains);
-            println!("  {:<14} {:>12}", "handover p99", opt(e.handover.handover_p99_us));
+            println!(
+                "  {:<14} {:>12}",
+                "handover p99",
+                opt(e.handover.handover_p99_us)
+            );
             println!("  {:<14} {:>12}", "observer p99", opt(e.observer_p99_us));
         }
         if let Some(d) = &r.discovery {
-            println!("  {:<14} {:>12}", "propagation p99", opt(d.propagation_p99_us));
+            println!(
+                "  {:<14} {:>12}",
+                "propagation p99",
+                opt(d.propagation_p99_us)
+            );
             println!("  {:<14} {:>12}", "unpropagated", d.unpropagated);
         }
         if let Some(w) = &r.config_watch {
-            println!("  {:<14} {:>12}", "last watcher p99", opt(w.notify_last_p99_us));
+            println!(
+                "  {:<14} {:>12}",
+                "last watcher p99",
+                opt(w.notify_last_p99_us)
+            );
             println!("  {:<14} {:>12}", "missed", w.missed_versions);
             println!("  {:<14} {:>12}", "coalesced", w.coalesced_versions);
         }

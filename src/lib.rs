@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod console;
 pub mod environment;
+pub mod fault;
 pub mod netdelay;
 pub mod provision;
 pub mod report;

@@ -186,7 +186,10 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
 
 /// Runs a Zab member until SIGINT or SIGTERM, then stops it cleanly (the WAL is synced).
 pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(!args.session_tick.is_zero(), "--session-tick must be greater than zero");
+    anyhow::ensure!(
+        !args.session_tick.is_zero(),
+        "--session-tick must be greater than zero"
+    );
     let Member {
         config,
         client_addr,

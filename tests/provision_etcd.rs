@@ -303,7 +303,10 @@ async fn nofsync_runs_on_every_etcd() {
     assert_eq!(mounts.contains(&data_dir), !supported, "{data_dir}");
     cluster.stop();
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
-    assert!(!mounts.contains(&data_dir), "{data_dir} still mounted after stop");
+    assert!(
+        !mounts.contains(&data_dir),
+        "{data_dir} still mounted after stop"
+    );
 }
 
 #[test]

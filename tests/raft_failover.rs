@@ -69,7 +69,13 @@ async fn leader_failover_keeps_every_acknowledged_write_and_the_restarted_member
     let writers: Vec<_> = sessions
         .into_iter()
         .enumerate()
-        .map(|(w, s)| tokio::spawn(writer(move |seq| format!("/failover/w{w}/{seq:08}"), s, stop.clone())))
+        .map(|(w, s)| {
+            tokio::spawn(writer(
+                move |seq| format!("/failover/w{w}/{seq:08}"),
+                s,
+                stop.clone(),
+            ))
+        })
         .collect();
     // Load before the fault.
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -122,8 +128,11 @@ async fn leader_failover_keeps_every_acknowledged_write_and_the_restarted_member
     // Writes resume: wait for puts issued after the kill to be acknowledged, then stop.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let acks = stop_writers(writers, &stop).await;
-    let Unavailability { first_write_after: first_after, longest_gap, before } =
-        unavailability(&acks, killed);
+    let Unavailability {
+        first_write_after: first_after,
+        longest_gap,
+        before,
+    } = unavailability(&acks, killed);
     eprintln!(
         "raft failover: killed leader m{old}; survivors stopped naming it after {detected:?}, new leader m{new_leader} after \
          {elected:?} (bound {bound:?}), first write issued after the kill acknowledged after \

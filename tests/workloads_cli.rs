@@ -5,12 +5,12 @@
 //! membership change propagated, herd-free notifications per release at most 1.2 and naive
 //! ones close to the number of waiters.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_coordbench");
 /// Start, 0.5 s warm-up, 2 s window, catching up and teardown, with room for a loaded
 /// machine.
 const RUN_BOUND: Duration = Duration::from_secs(90);
@@ -36,26 +36,7 @@ fn run(target: &str, args: &[&str]) -> HashMap<String, String> {
     ];
     argv.push(out.to_str().expect("utf-8 path"));
     argv.extend_from_slice(args);
-    let mut child = Command::new(BIN)
-        .args(&argv)
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn coordbench");
-    let deadline = Instant::now() + RUN_BOUND;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            panic!("coordbench {argv:?} did not exit within {RUN_BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let stderr = std::io::read_to_string(child.stderr.take().expect("stderr")).unwrap_or_default();
+    let (status, stderr) = common::run_coordbench(&argv, dir.path(), RUN_BOUND);
     assert!(
         status.success(),
         "coordbench {argv:?}: {status:?}\n{stderr}"

@@ -8,7 +8,10 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{assert_gone, closed_plan, open_session, run_plan, within, Percentiles, CONNECT_TIMEOUT, LONG_TTL};
+use common::{
+    assert_gone, closed_plan, open_session, run_plan, within, Percentiles, CONNECT_TIMEOUT,
+    LONG_TTL,
+};
 use coordbench::provision::zookeeper::{self, ZkOptions};
 use coordbench::provision::{Cluster, ClusterSpec, DiskKind};
 use coordbench_drivers::zookeeper::{ZkConfig, ZkCoordinator};
@@ -36,11 +39,27 @@ struct Server {
 impl Server {
     async fn start(ttl: Duration) -> Server {
         let work = tempfile::tempdir().expect("tempdir");
-        let spec = ClusterSpec { size: 1, disk: DiskKind::Tmpfs, ttl, base_port: None, work_dir: work.path().into(), sync_delay: None, net_delay: None, net_delay_clients: false };
-        let cluster = within(START_BOUND, "starting ZooKeeper", zookeeper::start(&spec, &ZkOptions::default()))
-            .await
-            .unwrap_or_else(|e| panic!("starting ZooKeeper: {e}"));
-        Server { cluster, _work: work }
+        let spec = ClusterSpec {
+            size: 1,
+            disk: DiskKind::Tmpfs,
+            ttl,
+            base_port: None,
+            work_dir: work.path().into(),
+            sync_delay: None,
+            net_delay: None,
+            net_delay_clients: false,
+        };
+        let cluster = within(
+            START_BOUND,
+            "starting ZooKeeper",
+            zookeeper::start(&spec, &ZkOptions::default()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("starting ZooKeeper: {e}"));
+        Server {
+            cluster,
+            _work: work,
+        }
     }
 
     fn endpoint(&self) -> String {
@@ -51,9 +70,14 @@ impl Server {
     fn stop(self) {
         let Server { mut cluster, _work } = self;
         if let Err(e) = cluster.check_alive() {
-            panic!("the ZooKeeper server died during the test: {e}\n{}", e.log_tail().unwrap_or(""));
+            panic!(
+                "the ZooKeeper server died during the test: {e}\n{}",
+                e.log_tail().unwrap_or("")
+            );
         }
-        let pids: Vec<u32> = (0..cluster.member_count()).filter_map(|i| cluster.member_pid(i)).collect();
+        let pids: Vec<u32> = (0..cluster.member_count())
+            .filter_map(|i| cluster.member_pid(i))
+            .collect();
         cluster.stop();
         assert_gone(&pids);
     }
@@ -67,14 +91,23 @@ enum Lib {
 }
 
 async fn connect(lib: Lib, endpoints: Vec<String>) -> Arc<dyn Coordinator> {
-    let config = ZkConfig { endpoints, connect_timeout: CONNECT_TIMEOUT };
+    let config = ZkConfig {
+        endpoints,
+        connect_timeout: CONNECT_TIMEOUT,
+    };
     let connecting = async {
         match lib {
-            Lib::Client => ZkCoordinator::connect(&config).await.map(|c| Arc::new(c) as Arc<dyn Coordinator>),
-            Lib::Async => AsyncZkCoordinator::connect(&config).await.map(|c| Arc::new(c) as Arc<dyn Coordinator>),
+            Lib::Client => ZkCoordinator::connect(&config)
+                .await
+                .map(|c| Arc::new(c) as Arc<dyn Coordinator>),
+            Lib::Async => AsyncZkCoordinator::connect(&config)
+                .await
+                .map(|c| Arc::new(c) as Arc<dyn Coordinator>),
         }
     };
-    within(Duration::from_secs(10), "connecting", connecting).await.unwrap_or_else(|e| panic!("connecting {lib:?}: {e}"))
+    within(Duration::from_secs(10), "connecting", connecting)
+        .await
+        .unwrap_or_else(|e| panic!("connecting {lib:?}: {e}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -86,31 +119,66 @@ async fn standalone_kv_and_both_lock_recipes() {
     // linearizable read (the crate has no sync()); a missing key is None.
     let mut s = open_session(c.as_ref(), 0, LONG_TTL).await;
     let key = "/coordbench/kv/async-round-trip";
-    s.put(key, b"v1").await.expect("first put creates the znode");
+    s.put(key, b"v1")
+        .await
+        .expect("first put creates the znode");
     s.put(key, b"v2").await.expect("second put sets its data");
-    let read = s.get(key, Consistency::Serializable).await.expect("serializable get");
+    let read = s
+        .get(key, Consistency::Serializable)
+        .await
+        .expect("serializable get");
     assert_eq!(read.as_deref(), Some(&b"v2"[..]));
-    assert_eq!(s.get("/coordbench/kv/missing", Consistency::Serializable).await.expect("get"), None);
-    let err = s.get(key, Consistency::Linearizable).await.expect_err("no sync() in zookeeper-async");
+    assert_eq!(
+        s.get("/coordbench/kv/missing", Consistency::Serializable)
+            .await
+            .expect("get"),
+        None
+    );
+    let err = s
+        .get(key, Consistency::Linearizable)
+        .await
+        .expect_err("no sync() in zookeeper-async");
     assert_eq!(err.kind(), "unsupported", "{err}");
     assert!(s.counters().requests >= 4, "{:?}", s.counters());
-    within(Duration::from_secs(5), "close", s.close()).await.expect("close");
+    within(Duration::from_secs(5), "close", s.close())
+        .await
+        .expect("close");
 
     // The lock workload through the runner: 8 clients on one lock, each recipe.
     for recipe in RECIPES {
         let clock = RunClock::start();
-        let options = LockOptions { locks: 1, hold: Duration::ZERO, recipe };
+        let options = LockOptions {
+            locks: 1,
+            hold: Duration::ZERO,
+            recipe,
+        };
         let workload = Arc::new(LockWorkload::new(options, clock).expect("lock workload"));
         let plan = closed_plan(8, Duration::from_millis(300), Duration::from_secs(2));
         let outcome = run_plan(&plan, c.clone(), workload.clone(), clock).await;
         let check = outcome.check.lock.as_ref().expect("a lock check");
-        assert!(check.sections > 0 && outcome.total.ops > 0, "{recipe:?}: no acquisition");
-        assert_eq!((check.violations, check.token_regressions), (0, 0), "{recipe:?}");
-        assert_eq!(outcome.total.errors_total(), 0, "{recipe:?}: errors {:?}", outcome.total.errors);
+        assert!(
+            check.sections > 0 && outcome.total.ops > 0,
+            "{recipe:?}: no acquisition"
+        );
+        assert_eq!(
+            (check.violations, check.token_regressions),
+            (0, 0),
+            "{recipe:?}"
+        );
+        assert_eq!(
+            outcome.total.errors_total(),
+            0,
+            "{recipe:?}: errors {:?}",
+            outcome.total.errors
+        );
         assert_eq!(outcome.counters.session_reestablishments, 0, "{recipe:?}");
         Percentiles::of(&outcome.total.latency).assert_ordered();
-        let clients: std::collections::BTreeSet<usize> = workload.sections().iter().map(|s| s.client).collect();
-        assert!(clients.len() > 1, "{recipe:?}: only clients {clients:?} held the lock");
+        let clients: std::collections::BTreeSet<usize> =
+            workload.sections().iter().map(|s| s.client).collect();
+        assert!(
+            clients.len() > 1,
+            "{recipe:?}: only clients {clients:?} held the lock"
+        );
         eprintln!(
             "{recipe:?}: {} acquisitions in {:?}, {:.1} requests/op, {} notifications",
             outcome.total.ops,
@@ -144,33 +212,58 @@ async fn a_silenced_holder_loses_its_lock_and_only_async_gets_a_new_session() {
 }
 
 /// Returns the holder's re-establishment count and what its next operation said.
-async fn silenced_holder(lib: Lib, recipe: LockRecipe, endpoint: String, ttl: Duration) -> (Lib, LockRecipe, u64, String) {
+async fn silenced_holder(
+    lib: Lib,
+    recipe: LockRecipe,
+    endpoint: String,
+    ttl: Duration,
+) -> (Lib, LockRecipe, u64, String) {
     let link = SilentLink::start(&endpoint).await;
     let via_link = connect(lib, vec![link.addr.clone()]).await;
     let direct = connect(lib, vec![endpoint]).await;
     let name = format!("silenced-{lib:?}-{recipe:?}").to_lowercase();
     let mut a = open_session(via_link.as_ref(), 0, ttl).await;
     let mut b = open_session(direct.as_ref(), 1, ttl).await;
-    let ga = within(Duration::from_secs(5), "A's lock", a.lock(&name, recipe)).await.expect("A locks");
+    let ga = within(Duration::from_secs(5), "A's lock", a.lock(&name, recipe))
+        .await
+        .expect("A locks");
     let b_name = name.clone();
     let waiter = tokio::spawn(async move {
         let r = b.lock(&b_name, recipe).await;
         (b, r)
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!waiter.is_finished(), "{lib:?} {recipe:?}: B acquired while A holds");
+    assert!(
+        !waiter.is_finished(),
+        "{lib:?} {recipe:?}: B acquired while A holds"
+    );
 
     link.mute(true);
-    let (mut b, gb) = within(ttl * 4, "B's lock after A's session expired", waiter).await.expect("B's task");
+    let (mut b, gb) = within(ttl * 4, "B's lock after A's session expired", waiter)
+        .await
+        .expect("B's task");
     let gb = gb.unwrap_or_else(|e| panic!("{lib:?} {recipe:?}: B's lock failed: {e}"));
-    assert!(gb.token > ga.token, "{lib:?} {recipe:?}: token {} after {}", gb.token, ga.token);
+    assert!(
+        gb.token > ga.token,
+        "{lib:?} {recipe:?}: token {} after {}",
+        gb.token,
+        ga.token
+    );
     // A's lock node went with its session: gone (zk-recipe), or the shared holder path is
     // now B's node (naive; its data names the client).
     let a_path = String::from_utf8(ga.key.clone()).expect("a path");
-    let node = b.get(&a_path, Consistency::Serializable).await.expect("read A's lock node");
+    let node = b
+        .get(&a_path, Consistency::Serializable)
+        .await
+        .expect("read A's lock node");
     match recipe {
-        LockRecipe::HerdFree => assert_eq!(node, None, "{lib:?}: A's queue node outlived its session"),
-        LockRecipe::Naive => assert!(node.is_some_and(|d| d.starts_with(b"client-1")), "{lib:?}: holder is not B's"),
+        LockRecipe::HerdFree => {
+            assert_eq!(node, None, "{lib:?}: A's queue node outlived its session")
+        }
+        LockRecipe::Naive => assert!(
+            node.is_some_and(|d| d.starts_with(b"client-1")),
+            "{lib:?}: holder is not B's"
+        ),
     }
 
     link.mute(false);
@@ -188,21 +281,34 @@ async fn silenced_holder(lib: Lib, recipe: LockRecipe, endpoint: String, ttl: Du
     };
     // A's next operation: zookeeper-async carries on in a new session as if nothing had
     // happened; zookeeper-client reports the expiry.
-    let after = within(Duration::from_secs(10), "A's next op", a.put(&format!("/coordbench/kv/{name}"), b"x")).await;
+    let after = within(
+        Duration::from_secs(10),
+        "A's next op",
+        a.put(&format!("/coordbench/kv/{name}"), b"x"),
+    )
+    .await;
     match lib {
         Lib::Async => {
-            assert!(after.is_ok(), "{recipe:?}: async holder's put failed: {after:?}");
+            assert!(
+                after.is_ok(),
+                "{recipe:?}: async holder's put failed: {after:?}"
+            );
             assert_eq!(reestablished, 1, "{recipe:?}");
         }
         Lib::Client => {
-            let err = after.as_ref().expect_err("zookeeper-client's session is over");
+            let err = after
+                .as_ref()
+                .expect_err("zookeeper-client's session is over");
             assert_eq!(err.kind(), "session_expired", "{recipe:?}: {err}");
             assert_eq!(reestablished, 0, "{recipe:?}");
         }
     }
     let after = after.map_or_else(|e| e.kind().to_string(), |()| "ok".into());
     // Only the release finds out, and it must not delete B's node.
-    let late = a.unlock(ga).await.expect_err("A's release after losing the lock");
+    let late = a
+        .unlock(ga)
+        .await
+        .expect_err("A's release after losing the lock");
     assert_eq!(late.kind(), "session_expired", "{lib:?} {recipe:?}: {late}");
     b.unlock(gb).await.expect("B still holds, and unlocks");
     b.close().await.expect("close B");
@@ -220,7 +326,9 @@ struct SilentLink {
 
 impl SilentLink {
     async fn start(upstream: &str) -> SilentLink {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the link");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the link");
         let addr = listener.local_addr().expect("link address").to_string();
         let (muted, _) = watch::channel(false);
         let (upstream, mute) = (upstream.to_string(), muted.clone());
@@ -228,7 +336,9 @@ impl SilentLink {
             // Dropped with this task when the link is dropped: every pipe ends with it.
             let mut pipes = JoinSet::new();
             while let Ok((client, _)) = listener.accept().await {
-                let Ok(server) = TcpStream::connect(&upstream).await else { continue };
+                let Ok(server) = TcpStream::connect(&upstream).await else {
+                    continue;
+                };
                 let ((cr, cw), (sr, sw)) = (client.into_split(), server.into_split());
                 pipes.spawn(pipe(cr, sw, mute.subscribe()));
                 pipes.spawn(pipe(sr, cw, mute.subscribe()));
@@ -264,11 +374,18 @@ async fn pipe(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, muted: watch::Rec
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_cluster_is_one_line() {
     let port = common::closed_port();
-    let config = ZkConfig { endpoints: vec![format!("127.0.0.1:{port}")], connect_timeout: Duration::from_secs(2) };
-    let err = within(Duration::from_secs(5), "connect", AsyncZkCoordinator::connect(&config))
-        .await
-        .err()
-        .expect("nothing listens there");
+    let config = ZkConfig {
+        endpoints: vec![format!("127.0.0.1:{port}")],
+        connect_timeout: Duration::from_secs(2),
+    };
+    let err = within(
+        Duration::from_secs(5),
+        "connect",
+        AsyncZkCoordinator::connect(&config),
+    )
+    .await
+    .err()
+    .expect("nothing listens there");
     assert_eq!(err.kind(), "unreachable", "{err}");
     assert!(!err.to_string().contains('\n'), "{err}");
 }
@@ -280,35 +397,95 @@ fn cli_lock_run_with_zookeeper_async() {
     let out = tempfile::tempdir().expect("tempdir");
     let t = Instant::now();
     let run = std::process::Command::new(env!("CARGO_BIN_EXE_coordbench"))
-        .args(["run", "--target", "zookeeper", "--cluster-size", "3", "--workload", "lock", "--clients", "16"])
-        .args(["--duration", "5s", "--zk-client", "async", "--disk", "tmpfs", "--quiet", "--out"])
+        .args([
+            "run",
+            "--target",
+            "zookeeper",
+            "--cluster-size",
+            "3",
+            "--workload",
+            "lock",
+            "--clients",
+            "16",
+        ])
+        .args([
+            "--duration",
+            "5s",
+            "--zk-client",
+            "async",
+            "--disk",
+            "tmpfs",
+            "--quiet",
+            "--out",
+        ])
         .arg(out.path())
         .output()
         .expect("run coordbench");
-    let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
-    assert!(run.status.success(), "coordbench exited with {}: {stderr}", run.status);
-    assert!(t.elapsed() < Duration::from_secs(60), "the run took {:?}", t.elapsed());
-    let run: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("run.json")).expect("run.json")).expect("json");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+    );
+    assert!(
+        run.status.success(),
+        "coordbench exited with {}: {stderr}",
+        run.status
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "the run took {:?}",
+        t.elapsed()
+    );
+    let run: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("run.json")).expect("run.json"),
+    )
+    .expect("json");
     assert_eq!(run["complete"], true);
-    assert_eq!((&run["config"]["zk_client"], &run["config"]["client_lib"]), (&"async".into(), &"zookeeper-async".into()));
+    assert_eq!(
+        (&run["config"]["zk_client"], &run["config"]["client_lib"]),
+        (&"async".into(), &"zookeeper-async".into())
+    );
     let results = &run["results"];
     assert!(results["ops"].as_u64().is_some_and(|n| n > 0), "{results}");
-    let reestablished = results["session_reestablishments"].as_u64().expect("session_reestablishments");
+    let reestablished = results["session_reestablishments"]
+        .as_u64()
+        .expect("session_reestablishments");
     let violations = results["violations"].as_u64().expect("violations");
-    eprintln!("async CLI run: {} ops, {violations} violations, {reestablished} re-establishments", results["ops"]);
-    assert_eq!(stdout.contains("silently re-established"), reestablished > 0, "{stdout}");
+    eprintln!(
+        "async CLI run: {} ops, {violations} violations, {reestablished} re-establishments",
+        results["ops"]
+    );
+    assert_eq!(
+        stdout.contains("silently re-established"),
+        reestablished > 0,
+        "{stdout}"
+    );
     if reestablished == 0 {
-        assert_eq!(violations, 0, "overlapping sections without any re-establishment: {results}");
+        assert_eq!(
+            violations, 0,
+            "overlapping sections without any re-establishment: {results}"
+        );
     }
 
     let summary = std::fs::read_to_string(out.path().join("summary.csv")).expect("summary.csv");
     let mut rows = csv::Reader::from_reader(summary.as_bytes());
     let header = rows.headers().expect("header").clone();
     let row = rows.records().next().expect("a row").expect("a valid row");
-    let column = |name: &str| header.iter().position(|h| h == name).map(|i| row[i].to_string());
-    assert_eq!(column("client_lib").as_deref(), Some("zookeeper-async"), "{summary}");
-    assert_eq!(column("session_reestablishments"), Some(reestablished.to_string()), "{summary}");
+    let column = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .map(|i| row[i].to_string())
+    };
+    assert_eq!(
+        column("client_lib").as_deref(),
+        Some("zookeeper-async"),
+        "{summary}"
+    );
+    assert_eq!(
+        column("session_reestablishments"),
+        Some(reestablished.to_string()),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -320,5 +497,8 @@ fn zk_client_outside_zookeeper_is_one_line_and_exit_2() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("--zk-client applies only to --target zookeeper"), "{stderr}");
+    assert!(
+        stderr.contains("--zk-client applies only to --target zookeeper"),
+        "{stderr}"
+    );
 }

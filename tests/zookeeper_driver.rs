@@ -36,22 +36,48 @@ impl Zk {
     async fn start(size: usize, ttl: Duration) -> Zk {
         let work = tempfile::tempdir().expect("tempdir");
         let work_dir = work.path().to_path_buf();
-        let spec = ClusterSpec { size, disk: DiskKind::Tmpfs, ttl, base_port: None, work_dir, sync_delay: None, net_delay: None, net_delay_clients: false };
-        let cluster = within(START_BOUND, "starting ZooKeeper", zookeeper::start(&spec, &ZkOptions::default()))
-            .await
-            .unwrap_or_else(|e| panic!("starting {size} ZooKeeper servers: {e}"));
+        let spec = ClusterSpec {
+            size,
+            disk: DiskKind::Tmpfs,
+            ttl,
+            base_port: None,
+            work_dir,
+            sync_delay: None,
+            net_delay: None,
+            net_delay_clients: false,
+        };
+        let cluster = within(
+            START_BOUND,
+            "starting ZooKeeper",
+            zookeeper::start(&spec, &ZkOptions::default()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("starting {size} ZooKeeper servers: {e}"));
         let coordinator = connect(cluster.endpoints()).await;
-        Zk { coordinator, cluster, _work: work }
+        Zk {
+            coordinator,
+            cluster,
+            _work: work,
+        }
     }
 
     /// Stops the servers and checks that none died during the test and no JVM is left.
     fn stop(self) {
-        let Zk { coordinator, mut cluster, _work } = self;
+        let Zk {
+            coordinator,
+            mut cluster,
+            _work,
+        } = self;
         drop(coordinator);
         if let Err(e) = cluster.check_alive() {
-            panic!("a ZooKeeper server died during the test: {e}\n{}", e.log_tail().unwrap_or(""));
+            panic!(
+                "a ZooKeeper server died during the test: {e}\n{}",
+                e.log_tail().unwrap_or("")
+            );
         }
-        let pids: Vec<u32> = (0..cluster.member_count()).filter_map(|i| cluster.member_pid(i)).collect();
+        let pids: Vec<u32> = (0..cluster.member_count())
+            .filter_map(|i| cluster.member_pid(i))
+            .collect();
         cluster.stop();
         assert_gone(&pids);
     }
@@ -110,11 +136,18 @@ async fn one_release_wakes_one_waiter_or_the_whole_herd() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_cluster_is_one_line() {
     let port = common::closed_port();
-    let config = ZkConfig { endpoints: vec![format!("127.0.0.1:{port}")], connect_timeout: Duration::from_secs(2) };
-    let err = within(Duration::from_secs(5), "connect", ZkCoordinator::connect(&config))
-        .await
-        .err()
-        .expect("nothing listens there");
+    let config = ZkConfig {
+        endpoints: vec![format!("127.0.0.1:{port}")],
+        connect_timeout: Duration::from_secs(2),
+    };
+    let err = within(
+        Duration::from_secs(5),
+        "connect",
+        ZkCoordinator::connect(&config),
+    )
+    .await
+    .err()
+    .expect("nothing listens there");
     assert_eq!(err.kind(), "unreachable", "{err}");
     assert!(!err.to_string().contains('\n'), "{err}");
 }
@@ -124,26 +157,64 @@ fn cli_lock_run_on_a_three_server_ensemble() {
     let out = tempfile::tempdir().expect("tempdir");
     let t = Instant::now();
     let run = std::process::Command::new(env!("CARGO_BIN_EXE_coordbench"))
-        .args(["run", "--target", "zookeeper", "--cluster-size", "3", "--workload", "lock", "--clients", "16"])
+        .args([
+            "run",
+            "--target",
+            "zookeeper",
+            "--cluster-size",
+            "3",
+            "--workload",
+            "lock",
+            "--clients",
+            "16",
+        ])
         .args(["--duration", "5s", "--disk", "tmpfs", "--quiet", "--out"])
         .arg(out.path())
         .output()
         .expect("run coordbench");
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "coordbench exited with {}: {stderr}", run.status);
-    assert!(t.elapsed() < Duration::from_secs(60), "the run took {:?}", t.elapsed());
-    let run: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("run.json")).expect("run.json")).expect("json");
+    assert!(
+        run.status.success(),
+        "coordbench exited with {}: {stderr}",
+        run.status
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "the run took {:?}",
+        t.elapsed()
+    );
+    let run: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("run.json")).expect("run.json"),
+    )
+    .expect("json");
     assert_eq!(run["complete"], true);
     assert_eq!(run["config"]["recipe"], "zk-recipe");
     assert_eq!(run["results"]["violations"], 0, "{}", run["results"]);
-    assert!(run["results"]["ops"].as_u64().is_some_and(|n| n > 0), "{}", run["results"]);
+    assert!(
+        run["results"]["ops"].as_u64().is_some_and(|n| n > 0),
+        "{}",
+        run["results"]
+    );
     // mntr was scraped from every server before and after: the lock traffic shows there.
-    let delta = run["server_counters"]["delta"].as_object().expect("server counters");
+    let delta = run["server_counters"]["delta"]
+        .as_object()
+        .expect("server counters");
     assert_eq!(delta.len(), 3, "one entry per server: {delta:?}");
-    let received: f64 = delta.values().filter_map(|m| m["zk_packets_received"].as_f64()).sum();
-    assert!(received > run["results"]["ops"].as_f64().unwrap_or(0.0), "packets received {received}");
+    let received: f64 = delta
+        .values()
+        .filter_map(|m| m["zk_packets_received"].as_f64())
+        .sum();
+    assert!(
+        received > run["results"]["ops"].as_f64().unwrap_or(0.0),
+        "packets received {received}"
+    );
     let summary = std::fs::read_to_string(out.path().join("summary.csv")).expect("summary.csv");
-    assert!(summary.lines().nth(1).is_some_and(|row| row.starts_with("zookeeper,lock,zk-recipe,3,16,16,")), "{summary}");
+    assert!(
+        summary
+            .lines()
+            .nth(1)
+            .is_some_and(|row| row.starts_with("zookeeper,lock,zk-recipe,3,16,16,")),
+        "{summary}"
+    );
     assert!(out.path().join("logs/zk-3.log").exists());
 }

@@ -176,18 +176,19 @@ pub trait Session: Send {
 
     /// A handle that keeps `service`'s membership current (a prefix watch on the etcd API,
     /// child watches on ZooKeeper).
-    async fn watch_members(
-        &mut self,
-        service: &str,
-    ) -> Result<Box<dyn MembersWatch>, DriverError> {
+    async fn watch_members(&mut self, service: &str) -> Result<Box<dyn MembersWatch>, DriverError> {
         let _ = service;
-        Err(DriverError::Unsupported("watch_members on this driver".into()))
+        Err(DriverError::Unsupported(
+            "watch_members on this driver".into(),
+        ))
     }
 
     /// A handle that follows `key`'s value.
     async fn watch_value(&mut self, key: &str) -> Result<Box<dyn ValueWatch>, DriverError> {
         let _ = key;
-        Err(DriverError::Unsupported("watch_value on this driver".into()))
+        Err(DriverError::Unsupported(
+            "watch_value on this driver".into(),
+        ))
     }
 
     /// Requests sent and notifications received so far, by this session and every handle it

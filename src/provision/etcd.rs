@@ -256,12 +256,7 @@ pub(super) async fn wait_ready(
 ) -> Result<String, ProvisionError> {
     let started = Instant::now();
     let endpoints = cluster.endpoints();
-    let names: Vec<String> = cluster
-        .info()
-        .members
-        .iter()
-        .map(|m| m.name.clone())
-        .collect();
+    let names = cluster.member_names();
     let connect_opts = ConnectOptions::new()
         .with_connect_timeout(STATUS_TIMEOUT)
         .with_timeout(STATUS_TIMEOUT);

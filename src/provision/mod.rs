@@ -285,6 +285,11 @@ impl Cluster {
             .collect()
     }
 
+    /// Members' names, in member order.
+    pub fn member_names(&self) -> Vec<String> {
+        self.info.members.iter().map(|m| m.name.clone()).collect()
+    }
+
     /// Pid of member `i`, if coordbench started it.
     pub fn member_pid(&self, i: usize) -> Option<u32> {
         self.members.get(i).map(|m| m.process.pid())

@@ -367,12 +367,7 @@ fn jvm_args(heap_mb: u32, classpath: &str, config_file: &Path) -> Vec<String> {
 pub(super) async fn wait_ready(cluster: &mut Cluster) -> Result<String, ProvisionError> {
     let started = Instant::now();
     let endpoints = cluster.endpoints();
-    let names: Vec<String> = cluster
-        .info()
-        .members
-        .iter()
-        .map(|m| m.name.clone())
-        .collect();
+    let names = cluster.member_names();
     let mut detail;
     loop {
         cluster.check_alive()?;

@@ -25,17 +25,26 @@ use crate::runner::RunOutcome;
 
 /// `results/<UTC time>-<target>-<workload>`, e.g. `results/20261130T063000Z-etcd-lock`.
 pub fn default_out_dir(target: &str, workload: &str) -> PathBuf {
-    PathBuf::from("results").join(format!("{}-{target}-{workload}", compact_utc(SystemTime::now())))
+    PathBuf::from("results").join(format!(
+        "{}-{target}-{workload}",
+        compact_utc(SystemTime::now())
+    ))
 }
 
 /// `20261130T063000Z`: sortable and free of characters shells and file systems dislike.
 pub fn compact_utc(time: SystemTime) -> String {
-    humantime::format_rfc3339_seconds(time).to_string().replace(['-', ':'], "")
+    humantime::format_rfc3339_seconds(time)
+        .to_string()
+        .replace(['-', ':'], "")
 }
 
 /// Writes every result file of a run into `dir` (which must exist). `outcome` is `None`
 /// when the run failed before measuring; run.json is written regardless.
-pub fn write_run(dir: &Path, record: &RunRecord, outcome: Option<&RunOutcome>) -> anyhow::Result<()> {
+pub fn write_run(
+    dir: &Path,
+    record: &RunRecord,
+    outcome: Option<&RunOutcome>,
+) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(record).context("encoding run.json")?;
     std::fs::write(dir.join("run.json"), json + "\n")
         .with_context(|| format!("writing {}", dir.join("run.json").display()))?;

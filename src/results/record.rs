@@ -44,6 +44,8 @@ pub struct RunRecord {
     pub resources: Option<ResourceSummary>,
     /// Server-side counters around the run, where the target exposes them.
     pub server_counters: Option<ServerCounters>,
+    /// Failover figures over the faults injected (`--fault`; one row each in failover.csv).
+    pub faults: Option<crate::fault::FaultSummary>,
     pub results: Option<MeasuredResults>,
 }
 

@@ -62,6 +62,14 @@ pub struct SummaryRow {
     pub coalesced_versions: Option<u64>,
     pub requests_per_op: Option<f64>,
     pub session_reestablishments: u64,
+    pub faults: Option<usize>,
+    pub detect_p50_us: Option<u64>,
+    pub new_leader_p50_us: Option<u64>,
+    pub new_leader_p99_us: Option<u64>,
+    pub new_leader_max_us: Option<u64>,
+    pub first_write_p50_us: Option<u64>,
+    pub first_write_max_us: Option<u64>,
+    pub unavailable_max_us: Option<u64>,
     pub sync_p50_us: Option<u64>,
     pub sync_p99_us: Option<u64>,
     pub sync_delay_us: Option<u64>,
@@ -87,6 +95,7 @@ impl SummaryRow {
         let discovery = r.discovery.as_ref();
         let watch = r.config_watch.as_ref();
         let server = record.server_counters.as_ref();
+        let faults = record.faults.as_ref();
         SummaryRow {
             target: c.target.clone(),
             workload: c.workload.clone(),
@@ -144,6 +153,14 @@ impl SummaryRow {
             coalesced_versions: watch.map(|w| w.coalesced_versions),
             requests_per_op: (r.ops > 0).then(|| r.requests as f64 / r.ops as f64),
             session_reestablishments: r.session_reestablishments,
+            faults: faults.map(|f| f.faults),
+            detect_p50_us: faults.and_then(|f| f.detect_p50_us),
+            new_leader_p50_us: faults.and_then(|f| f.new_leader_p50_us),
+            new_leader_p99_us: faults.and_then(|f| f.new_leader_p99_us),
+            new_leader_max_us: faults.and_then(|f| f.new_leader_max_us),
+            first_write_p50_us: faults.and_then(|f| f.first_write_p50_us),
+            first_write_max_us: faults.and_then(|f| f.first_write_max_us),
+            unavailable_max_us: faults.and_then(|f| f.unavailable_max_us),
             sync_p50_us: record.sync_probe.as_ref().map(|p| p.p50_us),
             sync_p99_us: record.sync_probe.as_ref().map(|p| p.p99_us),
             sync_delay_us: c.sync_delay_us,

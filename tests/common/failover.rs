@@ -37,7 +37,11 @@ pub async fn writer(
         seq += 1;
         let issued = Instant::now();
         match tokio::time::timeout(PUT_BOUND, session.put(&key, key.as_bytes())).await {
-            Ok(Ok(())) => acks.push(Ack { key, issued, acked: Instant::now() }),
+            Ok(Ok(())) => acks.push(Ack {
+                key,
+                issued,
+                acked: Instant::now(),
+            }),
             // Refused or unanswered while there is no leader: try the next key.
             _ => tokio::time::sleep(Duration::from_millis(10)).await,
         }
@@ -50,7 +54,11 @@ pub async fn stop_writers(writers: Vec<JoinHandle<Vec<Ack>>>, stop: &AtomicBool)
     stop.store(true, Ordering::Relaxed);
     let mut acks = Vec::new();
     for w in writers {
-        acks.extend(within(PUT_BOUND * 2, "a writer's end", w).await.expect("writer task"));
+        acks.extend(
+            within(PUT_BOUND * 2, "a writer's end", w)
+                .await
+                .expect("writer task"),
+        );
     }
     acks.sort_by_key(|a| a.acked);
     acks

@@ -362,3 +362,33 @@ pub fn assert_gone(pids: &[u32]) {
         );
     }
 }
+
+/// Runs the `coordbench` binary with `argv` in `cwd` and returns how it exited and its
+/// stderr; a run that outlives `bound` is killed and fails the test.
+pub fn run_coordbench(
+    argv: &[&str],
+    cwd: &Path,
+    bound: Duration,
+) -> (std::process::ExitStatus, String) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_coordbench"))
+        .args(argv)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn coordbench");
+    let deadline = Instant::now() + bound;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("coordbench {argv:?} did not exit within {bound:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stderr = std::io::read_to_string(child.stderr.take().expect("stderr")).unwrap_or_default();
+    (status, stderr)
+}

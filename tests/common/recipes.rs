@@ -33,7 +33,11 @@ const NO_LEADER: usize = usize::MAX;
 /// without releasing, as a crashed client would. Returns how long after the abandon B got
 /// the lock (callers judge it against the target's expiry rule). B must not get it while A
 /// holds, its fencing token must be higher, and A's late release must fail as expired.
-pub async fn expiry_handover(c: Arc<dyn Coordinator>, recipe: LockRecipe, ttl: Duration) -> Duration {
+pub async fn expiry_handover(
+    c: Arc<dyn Coordinator>,
+    recipe: LockRecipe,
+    ttl: Duration,
+) -> Duration {
     let name = unique(&format!("expiry-{recipe:?}").to_lowercase());
     let mut a = open_session(c.as_ref(), 0, ttl).await;
     let mut b = open_session(c.as_ref(), 1, LONG_TTL).await;
@@ -46,7 +50,10 @@ pub async fn expiry_handover(c: Arc<dyn Coordinator>, recipe: LockRecipe, ttl: D
         (b, r, Instant::now())
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!waiter.is_finished(), "{recipe:?}: B acquired while A holds");
+    assert!(
+        !waiter.is_finished(),
+        "{recipe:?}: B acquired while A holds"
+    );
 
     a.abandon();
     let abandoned = Instant::now();

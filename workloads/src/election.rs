@@ -23,8 +23,8 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::background::Background;
-use crate::crashable::CrashableSession;
 use crate::checker::{check_sections, LockCheck, LockCheckSummary};
+use crate::crashable::CrashableSession;
 use crate::herd::HerdMonitor;
 use crate::histogram::latency_histogram;
 use crate::{Actor, CheckReport, OpResult, RunClock, Section, Workload, WorkloadError};

@@ -72,8 +72,11 @@ impl EtcdCoordinator {
             .map_err(|e| unreachable(&shown, &e.to_string()))?;
             clients.push(client);
         }
-        let coordinator =
-            EtcdCoordinator { clients, endpoints, connect_timeout: config.connect_timeout };
+        let coordinator = EtcdCoordinator {
+            clients,
+            endpoints,
+            connect_timeout: config.connect_timeout,
+        };
         coordinator.server_version().await?;
         Ok(coordinator)
     }
@@ -95,7 +98,11 @@ impl Coordinator for EtcdCoordinator {
         client: usize,
         options: &SessionOptions,
     ) -> Result<Box<dyn Session>, DriverError> {
-        Ok(Box::new(EtcdSession::new(self.client(client), client, options.ttl)))
+        Ok(Box::new(EtcdSession::new(
+            self.client(client),
+            client,
+            options.ttl,
+        )))
     }
 
     async fn server_version(&self) -> Result<String, DriverError> {

@@ -28,9 +28,9 @@ use zookeeper_client::Client;
 use crate::{ApiFamily, Coordinator, DriverError, Session, SessionOptions};
 pub use errors::map_error;
 // Shared with the zookeeper-async driver, which keeps the same paths and names.
+use four_letter::{four_letter_word, version};
 pub(crate) use queue::sequence;
 pub(crate) use session::znode_path;
-use four_letter::{four_letter_word, version};
 use session::ZkSession;
 
 /// Znodes this driver creates for recipes live under this path.
@@ -59,26 +59,42 @@ impl ZkCoordinator {
     pub async fn connect(config: &ZkConfig) -> Result<Self, DriverError> {
         let endpoints: Vec<String> = config.endpoints.iter().map(|e| normalize(e)).collect();
         if endpoints.is_empty() {
-            return Err(DriverError::Unsupported("no ZooKeeper endpoints given".into()));
+            return Err(DriverError::Unsupported(
+                "no ZooKeeper endpoints given".into(),
+            ));
         }
-        let coordinator =
-            ZkCoordinator { cluster: endpoints.join(","), endpoints, connect_timeout: config.connect_timeout };
+        let coordinator = ZkCoordinator {
+            cluster: endpoints.join(","),
+            endpoints,
+            connect_timeout: config.connect_timeout,
+        };
         // Dropping the probe closes its session.
-        coordinator.establish(config.connect_timeout, false).await.map_err(|e| match e {
-            DriverError::Unreachable { detail, .. } | DriverError::Server(detail) => {
-                unreachable(&coordinator.cluster, &detail)
-            }
-            DriverError::Timeout(_) => unreachable(&coordinator.cluster, "no session established in time"),
-            other => other,
-        })?;
+        coordinator
+            .establish(config.connect_timeout, false)
+            .await
+            .map_err(|e| match e {
+                DriverError::Unreachable { detail, .. } | DriverError::Server(detail) => {
+                    unreachable(&coordinator.cluster, &detail)
+                }
+                DriverError::Timeout(_) => {
+                    unreachable(&coordinator.cluster, "no session established in time")
+                }
+                other => other,
+            })?;
         Ok(coordinator)
     }
 
     /// Establishes a new session with `session_timeout`, bounded by the connect timeout.
     /// A `detached` session is not closed when its client is dropped: the connection just
     /// ends and the server expires the session (how [`Session::abandon`] works).
-    async fn establish(&self, session_timeout: Duration, detached: bool) -> Result<Client, DriverError> {
-        let mut connector = Client::connector().with_session_timeout(session_timeout).with_fail_eagerly();
+    async fn establish(
+        &self,
+        session_timeout: Duration,
+        detached: bool,
+    ) -> Result<Client, DriverError> {
+        let mut connector = Client::connector()
+            .with_session_timeout(session_timeout)
+            .with_fail_eagerly();
         if detached {
             connector = connector.with_detached();
         }
@@ -101,14 +117,23 @@ impl Coordinator for ZkCoordinator {
         options: &SessionOptions,
     ) -> Result<Box<dyn Session>, DriverError> {
         let zk = self.establish(options.ttl, true).await?;
-        Ok(Box::new(ZkSession::new(zk, client, self.cluster.clone(), self.connect_timeout)))
+        Ok(Box::new(ZkSession::new(
+            zk,
+            client,
+            self.cluster.clone(),
+            self.connect_timeout,
+        )))
     }
 
     /// From `srvr` (the one four-letter word ZooKeeper whitelists by default); "unknown"
     /// when no server answers it, since the client protocol does not carry a version.
     async fn server_version(&self) -> Result<String, DriverError> {
         for endpoint in &self.endpoints {
-            if let Some(version) = four_letter_word(endpoint, "srvr").await.ok().and_then(|r| version(&r)) {
+            if let Some(version) = four_letter_word(endpoint, "srvr")
+                .await
+                .ok()
+                .and_then(|r| version(&r))
+            {
                 return Ok(version);
             }
         }
@@ -125,6 +150,8 @@ pub(crate) fn unreachable(cluster: &str, detail: &str) -> DriverError {
 
 /// Users may paste URLs (`http://host:port/`); ZooKeeper wants `host:port`.
 pub(crate) fn normalize(endpoint: &str) -> String {
-    let rest = endpoint.split_once("://").map_or(endpoint, |(_, rest)| rest);
+    let rest = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest);
     rest.trim_end_matches('/').to_string()
 }

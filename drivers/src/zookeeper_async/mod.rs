@@ -61,17 +61,25 @@ impl AsyncZkCoordinator {
     pub async fn connect(config: &ZkConfig) -> Result<Self, DriverError> {
         let endpoints: Vec<String> = config.endpoints.iter().map(|e| normalize(e)).collect();
         if endpoints.is_empty() {
-            return Err(DriverError::Unsupported("no ZooKeeper endpoints given".into()));
+            return Err(DriverError::Unsupported(
+                "no ZooKeeper endpoints given".into(),
+            ));
         }
-        let coordinator = AsyncZkCoordinator { endpoints, connect_timeout: config.connect_timeout };
+        let coordinator = AsyncZkCoordinator {
+            endpoints,
+            connect_timeout: config.connect_timeout,
+        };
         let cluster = coordinator.endpoints.join(",");
-        let probe = coordinator.establish(0, config.connect_timeout, CounterHandle::default()).await.map_err(|e| {
-            match e {
-                DriverError::Unreachable { detail, .. } | DriverError::Server(detail) => unreachable(&cluster, &detail),
+        let probe = coordinator
+            .establish(0, config.connect_timeout, CounterHandle::default())
+            .await
+            .map_err(|e| match e {
+                DriverError::Unreachable { detail, .. } | DriverError::Server(detail) => {
+                    unreachable(&cluster, &detail)
+                }
                 DriverError::Timeout(_) => unreachable(&cluster, "no session established in time"),
                 other => other,
-            }
-        })?;
+            })?;
         let _ = tokio::time::timeout(coordinator.connect_timeout, probe.zk.close()).await;
         Ok(coordinator)
     }
@@ -79,8 +87,11 @@ impl AsyncZkCoordinator {
     /// Client `client`'s connect string: the endpoints rotated to start at `client`'s share.
     fn connect_string(&self, client: usize) -> String {
         let first = client % self.endpoints.len();
-        let rotated: Vec<&str> =
-            self.endpoints[first..].iter().chain(&self.endpoints[..first]).map(String::as_str).collect();
+        let rotated: Vec<&str> = self.endpoints[first..]
+            .iter()
+            .chain(&self.endpoints[..first])
+            .map(String::as_str)
+            .collect();
         rotated.join(",")
     }
 
@@ -101,11 +112,17 @@ impl AsyncZkCoordinator {
             |_: WatchedEvent| {},
             RECONNECT_PAUSE,
         );
-        let zk = tokio::time::timeout_at(deadline, connect).await.map_err(timed_out)?.map_err(map_error)?;
+        let zk = tokio::time::timeout_at(deadline, connect)
+            .await
+            .map_err(timed_out)?
+            .map_err(map_error)?;
         let epoch = state::track(&zk, counters);
         // connect returns once TCP is up; the first answer arrives after the handshake.
         match tokio::time::timeout_at(deadline, zk.exists("/", false)).await {
-            Ok(Ok(_)) => Ok(Connected { zk: Arc::new(zk), epoch }),
+            Ok(Ok(_)) => Ok(Connected {
+                zk: Arc::new(zk),
+                epoch,
+            }),
             failed => {
                 // Unclosed, the crate's task would go on reconnecting as long as the process.
                 let _ = tokio::time::timeout(RECONNECT_PAUSE * 5, zk.close()).await;
@@ -130,14 +147,26 @@ impl Coordinator for AsyncZkCoordinator {
         options: &SessionOptions,
     ) -> Result<Box<dyn Session>, DriverError> {
         let counters = CounterHandle::default();
-        let Connected { zk, epoch } = self.establish(client, options.ttl, counters.clone()).await?;
-        Ok(Box::new(AsyncZkSession::new(zk, epoch, client, counters, self.connect_timeout)))
+        let Connected { zk, epoch } = self
+            .establish(client, options.ttl, counters.clone())
+            .await?;
+        Ok(Box::new(AsyncZkSession::new(
+            zk,
+            epoch,
+            client,
+            counters,
+            self.connect_timeout,
+        )))
     }
 
     /// From `srvr`, as the zookeeper-client driver does.
     async fn server_version(&self) -> Result<String, DriverError> {
         for endpoint in &self.endpoints {
-            if let Some(version) = four_letter_word(endpoint, "srvr").await.ok().and_then(|r| version(&r)) {
+            if let Some(version) = four_letter_word(endpoint, "srvr")
+                .await
+                .ok()
+                .and_then(|r| version(&r))
+            {
                 return Ok(version);
             }
         }

@@ -210,7 +210,7 @@ impl Model {
                         data: data.clone(),
                         version: 0,
                         cversion: 0,
-                    created: 0,
+                        created: 0,
                         kind,
                         mtime: now,
                     },

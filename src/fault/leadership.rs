@@ -1,0 +1,201 @@
+//! Who leads, as each member of a running cluster says it: etcd's Maintenance.Status (our
+//! Raft engine answers it too) or ZooKeeper's `srvr` four-letter word (our Zab engine too).
+//! The failover figures (`fault`) poll it to time detection and the new leader.
+//!
+//! A term (Raft) or epoch (Zab) has at most one leader, so "a member that a majority
+//! follows at a higher term" needs no leader ids: a leader at term t plus enough members
+//! at term t. ZooKeeper's `srvr` shows a follower's last zxid, so a follower shows the new
+//! epoch once it applied the epoch's first transaction (with writes running, milliseconds).
+
+use std::time::Duration;
+
+use coordbench_drivers::zookeeper::four_letter::four_letter_word;
+use etcd_client::{Client, ConnectOptions};
+use futures::future::join_all;
+
+use crate::cli::TargetKind;
+
+/// What a member says of itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Leader,
+    Follower,
+    /// No leader known (etcd: leader 0; ZooKeeper: not serving, i.e. LOOKING).
+    Electing,
+}
+
+/// One member's answer: its role and its term (Raft) or epoch (ZooKeeper, Zab).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemberView {
+    pub role: Role,
+    pub term: u64,
+}
+
+/// Asks the members of one cluster, in member order.
+pub enum LeadershipProbe {
+    Etcd(Vec<Option<Client>>),
+    ZooKeeper(Vec<String>),
+}
+
+impl LeadershipProbe {
+    /// `endpoints` are the members' client endpoints in member order (etcd URLs or
+    /// ZooKeeper `host:port`). Fails for targets without members (null).
+    pub async fn new(kind: TargetKind, endpoints: &[String]) -> Option<Self> {
+        match kind {
+            TargetKind::Etcd | TargetKind::Raft => {
+                let clients = join_all(endpoints.iter().map(|e| connect(e))).await;
+                Some(Self::Etcd(clients))
+            }
+            TargetKind::Zookeeper | TargetKind::Zab => Some(Self::ZooKeeper(
+                endpoints.iter().map(|e| strip_scheme(e)).collect(),
+            )),
+            TargetKind::Null => None,
+        }
+    }
+
+    /// Every member's answer within `timeout` (`None`: no answer), asked concurrently.
+    pub async fn observe(&mut self, timeout: Duration) -> Vec<Option<MemberView>> {
+        match self {
+            Self::Etcd(clients) => {
+                let asks = clients.iter_mut().map(|c| async move {
+                    let c = c.as_mut()?;
+                    let s = tokio::time::timeout(timeout, c.status()).await.ok()?.ok()?;
+                    let me = s.header().map(|h| h.member_id())?;
+                    Some(etcd_view(me, s.leader(), s.raft_term()))
+                });
+                join_all(asks).await
+            }
+            Self::ZooKeeper(addrs) => {
+                let asks = addrs.iter().map(|a| async move {
+                    let reply = tokio::time::timeout(timeout, four_letter_word(a, "srvr"))
+                        .await
+                        .ok()?
+                        .ok()?;
+                    srvr_view(&reply)
+                });
+                join_all(asks).await
+            }
+        }
+    }
+}
+
+async fn connect(endpoint: &str) -> Option<Client> {
+    // Short timeouts: a killed member must cost a poll milliseconds, not seconds. The
+    // channel reconnects by itself once the member is back.
+    let options = ConnectOptions::new()
+        .with_connect_timeout(Duration::from_millis(500))
+        .with_timeout(Duration::from_millis(500));
+    Client::connect([endpoint], Some(options)).await.ok()
+}
+
+fn strip_scheme(endpoint: &str) -> String {
+    endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest)
+        .to_string()
+}
+
+fn etcd_view(member_id: u64, leader: u64, term: u64) -> MemberView {
+    let role = match leader {
+        0 => Role::Electing,
+        l if l == member_id => Role::Leader,
+        _ => Role::Follower,
+    };
+    MemberView { role, term }
+}
+
+/// Reads `Mode:` and `Zxid:` of a `srvr` reply; a member that is not serving is electing.
+fn srvr_view(reply: &str) -> Option<MemberView> {
+    if reply.contains("not currently serving") {
+        return Some(MemberView {
+            role: Role::Electing,
+            term: 0,
+        });
+    }
+    let field = |key: &str| {
+        reply
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(str::trim)
+    };
+    let role = match field("Mode:")? {
+        "leader" | "standalone" => Role::Leader,
+        "follower" | "observer" => Role::Follower,
+        _ => return None,
+    };
+    let zxid = field("Zxid:")?;
+    let zxid = u64::from_str_radix(zxid.trim_start_matches("0x"), 16).ok()?;
+    Some(MemberView {
+        role,
+        term: zxid >> 32,
+    })
+}
+
+/// The member a majority of `size` follows, with its term: a leader at term t such that
+/// at least a quorum of members (itself included) answered at term t as leader or follower.
+pub fn agreed_leader(views: &[Option<MemberView>], size: usize) -> Option<(usize, u64)> {
+    let quorum = size / 2 + 1;
+    views.iter().enumerate().find_map(|(i, v)| {
+        let v = (*v)?;
+        if v.role != Role::Leader {
+            return None;
+        }
+        let at_term = views
+            .iter()
+            .flatten()
+            .filter(|w| w.term == v.term && w.role != Role::Electing)
+            .count();
+        (at_term >= quorum).then_some((i, v.term))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(role: Role, term: u64) -> Option<MemberView> {
+        Some(MemberView { role, term })
+    }
+
+    #[test]
+    fn a_leader_needs_a_quorum_at_its_term() {
+        use Role::*;
+        // The old leader still thinks it leads at 2; the others moved on to 3.
+        let views = [v(Leader, 2), v(Leader, 3), v(Follower, 3)];
+        assert_eq!(agreed_leader(&views, 3), Some((1, 3)));
+        let views = [None, v(Leader, 3), v(Follower, 2)];
+        assert_eq!(
+            agreed_leader(&views, 3),
+            None,
+            "one of three at term 3 is no majority"
+        );
+        let views = [None, v(Leader, 3), v(Electing, 3), None, v(Follower, 3)];
+        assert_eq!(agreed_leader(&views, 5), None);
+        assert_eq!(agreed_leader(&[v(Leader, 1)], 1), Some((0, 1)));
+    }
+
+    #[test]
+    fn etcd_status_and_srvr_replies_become_views() {
+        assert_eq!(
+            etcd_view(7, 7, 4),
+            MemberView {
+                role: Role::Leader,
+                term: 4
+            }
+        );
+        assert_eq!(etcd_view(7, 9, 4).role, Role::Follower);
+        assert_eq!(etcd_view(7, 0, 5).role, Role::Electing);
+        let reply = "Zookeeper version: 3.8.0\nLatency min/avg/max: 0/0.0/0\nZxid: 0x300000012\nMode: follower\nNode count: 5\n";
+        assert_eq!(
+            srvr_view(reply),
+            Some(MemberView {
+                role: Role::Follower,
+                term: 3
+            })
+        );
+        let reply = "This ZooKeeper instance is not currently serving requests\n";
+        assert_eq!(srvr_view(reply).map(|v| v.role), Some(Role::Electing));
+        assert_eq!(srvr_view("garbage"), None);
+        assert_eq!(strip_scheme("http://127.0.0.1:2379"), "127.0.0.1:2379");
+    }
+}

@@ -1,0 +1,157 @@
+//! Probe writes around a fault: a few sessions put small keys in a closed loop, each at
+//! most every 10 ms (>= 100 Hz together, as metrics.md asks) with a short timeout, and
+//! record when each acknowledged put was issued and answered. The failover figures read the
+//! time to the first write after a fault and the longest gap between acknowledgements.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use coordbench_drivers::coordinator::Session;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// Probe sessions; they alternate, so one stuck on a dead member does not blind the rest.
+pub const PROBES: usize = 4;
+/// Each session issues at most one put per period.
+const PERIOD: Duration = Duration::from_millis(10);
+/// A put slower than this is abandoned (not acknowledged) and the next one issued.
+const TIMEOUT: Duration = Duration::from_millis(250);
+
+/// One acknowledged probe put.
+#[derive(Debug, Clone, Copy)]
+pub struct Ack {
+    pub issued: Instant,
+    pub acked: Instant,
+}
+
+/// The running probes and what they recorded.
+pub struct ProbeWrites {
+    acks: Arc<Mutex<Vec<Ack>>>,
+    stop: CancellationToken,
+    tasks: JoinSet<()>,
+}
+
+impl ProbeWrites {
+    /// Starts one probe per session; keys are `{prefix}/{probe}`.
+    pub fn start(sessions: Vec<Box<dyn Session>>, prefix: &str) -> Self {
+        let acks = Arc::new(Mutex::new(Vec::new()));
+        let stop = CancellationToken::new();
+        let mut tasks = JoinSet::new();
+        for (i, session) in sessions.into_iter().enumerate() {
+            let key = format!("{prefix}/{i}");
+            tasks.spawn(probe(session, key, acks.clone(), stop.clone()));
+        }
+        Self { acks, stop, tasks }
+    }
+
+    /// Acknowledgements so far, in order of their answers.
+    pub fn acks(&self) -> Vec<Ack> {
+        let mut acks = self
+            .acks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        acks.sort_by_key(|a| a.acked);
+        acks
+    }
+
+    /// Stops the probes and closes their sessions (bounded by the put timeout).
+    pub async fn stop(mut self) {
+        self.stop.cancel();
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+async fn probe(
+    mut session: Box<dyn Session>,
+    key: String,
+    acks: Arc<Mutex<Vec<Ack>>>,
+    stop: CancellationToken,
+) {
+    let mut next = tokio::time::Instant::now();
+    while !stop.is_cancelled() {
+        let issued = Instant::now();
+        let put = tokio::time::timeout(TIMEOUT, session.put(&key, b"probe")).await;
+        if let Ok(Ok(())) = put {
+            let ack = Ack {
+                issued,
+                acked: Instant::now(),
+            };
+            acks.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(ack);
+        }
+        next += PERIOD;
+        let now = tokio::time::Instant::now();
+        if next < now {
+            next = now;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(next) => {}
+            _ = stop.cancelled() => break,
+        }
+    }
+    let _ = tokio::time::timeout(TIMEOUT, session.close()).await;
+}
+
+/// t_f to the first acknowledgement of a put issued after t_f.
+pub fn first_write_after(acks: &[Ack], t_f: Instant) -> Option<Duration> {
+    acks.iter()
+        .filter(|a| a.issued >= t_f)
+        .map(|a| a.acked)
+        .min()
+        .map(|t| t - t_f)
+}
+
+/// The longest gap between consecutive acknowledgements (any issue time) from the last one
+/// before `t_f` up to the first one of a put issued after `t_f`: what clients saw as
+/// unavailability around the fault.
+pub fn longest_gap_around(acks: &[Ack], t_f: Instant) -> Option<Duration> {
+    let first_after = acks
+        .iter()
+        .filter(|a| a.issued >= t_f)
+        .map(|a| a.acked)
+        .min()?;
+    let mut times: Vec<Instant> = acks.iter().map(|a| a.acked).collect();
+    times.sort();
+    let start = times.iter().rposition(|&t| t < t_f).unwrap_or(0);
+    times[start..]
+        .windows(2)
+        .take_while(|w| w[0] < first_after)
+        .map(|w| w[1] - w[0])
+        .max()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_write_and_gap_come_from_the_acks_around_the_fault() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let ack = |i: u64, a: u64| Ack {
+            issued: ms(i),
+            acked: ms(a),
+        };
+        // Acks every 10 ms, the fault at 100, a put issued at 95 answered at 400, the first
+        // put issued after the fault answered at 420.
+        let acks = vec![
+            ack(70, 80),
+            ack(80, 90),
+            ack(95, 400),
+            ack(150, 420),
+            ack(420, 430),
+        ];
+        assert_eq!(
+            first_write_after(&acks, ms(100)),
+            Some(Duration::from_millis(320))
+        );
+        assert_eq!(
+            longest_gap_around(&acks, ms(100)),
+            Some(Duration::from_millis(310))
+        );
+        assert_eq!(first_write_after(&acks[..3], ms(100)), None);
+        assert_eq!(longest_gap_around(&acks[..3], ms(100)), None);
+    }
+}
