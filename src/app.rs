@@ -184,6 +184,7 @@ pub async fn run_with(
                     config.target_kind,
                     cluster,
                     target.coordinator.clone(),
+                    config.seed,
                     window_began.clone(),
                     faults_stop.clone(),
                 )

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use coordbench_drivers::{Coordinator, SessionOptions};
+use coordbench_splitmix::SplitMix64;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -139,7 +140,7 @@ pub enum FaultError {
 }
 
 /// Injects `fault` every `every` from when `window` fires until `stop`, and returns what it
-/// measured. An error means the cluster did not recover within the bound (the records so
+/// measured. `seed` (the run's `--seed`) draws where in a heartbeat interval each fault lands. An error means the cluster did not recover within the bound (the records so
 /// far come with it).
 pub async fn inject(
     fault: FaultArg,
@@ -147,6 +148,7 @@ pub async fn inject(
     kind: TargetKind,
     cluster: &mut Cluster,
     coordinator: Arc<dyn Coordinator>,
+    seed: u64,
     window: CancellationToken,
     stop: CancellationToken,
 ) -> (Vec<FaultRecord>, Option<FaultError>) {
@@ -173,13 +175,13 @@ pub async fn inject(
         }
     }
     let writes = ProbeWrites::start(sessions, "/coordbench/failover-probe");
-    let mut seed = u64::from(std::process::id()) ^ started.elapsed().as_nanos() as u64;
+    let mut rng = SplitMix64::new(seed);
     let error = loop {
         if sleep_or_stop(every, &stop).await {
             break None;
         }
         match one_fault(
-            fault, cluster, &mut probe, &writes, &stop, started, &mut seed,
+            fault, cluster, &mut probe, &writes, &stop, started, &mut rng,
         )
         .await
         {
@@ -212,7 +214,7 @@ async fn one_fault(
     writes: &ProbeWrites,
     stop: &CancellationToken,
     started: Instant,
-    seed: &mut u64,
+    rng: &mut SplitMix64,
 ) -> FaultOutcome {
     let size = cluster.member_count();
     let names = cluster.member_names();
@@ -238,10 +240,7 @@ async fn one_fault(
         }
     };
     // 2. A random point of a heartbeat interval, then the fault.
-    *seed = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    let jitter = JITTER.mul_f64((*seed >> 11) as f64 / (1u64 << 53) as f64);
+    let jitter = JITTER.mul_f64(f64::from(rng.range(0, 1_000_000)) / 1e6);
     if sleep_or_stop(jitter, stop).await {
         return Ok(None);
     }
@@ -293,7 +292,7 @@ async fn one_fault(
     // 4. Writes resume; the victim stays down a little, then comes back.
     if !stopped {
         let resumed = tokio::time::Instant::now() + BOUND;
-        while first_write_after(&writes.acks(), t_f).is_none()
+        while !writes.resumed_after(t_f)
             && tokio::time::Instant::now() < resumed
             && !sleep_or_stop(POLL, stop).await
         {}

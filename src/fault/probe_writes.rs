@@ -55,6 +55,16 @@ impl ProbeWrites {
         acks
     }
 
+    /// Whether a put issued at or after `t_f` has been acknowledged. Cheap enough to poll:
+    /// it looks only at acknowledgements that came after `t_f`, newest first.
+    pub fn resumed_after(&self, t_f: Instant) -> bool {
+        let acks = self.acks.lock().unwrap_or_else(PoisonError::into_inner);
+        acks.iter()
+            .rev()
+            .take_while(|a| a.acked >= t_f)
+            .any(|a| a.issued >= t_f)
+    }
+
     /// Stops the probes and closes their sessions (bounded by the put timeout).
     pub async fn stop(mut self) {
         self.stop.cancel();
@@ -153,5 +163,12 @@ mod tests {
         );
         assert_eq!(first_write_after(&acks[..3], ms(100)), None);
         assert_eq!(longest_gap_around(&acks[..3], ms(100)), None);
+        let probes = |acks: &[Ack]| ProbeWrites {
+            acks: Arc::new(Mutex::new(acks.to_vec())),
+            stop: CancellationToken::new(),
+            tasks: JoinSet::new(),
+        };
+        assert!(probes(&acks).resumed_after(ms(100)));
+        assert!(!probes(&acks[..3]).resumed_after(ms(100)), "issued before the fault");
     }
 }
