@@ -169,6 +169,9 @@ mod tests {
             tasks: JoinSet::new(),
         };
         assert!(probes(&acks).resumed_after(ms(100)));
-        assert!(!probes(&acks[..3]).resumed_after(ms(100)), "issued before the fault");
+        assert!(
+            !probes(&acks[..3]).resumed_after(ms(100)),
+            "issued before the fault"
+        );
     }
 }

@@ -114,6 +114,10 @@ pub(crate) trait Core: Sized + Send + 'static {
     /// The runtime applied the committed entries it was handed through `index`, ahead of
     /// advancing their `Ready`.
     fn applied(&mut self, index: u64);
+    /// The transport's connection from `peer` closed. A hint only (a core must stay safe
+    /// and live without it); the default ignores it, as Raft waits out its election timeout
+    /// like etcd.
+    fn peer_disconnected(&mut self, _peer: NodeId) {}
     /// The state machine captured everything up to the applied `index` in `data`: drop
     /// the log up to there and return the snapshot to store.
     fn compact(&mut self, index: u64, data: Vec<u8>) -> Result<Snapshot, CompactFail>;

@@ -51,6 +51,9 @@ pub enum Payload {
         request_id: u64,
         reason: Refusal,
     },
+    /// Never sent: the TCP transport's note that the connection from `from` closed (its
+    /// process died or the link broke), so a core may act before its timeouts do.
+    Disconnected,
 }
 
 /// Why a leader refused a forwarded request.
@@ -85,6 +88,7 @@ impl Envelope {
             Payload::ReadIndexRequest { .. } => "ReadIndexRequest",
             Payload::ReadIndexReply { .. } => "ReadIndexReply",
             Payload::ReadIndexRejected { .. } => "ReadIndexRejected",
+            Payload::Disconnected => "Disconnected",
         }
     }
 }

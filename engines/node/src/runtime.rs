@@ -334,6 +334,7 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
                     }
                 }
             }
+            Payload::Disconnected => self.core.peer_disconnected(from),
             Payload::ReadIndexRejected { request_id, reason } => {
                 if let Some(r) = self.remote_reads.remove(&request_id) {
                     for reply in r.replies {

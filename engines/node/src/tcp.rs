@@ -17,7 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::envelope::Envelope;
+use crate::envelope::{Envelope, Payload};
 use crate::transport::Transport;
 
 /// Tuning of [`TcpTransport`].
@@ -150,33 +150,51 @@ async fn accept_loop(listener: TcpListener, inbox: mpsc::Sender<Envelope>, opts:
 }
 
 async fn reader(stream: TcpStream, addr: SocketAddr, inbox: mpsc::Sender<Envelope>, max: usize) {
+    // Once a peer has spoken on this connection, its end is news: the peer's process died
+    // or the link broke (or it stopped). Cores may act on that before their timeouts do.
+    if let Some((from, to)) = read_frames(stream, addr, &inbox, max).await {
+        let payload = Payload::Disconnected;
+        let _ = inbox.send(Envelope { from, to, payload }).await;
+    }
+}
+
+/// Delivers the connection's envelopes until it ends; returns the sender and addressee of
+/// the last one (none if no valid envelope came).
+async fn read_frames(
+    stream: TcpStream,
+    addr: SocketAddr,
+    inbox: &mpsc::Sender<Envelope>,
+    max: usize,
+) -> Option<(NodeId, NodeId)> {
     let mut r = BufReader::with_capacity(64 << 10, stream);
     let mut buf = Vec::new();
+    let mut last = None;
     loop {
         let len = match r.read_u32().await {
             Ok(n) => n as usize,
-            Err(_) => return, // closed or broken
+            Err(_) => return last, // closed or broken
         };
         if len > max {
             tracing::warn!(%addr, len, max, "oversized frame; closing connection");
-            return;
+            return last;
         }
         buf.clear();
         // Read through `take` so a lying length cannot make us allocate it up front.
         match (&mut r).take(len as u64).read_to_end(&mut buf).await {
             Ok(n) if n == len => {}
-            _ => return,
+            _ => return last,
         }
         let env = match Envelope::decode(&buf) {
             Ok(env) => env,
             Err(e) => {
                 tracing::warn!(%addr, error = %e, "malformed frame; closing connection");
-                return;
+                return last;
             }
         };
+        last = Some((env.from, env.to));
         // Waiting here pushes back on the peer through TCP instead of queueing more.
         if inbox.send(env).await.is_err() {
-            return;
+            return None;
         }
     }
 }
@@ -303,6 +321,16 @@ mod tests {
         assert!(t1.send(env(1, 2, 8)));
         assert_eq!(recv(&mut rx2).await, Some(env(1, 2, 8)));
         assert!(!t1.send(env(1, 3, 9)), "unknown peer");
+
+        // The sender goes away: the receiver hears that its connection closed, as a note
+        // from it (the garbage connections, which named no sender, said nothing).
+        drop(t1);
+        let gone = Envelope {
+            from: 1,
+            to: 2,
+            payload: Payload::Disconnected,
+        };
+        assert_eq!(recv(&mut rx2).await, Some(gone));
         Ok(())
     }
 

@@ -200,6 +200,10 @@ impl Core for ZabCore {
         self.0.applied_to(Zxid(index));
     }
 
+    fn peer_disconnected(&mut self, peer: NodeId) {
+        self.0.peer_disconnected(peer);
+    }
+
     fn compact(&mut self, index: u64, data: Vec<u8>) -> Result<Snapshot, CompactFail> {
         let zxid = Zxid(index);
         match self.0.compact(zxid, data.clone()) {

@@ -69,6 +69,13 @@ impl Zab {
         self.send_after_persist(leader, body);
     }
 
+    /// See [`crate::RawNode::peer_disconnected`].
+    pub(crate) fn on_peer_disconnected(&mut self, peer: NodeId) {
+        if self.follow.as_ref().is_some_and(|f| f.leader == peer) {
+            self.become_looking();
+        }
+    }
+
     pub(crate) fn tick_following(&mut self) {
         let resend = self.cfg.resend_ticks();
         let (init, sync_limit) = (self.cfg.init_limit, self.cfg.sync_limit);

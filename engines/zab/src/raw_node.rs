@@ -171,6 +171,13 @@ impl RawNode {
         }
     }
 
+    /// The connection from `peer` closed (its process died or the link broke). A follower
+    /// of `peer` stops following at once, as ZooKeeper's does when its leader's socket
+    /// closes, instead of waiting out syncLimit. Only a hint: ignoring it is safe too.
+    pub fn peer_disconnected(&mut self, peer: NodeId) {
+        self.zab.on_peer_disconnected(peer);
+    }
+
     /// The runtime applied the committed proposals it was handed through `zxid`, before
     /// advancing their `Ready` (its write may still be in flight): reads waiting for that
     /// zxid and compaction up to it may go ahead now. [`RawNode::advance`] does the same.

@@ -670,6 +670,20 @@ fn established() -> Ensemble {
 }
 
 #[test]
+fn a_follower_whose_leader_disconnects_looks_for_a_leader_at_once() {
+    let mut e = established();
+    // Another follower's connection closing changes nothing.
+    e.node(1).peer_disconnected(2);
+    assert_eq!(e.node(1).status().role, Role::Following);
+    // The leader's does, without waiting out syncLimit; a new election settles it.
+    e.node(1).peer_disconnected(3);
+    assert_eq!(e.node(1).status().role, Role::Looking);
+    // A leader ignores the hint about a follower (its quorum checks decide).
+    e.node(3).peer_disconnected(1);
+    assert_eq!(e.node(3).status().role, Role::Leading);
+}
+
+#[test]
 fn ack_is_a_persisted_message_and_commit_waits_for_a_quorum() {
     let mut e = established();
     let zx = e.node(3).propose(b"a".to_vec()).unwrap();

@@ -30,6 +30,15 @@ fn sim_five_nodes() {
     HARNESS.sweep(5, 1000..1200);
 }
 
+/// Crashes that the survivors hear of at once, as TCP tells them (followers of a crashed
+/// leader start an election without waiting out syncLimit).
+#[test]
+fn sim_with_disconnect_hints() {
+    let from = sim::DISCONNECT_HINT_SEEDS;
+    HARNESS.sweep(3, from..from + 150);
+    HARNESS.sweep(5, from + 1000..from + 1150);
+}
+
 /// Pinned seeds. With the harness as it is, each one catches a deliberately
 /// broken core: (1, 3) a follower sending ACK before its write is durable;
 /// (0, 3) and (1000, 5) a follower ignoring TRUNC, and (0, 3) also a leader

@@ -172,8 +172,15 @@ struct Pending {
 }
 
 /// The Zab adapter's state within a [`Sim`].
+/// Seeds from here on also model TCP's news of a crash: every live member hears at once
+/// that its connection from the crashed one closed (`RawNode::peer_disconnected`). Seeds
+/// below keep the older model, so pinned seeds keep their trajectories.
+pub const DISCONNECT_HINT_SEEDS: u64 = 1_000_000;
+
 pub struct Zab {
     cfg: Config,
+    /// Deliver disconnect hints on crashes (see [`DISCONNECT_HINT_SEEDS`]).
+    disconnect_hints: bool,
     checker: Checker,
     proposals: Vec<Pending>,
     next_cmd: u64,
@@ -213,6 +220,7 @@ impl Core for Zab {
         cfg.max_proposals_per_msg = 1 + rng.below(4) as usize;
         Self {
             cfg,
+            disconnect_hints: opts.seed >= DISCONNECT_HINT_SEEDS,
             checker: Checker::default(),
             proposals: Vec::new(),
             next_cmd: 0,
@@ -341,6 +349,14 @@ impl Core for Zab {
         }
         sim.core.proposals.retain(|p| p.node != id);
         sim.core.reads.retain(|_, (n, _)| *n != id);
+        if sim.core.disconnect_hints {
+            for n in sim.nodes.iter_mut().filter(|n| n.id != id) {
+                if let Some(r) = n.raw.as_mut() {
+                    r.peer_disconnected(id);
+                }
+            }
+            sim.trace(|| format!("peers of node {id} hear its connections close"));
+        }
     }
 
     fn on_restart(sim: &mut Cluster, id: u64) -> Result<(), String> {
