@@ -259,6 +259,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub zk_classpath: Option<String>,
 
+    /// raft, zab: the coordbench binary that runs the members (`serve raft|zab`), e.g. another
+    /// version to compare (default: this one).
+    #[arg(long)]
+    pub engine_bin: Option<PathBuf>,
+
     /// zookeeper: the client library (default: client, the zookeeper-client crate; async:
     /// zookeeper-async).
     #[arg(long, value_enum)]

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::affinity::CpuList;
 use crate::cli::{ConsistencyArg, FaultArg, RunArgs, TargetKind, WorkloadKind, ZkClientArg};
-use crate::provision::DiskKind;
+use crate::provision::{self, DiskKind};
 use crate::runner::{LoadMode, LoadPlan};
 use crate::workload_options::{self, WorkloadOptions};
 
@@ -52,6 +52,9 @@ pub struct RunConfig {
     pub endpoints: Vec<String>,
     pub etcd_bin: Option<PathBuf>,
     pub zk_classpath: Option<String>,
+    /// raft, zab: the coordbench binary the members ran from (`--engine-bin`); absent: this
+    /// one.
+    pub engine_bin: Option<PathBuf>,
     /// zookeeper: `client` or `async` (`--zk-client`); absent for other targets.
     pub zk_client: Option<String>,
     pub base_port: Option<u16>,
@@ -93,6 +96,7 @@ impl RunConfig {
         let (workload_options, shape) = workload_options::resolve(args).map_err(ConfigError)?;
         validate_pinning(args)?;
         validate_cluster_emulation(args)?;
+        validate_binaries(args)?;
         if args.target == TargetKind::Null && !args.endpoints.is_empty() {
             return Err(ConfigError(
                 "--endpoints cannot be used with --target null".into(),
@@ -198,6 +202,7 @@ impl RunConfig {
             endpoints: args.endpoints.clone(),
             etcd_bin: args.etcd_bin.clone(),
             zk_classpath: args.zk_classpath.clone(),
+            engine_bin: args.engine_bin.clone(),
             zk_client: (family_of(args.target) == ApiFamily::ZooKeeper)
                 .then(|| value_name(zk_client_kind)),
             base_port: args.base_port,
@@ -284,6 +289,35 @@ fn validate_cluster_emulation(args: &RunArgs) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// `--engine-bin` applies to raft or zab members coordbench starts. An explicit server
+/// binary that will be started (`--engine-bin`, `--etcd-bin`) must be an executable, so a
+/// bad path is refused before anything starts (in a sweep: before its first point).
+fn validate_binaries(args: &RunArgs) -> Result<(), ConfigError> {
+    let engine = matches!(args.target, TargetKind::Raft | TargetKind::Zab);
+    if args.engine_bin.is_some() && !engine {
+        return Err(ConfigError(
+            "--engine-bin applies only to --target raft or zab".into(),
+        ));
+    }
+    if args.engine_bin.is_some() && !args.endpoints.is_empty() {
+        return Err(ConfigError(
+            "--engine-bin applies only to members coordbench starts; omit it with --endpoints"
+                .into(),
+        ));
+    }
+    if !args.endpoints.is_empty() {
+        return Ok(());
+    }
+    let found = match (args.target, &args.engine_bin, &args.etcd_bin) {
+        (TargetKind::Raft | TargetKind::Zab, Some(bin), _) => {
+            provision::raft::resolve_binary(Some(bin)).map(drop)
+        }
+        (TargetKind::Etcd, _, Some(bin)) => provision::etcd::resolve_binary(Some(bin)).map(drop),
+        _ => Ok(()),
+    };
+    found.map_err(|e| ConfigError(e.to_string()))
+}
+
 /// The client protocol a target speaks.
 pub fn family_of(target: TargetKind) -> ApiFamily {
     match target {
@@ -316,6 +350,7 @@ mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::Parser;
+    use std::path::Path;
 
     fn config(args: &[&str]) -> Result<RunConfig, ConfigError> {
         let mut argv = vec!["coordbench", "run"];
@@ -347,6 +382,8 @@ mod tests {
             &["--target", "zookeeper", "--clients", "16", "--conns", "4"],
             &["--zk-classpath", "/usr/share/java/zookeeper.jar"],
             &["--zk-client", "async"],
+            &["--target", "etcd", "--engine-bin", "coordbench"],
+            &["--engine-bin", "coordbench", "--endpoints", "127.0.0.1:1"],
             &["--target", "null", "--zk-client", "client"],
             &[
                 "--target",
@@ -445,6 +482,44 @@ mod tests {
         assert_eq!(
             config(&serializable).unwrap().zk_client.as_deref(),
             Some("async")
+        );
+    }
+
+    #[test]
+    fn engine_bin_is_recorded_for_the_engines_and_refused_elsewhere_in_one_line() {
+        let exe = std::env::current_exe().unwrap();
+        let exe = exe.to_str().unwrap();
+        for target in ["raft", "zab"] {
+            let c = config(&["--target", target, "--engine-bin", exe]).unwrap();
+            assert_eq!(c.engine_bin.as_deref(), Some(Path::new(exe)));
+        }
+        let refused = |args: &[&str], needle: &str| {
+            let err = config(args).unwrap_err().to_string();
+            assert!(
+                err.contains(needle) && !err.contains('\n'),
+                "{args:?}: {err}"
+            );
+        };
+        refused(
+            &["--target", "etcd", "--engine-bin", exe],
+            "--engine-bin applies only to --target raft or zab",
+        );
+        refused(
+            &["--engine-bin", exe, "--endpoints", "127.0.0.1:1"],
+            "omit it with --endpoints",
+        );
+        refused(
+            &["--engine-bin", "/nonexistent/coordbench"],
+            "/nonexistent/coordbench",
+        );
+        let not_executable = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+        refused(
+            &["--target", "zab", "--engine-bin", not_executable],
+            not_executable,
+        );
+        refused(
+            &["--target", "etcd", "--etcd-bin", "/nonexistent/etcd"],
+            "/nonexistent/etcd",
         );
     }
 

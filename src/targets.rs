@@ -50,7 +50,8 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
             let cluster = if config.attached() {
                 Cluster::attached(name, config.endpoints.clone())
             } else if config.target_kind == TargetKind::Raft {
-                provision::raft::start(&cluster_spec(config, work_dir), &Default::default()).await?
+                provision::raft::start(&cluster_spec(config, work_dir), &engine_options(config))
+                    .await?
             } else {
                 let options = provision::etcd::EtcdOptions {
                     binary: config.etcd_bin.clone(),
@@ -75,7 +76,8 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
             let cluster = if config.attached() {
                 Cluster::attached(value_of(config.target_kind), config.endpoints.clone())
             } else if config.target_kind == TargetKind::Zab {
-                provision::zab::start(&cluster_spec(config, work_dir), &Default::default()).await?
+                provision::zab::start(&cluster_spec(config, work_dir), &engine_options(config))
+                    .await?
             } else {
                 let options = provision::zookeeper::ZkOptions {
                     classpath: config.zk_classpath.clone(),
@@ -112,6 +114,14 @@ fn value_of(kind: TargetKind) -> &'static str {
         "zab"
     } else {
         "zookeeper"
+    }
+}
+
+/// How the built-in engines' members start: from `--engine-bin` when given.
+fn engine_options(config: &RunConfig) -> provision::raft::RaftOptions {
+    provision::raft::RaftOptions {
+        binary: config.engine_bin.clone(),
+        ..Default::default()
     }
 }
 

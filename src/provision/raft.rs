@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::disk::{self, DiskKind};
+use super::executable::find_executable;
 use super::process::Launch;
 use super::{etcd, ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
 
@@ -17,8 +18,8 @@ const TARGET: &str = "raft";
 /// How the members of a built-in engine (Raft or Zab) are started.
 #[derive(Debug, Clone)]
 pub struct RaftOptions {
-    /// The coordbench binary that serves a member (default: this one, or the `coordbench`
-    /// next to a test binary).
+    /// The coordbench binary that serves a member (`--engine-bin`; default: this one, or the
+    /// `coordbench` next to a test binary).
     pub binary: Option<PathBuf>,
     pub tick: Duration,
     pub heartbeat_ticks: u32,
@@ -46,21 +47,21 @@ impl RaftOptions {
     }
 }
 
-/// The binary that serves members: an explicit one, else the running coordbench, else (when
-/// the running program is a test binary under target/*/deps/) the coordbench beside it.
+/// The binary that serves members: an explicit one (`--engine-bin`: an executable file, a
+/// bare name looked up on PATH, as for `--etcd-bin`), else the running coordbench, else
+/// (when the running program is a test binary under target/*/deps/) the coordbench beside
+/// it.
 pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError> {
-    let not_found = |binary: &Path| ProvisionError::BinaryNotFound {
+    let not_found = |binary: &Path, hint: &str| ProvisionError::BinaryNotFound {
         binary: format!("coordbench binary {}", binary.display()),
-        hint: "build it with cargo build (the raft and zab targets run members as \
-               `coordbench serve raft|zab`)"
-            .into(),
+        hint: format!(
+            "{hint} (the raft and zab targets run members as `coordbench serve raft|zab`)"
+        ),
     };
     if let Some(path) = explicit {
-        return if path.is_file() {
-            Ok(path.to_path_buf())
-        } else {
-            Err(not_found(path))
-        };
+        return find_executable(Some(path), "coordbench", "coordbench").map_err(|tried| {
+            not_found(&tried, "pass --engine-bin the path of a coordbench build")
+        });
     }
     let current = std::env::current_exe()
         .map_err(|e| ProvisionError::io("locating the running binary", e))?;
@@ -72,7 +73,7 @@ pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError
         .and_then(|deps| deps.parent())
         .map(|dir| dir.join("coordbench"))
         .filter(|p| p.is_file());
-    beside.ok_or_else(|| not_found(Path::new("coordbench")))
+    beside.ok_or_else(|| not_found(Path::new("coordbench"), "build it with cargo build"))
 }
 
 /// Starts `spec.size` members. Call from a tokio worker or the main thread (members die with
