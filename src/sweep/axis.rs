@@ -5,9 +5,13 @@
 use std::time::Duration;
 
 /// One swept dimension. The order of [`Axis::ALL`] is the order of the columns in a
-/// sweep's summary.csv and the order in which a report picks its x axis.
+/// sweep's summary.csv and in its point directory names, and the order in which a report
+/// picks its x axis: the workload first (`raft-workload=lock-clients=4`), the server
+/// binaries last, so two builds compared side by side split a chart's lines rather than
+/// take its x axis whenever anything else varies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Axis {
+    Workload,
     ClusterSize,
     Ttl,
     Clients,
@@ -17,10 +21,14 @@ pub enum Axis {
     ValueSize,
     Rate,
     Recipe,
+    EtcdBin,
+    ZkClasspath,
+    EngineBin,
 }
 
 impl Axis {
-    pub const ALL: [Axis; 9] = [
+    pub const ALL: [Axis; 13] = [
+        Axis::Workload,
         Axis::ClusterSize,
         Axis::Ttl,
         Axis::Clients,
@@ -30,11 +38,15 @@ impl Axis {
         Axis::ValueSize,
         Axis::Rate,
         Axis::Recipe,
+        Axis::EtcdBin,
+        Axis::ZkClasspath,
+        Axis::EngineBin,
     ];
 
     /// The name in a spec's `[axes]` table and in a sweep's summary.csv.
     pub fn name(self) -> &'static str {
         match self {
+            Axis::Workload => "workload",
             Axis::ClusterSize => "cluster_size",
             Axis::Ttl => "ttl",
             Axis::Clients => "clients",
@@ -44,6 +56,9 @@ impl Axis {
             Axis::ValueSize => "value_size",
             Axis::Rate => "rate",
             Axis::Recipe => "recipe",
+            Axis::EtcdBin => "etcd_bin",
+            Axis::ZkClasspath => "zk_classpath",
+            Axis::EngineBin => "engine_bin",
         }
     }
 
@@ -57,11 +72,12 @@ impl Axis {
     }
 
     /// The column of a run's own summary.csv that holds the same figure, where there is
-    /// one (a summary.csv concatenated from single runs has no axis columns).
+    /// one (a summary.csv concatenated from single runs has no axis columns). A run's
+    /// summary.csv does not name the server binaries it ran.
     pub fn run_column(self) -> Option<&'static str> {
         match self {
             Axis::Ttl => Some("ttl_ms"),
-            Axis::NetDelay => None,
+            Axis::NetDelay | Axis::EtcdBin | Axis::ZkClasspath | Axis::EngineBin => None,
             other => Some(other.name()),
         }
     }
@@ -69,6 +85,7 @@ impl Axis {
     /// Axis title on a chart, with its unit.
     pub fn label(self) -> &'static str {
         match self {
+            Axis::Workload => "workload",
             Axis::ClusterSize => "cluster size (members)",
             Axis::Ttl => "session / lease TTL (ms)",
             Axis::Clients => "clients",
@@ -78,12 +95,24 @@ impl Axis {
             Axis::ValueSize => "value size (bytes)",
             Axis::Rate => "offered load (ops/s)",
             Axis::Recipe => "lock recipe",
+            Axis::EtcdBin => "etcd binary",
+            Axis::ZkClasspath => "ZooKeeper classpath",
+            Axis::EngineBin => "engine binary (coordbench)",
         }
     }
 
-    /// Disk kinds and recipes are names, not quantities: charts space them evenly.
+    /// Workloads, disk kinds, recipes and server binaries are names, not quantities: charts
+    /// space them evenly.
     pub fn is_categorical(self) -> bool {
-        matches!(self, Axis::Disk | Axis::Recipe)
+        matches!(
+            self,
+            Axis::Workload
+                | Axis::Disk
+                | Axis::Recipe
+                | Axis::EtcdBin
+                | Axis::ZkClasspath
+                | Axis::EngineBin
+        )
     }
 
     /// A value as a number in the unit of [`Axis::label`]: durations (`2s`, or `5ms,1ms` for
@@ -116,5 +145,26 @@ mod tests {
         assert_eq!(Axis::Ttl.numeric("1500"), Some(1500.0));
         assert_eq!(Axis::NetDelay.numeric("5ms,1ms"), Some(5.0));
         assert_eq!(Axis::Disk.numeric("tmpfs"), None);
+    }
+
+    #[test]
+    fn workload_and_server_binaries_are_named_categorical_axes() {
+        for (axis, name, flag) in [
+            (Axis::Workload, "workload", "--workload"),
+            (Axis::EtcdBin, "etcd_bin", "--etcd-bin"),
+            (Axis::ZkClasspath, "zk_classpath", "--zk-classpath"),
+            (Axis::EngineBin, "engine_bin", "--engine-bin"),
+        ] {
+            assert_eq!((axis.name(), axis.flag()), (name, flag.to_string()));
+            assert_eq!(Axis::from_name(name), Some(axis));
+            assert!(axis.is_categorical(), "{name}");
+            // A path that happens to be a number is still a name.
+            assert_eq!(axis.numeric("10"), None, "{name}");
+        }
+        assert_eq!(Axis::ALL[0], Axis::Workload);
+        assert_eq!(Axis::Workload.run_column(), Some("workload"));
+        for axis in [Axis::EtcdBin, Axis::ZkClasspath, Axis::EngineBin] {
+            assert_eq!(axis.run_column(), None, "{}", axis.name());
+        }
     }
 }

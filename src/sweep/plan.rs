@@ -101,12 +101,11 @@ fn point_run(
         });
     argv.extend(["--target".into(), target.to_string()]);
     flags.push(("--target".into(), target.into(), target_location.clone()));
-    argv.extend(["--workload".into(), spec.workload.0.clone()]);
-    flags.push((
-        "--workload".into(),
-        spec.workload.0.clone(),
-        spec.workload.1.clone(),
-    ));
+    // A swept workload comes with the other axes below: `--workload` is given once.
+    if let Some((workload, location)) = &spec.workload {
+        argv.extend(["--workload".into(), workload.clone()]);
+        flags.push(("--workload".into(), workload.clone(), location.clone()));
+    }
     for setting in &spec.settings {
         argv.extend(setting.args.iter().cloned());
         if let Some(flag) = setting.args.first() {
@@ -210,6 +209,73 @@ mod tests {
         let names: std::collections::BTreeSet<&str> =
             points.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names.len(), points.len());
+    }
+
+    #[test]
+    fn a_workload_axis_gives_each_target_one_point_per_workload() {
+        let s = spec(
+            "targets = [\"raft\", \"zab\"]\n[axes]\nworkload = [\"kv-put\", \"lock\"]\nclients = [1, 4]\n",
+        );
+        let points = points(&s, Path::new("/tmp/sw")).unwrap();
+        assert_eq!(points.len(), 2 * 2 * 2);
+        assert_eq!(points[0].name, "raft-workload=kv-put-clients=1-r1");
+        for p in &points {
+            // Parsed from one `--workload` (clap refuses it twice) set by the axis.
+            let axis = &p.axes[0];
+            assert_eq!(
+                (axis.0, p.config.workload.as_str()),
+                (Axis::Workload, axis.1.as_str())
+            );
+        }
+        assert!(points
+            .iter()
+            .any(|p| p.name == "zab-workload=lock-clients=4-r1"));
+    }
+
+    /// An executable file at `dir/name`.
+    fn executable(dir: &Path, name: &str) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    }
+
+    #[test]
+    fn binaries_that_differ_only_in_a_parent_directory_get_distinct_points() {
+        let tmp = tempfile::TempDir::new().unwrap();
+        let old = executable(&tmp.path().join("v1"), "coordbench");
+        let new = executable(&tmp.path().join("v2"), "coordbench");
+        let etcd = executable(&tmp.path().join("v1"), "etcd");
+        let etcd_new = executable(&tmp.path().join("v2"), "etcd");
+        let classpaths = ["/opt/zk-3.8/lib/*".to_string(), "/opt/zk-3.9/lib/*".into()];
+        for (targets, axis, values) in [
+            ("\"raft\", \"zab\"", "engine_bin", [&old, &new]),
+            ("\"etcd\"", "etcd_bin", [&etcd, &etcd_new]),
+            (
+                "\"zookeeper\"",
+                "zk_classpath",
+                [&classpaths[0], &classpaths[1]],
+            ),
+        ] {
+            let s = spec(&format!(
+                "targets = [{targets}]\nworkload = \"kv-put\"\n[axes]\n{axis} = [\"{}\", \"{}\"]\n",
+                values[0], values[1]
+            ));
+            let points = points(&s, Path::new("/tmp/sw")).unwrap();
+            let names: std::collections::BTreeSet<&str> =
+                points.iter().map(|p| p.name.as_str()).collect();
+            assert_eq!(names.len(), points.len(), "{names:?}");
+            let first = &points[0].name;
+            assert!(first.contains(&format!("-{axis}=_")), "{first}");
+            assert!(!first.contains(['/', '*']), "{first}");
+        }
+        let s = spec(&format!(
+            "targets = [\"raft\"]\nworkload = \"kv-put\"\n[axes]\nengine_bin = [\"{old}\"]\n"
+        ));
+        let p = &points(&s, Path::new("/tmp/sw")).unwrap()[0];
+        assert_eq!(p.config.engine_bin.as_deref(), Some(Path::new(&old)));
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub struct SweepRecord {
     /// The spec file as written.
     pub spec: String,
     pub targets: Vec<String>,
+    /// The workload, or the swept workloads joined by `,`.
     pub workload: String,
     pub repeats: u32,
     /// `coordbench run` options every point shares.
@@ -65,7 +66,7 @@ impl SweepRecord {
             quick: spec.quick,
             spec: spec.text.clone(),
             targets: spec.targets.iter().map(|(t, _)| t.clone()).collect(),
-            workload: spec.workload.0.clone(),
+            workload: spec.workloads().join(","),
             repeats: spec.repeats,
             options: spec.settings.iter().flat_map(|s| s.args.clone()).collect(),
             axes: spec

@@ -1,5 +1,6 @@
-//! A sweep spec: the TOML file naming the targets, the workload, `coordbench run` options,
-//! the axes to vary, repeats, warm-up and duration, and a `[quick]` table of overrides.
+//! A sweep spec: the TOML file naming the targets, the workload (at the top level, or
+//! several as the `workload` axis), `coordbench run` options, the axes to vary, repeats,
+//! warm-up and duration, and a `[quick]` table of overrides.
 //!
 //! Every value keeps where it was written (toml's spans), so a bad spec is refused in one
 //! line naming the file, the line and the field. Values are checked by the `run` command
@@ -66,7 +67,9 @@ pub struct Spec {
     pub description: Option<String>,
     pub quick: bool,
     pub targets: Vec<(String, Location)>,
-    pub workload: (String, Location),
+    /// The top-level `workload`; `None` when the workload is an axis (see
+    /// [`Spec::workloads`]).
+    pub workload: Option<(String, Location)>,
     pub repeats: u32,
     /// Warm-up, duration and `[options]`: the same for every point.
     pub settings: Vec<Setting>,
@@ -84,7 +87,7 @@ struct RawSpec {
     name: Option<String>,
     description: Option<String>,
     targets: Values,
-    workload: Spanned<String>,
+    workload: Option<Spanned<String>>,
     repeats: Option<Spanned<u32>>,
     warmup: Option<Spanned<String>>,
     duration: Option<Spanned<String>>,
@@ -112,7 +115,10 @@ struct RawQuick {
 /// Run options a spec may not set in `[options]`, and what to do instead.
 const RESERVED: &[(&str, &str)] = &[
     ("target", "list targets in `targets`"),
-    ("workload", "set `workload` at the top level"),
+    (
+        "workload",
+        "set `workload` at the top level or list several under [axes]",
+    ),
     ("duration", "set `duration` at the top level"),
     ("warmup", "set `warmup` at the top level"),
     ("out", "the sweep gives every point its own directory"),
@@ -198,9 +204,7 @@ impl Spec {
         for (t, location) in &targets {
             ctx.check(location, &["--target".into(), t.clone()])?;
         }
-        let workload_location = ctx.location(workload.span(), "workload".into());
-        let workload = workload.into_inner();
-        ctx.check(&workload_location, &["--workload".into(), workload.clone()])?;
+        let workload = top_level_workload(&ctx, workload, &axes, &field)?;
 
         let repeats = match repeats {
             Some(r) if *r.get_ref() == 0 => {
@@ -279,7 +283,7 @@ impl Spec {
             description,
             quick,
             targets,
-            workload: (workload, workload_location),
+            workload,
             repeats,
             settings,
             axes: swept,
@@ -305,6 +309,19 @@ impl Spec {
         all
     }
 
+    /// The workloads the sweep runs: the top-level one, or the `workload` axis's values.
+    pub fn workloads(&self) -> Vec<String> {
+        match &self.workload {
+            Some((workload, _)) => vec![workload.clone()],
+            None => self
+                .axes
+                .iter()
+                .find(|a| a.axis == Axis::Workload)
+                .map(|a| a.values.clone())
+                .unwrap_or_default(),
+        }
+    }
+
     /// The one-line error for a problem found at `location` after parsing.
     pub fn error_at(&self, location: &Location, message: String) -> SpecError {
         Ctx {
@@ -312,6 +329,42 @@ impl Spec {
             text: &self.text,
         }
         .at(location, message)
+    }
+}
+
+/// The checked top-level `workload`: required unless the workload is an axis (whose
+/// values are checked with the other axes), refused if it is both.
+fn top_level_workload(
+    ctx: &Ctx,
+    workload: Option<Spanned<String>>,
+    axes: &Axes,
+    field: &dyn Fn(&str) -> String,
+) -> Result<Option<(String, Location)>, SpecError> {
+    let axis = Axis::Workload.name();
+    match (workload, axes.contains_key(axis)) {
+        (Some(w), true) => {
+            let location = ctx.location(w.span(), "workload".into());
+            Err(ctx.at(
+                &location,
+                format!(
+                    "also swept in {}; set the workload in one place",
+                    field(&format!("axes.{axis}"))
+                ),
+            ))
+        }
+        (None, false) => Err(ctx.invalid(
+            1,
+            "workload",
+            "missing: set `workload = \"NAME\"`, or list several under [axes] (`workload = [\"kv-put\", \"lock\"]`)"
+                .into(),
+        )),
+        (None, true) => Ok(None),
+        (Some(w), false) => {
+            let location = ctx.location(w.span(), "workload".into());
+            let workload = w.into_inner();
+            ctx.check(&location, &["--workload".into(), workload.clone()])?;
+            Ok(Some((workload, location)))
+        }
     }
 }
 
@@ -468,7 +521,8 @@ cluster_size = [1]
         let spec = parse(VALID, false).unwrap();
         let targets: Vec<&str> = spec.targets.iter().map(|(t, _)| t.as_str()).collect();
         assert_eq!(targets, ["etcd", "raft"]);
-        assert_eq!(spec.workload.0, "kv-put");
+        assert_eq!(spec.workload.as_ref().unwrap().0, "kv-put");
+        assert_eq!(spec.workloads(), ["kv-put"]);
         let args: Vec<Vec<String>> = spec.settings.iter().map(|s| s.args.clone()).collect();
         assert!(
             args.contains(&vec!["--clients".into(), "16".into()]),
@@ -485,6 +539,56 @@ cluster_size = [1]
             .settings
             .iter()
             .any(|s| s.args == ["--duration", "2s"] && s.location.field == "quick.duration"));
+    }
+
+    #[test]
+    fn the_workload_may_be_an_axis_instead_of_a_top_level_field() {
+        let spec = parse(
+            "targets = [\"raft\"]\n[axes]\nclients = [1, 4]\nworkload = [\"kv-put\", \"lock\"]\n",
+            false,
+        )
+        .unwrap();
+        assert!(spec.workload.is_none());
+        assert_eq!(spec.workloads(), ["kv-put", "lock"]);
+        assert_eq!(
+            (spec.axes[0].axis, spec.axes[1].axis),
+            (Axis::Workload, Axis::Clients)
+        );
+        assert_eq!(spec.combinations().len(), 4);
+
+        let e =
+            error("targets = [\"raft\"]\nworkload = \"lock\"\n[axes]\nworkload = [\"kv-put\"]\n");
+        assert!(
+            e.starts_with("t.toml:2: workload: also swept in axes.workload"),
+            "{e}"
+        );
+        let e = parse(
+            "targets = [\"raft\"]\nworkload = \"lock\"\n[quick.axes]\nworkload = [\"kv-put\"]\n",
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("also swept in quick.axes.workload"), "{e}");
+        let e = error("targets = [\"raft\"]\n[axes]\nclients = [1]\n");
+        assert!(e.starts_with("t.toml:1: workload: missing"), "{e}");
+        let e = error("targets = [\"raft\"]\n[axes]\nworkload = [\"kv-put\", \"mutex\"]\n");
+        assert!(
+            e.starts_with("t.toml:3: axes.workload: ") && e.contains("mutex"),
+            "{e}"
+        );
+        let e =
+            error("targets = [\"raft\"]\nworkload = \"lock\"\n[options]\nworkload = \"lock\"\n");
+        assert!(
+            e.starts_with("t.toml:4: options.workload: not allowed"),
+            "{e}"
+        );
+        let e = error(
+            "targets = [\"raft\"]\nworkload = \"lock\"\n[options]\nengine_bin = \"/a\"\n[axes]\nengine_bin = [\"/b\"]\n",
+        );
+        assert!(
+            e.contains("options.engine_bin: engine_bin is also an axis"),
+            "{e}"
+        );
     }
 
     fn error(text: &str) -> String {
