@@ -76,7 +76,59 @@ pub fn points(spec: &Spec, out: &Path) -> Result<Vec<Point>, SpecError> {
             }
         }
     }
+    check_distinct_dirs(spec, &points)?;
     Ok(points)
+}
+
+/// Every point writes its own directory: values that differ only in characters
+/// [`dir_name`] replaces (or are listed twice) are refused.
+fn check_distinct_dirs(spec: &Spec, points: &[Point]) -> Result<(), SpecError> {
+    let mut seen: std::collections::HashMap<&str, &Point> = std::collections::HashMap::new();
+    for point in points {
+        let Some(earlier) = seen.insert(&point.name, point) else {
+            continue;
+        };
+        return Err(spec.error_at(
+            &shared_dir_location(spec, earlier, point),
+            format!(
+                "points `{}` and `{}` would both write {}: list each value once, and make values differ in letters, digits or ._=-",
+                earlier.label(),
+                point.label(),
+                point.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Where to blame two points that share a directory: the axis whose values differ
+/// between them, else one that lists a value twice, else the first axis, else the target.
+fn shared_dir_location(spec: &Spec, a: &Point, b: &Point) -> Location {
+    let differing = a
+        .axes
+        .iter()
+        .zip(&b.axes)
+        .find(|((_, x), (_, y))| x != y)
+        .map(|((axis, _), _)| *axis);
+    let repeated = || {
+        spec.axes
+            .iter()
+            .find(|s| (1..s.values.len()).any(|i| s.values[..i].contains(&s.values[i])))
+            .map(|s| s.axis)
+    };
+    let axis = differing
+        .or_else(repeated)
+        .or(spec.axes.first().map(|s| s.axis));
+    axis.and_then(|axis| spec.axes.iter().find(|s| s.axis == axis))
+        .map(|s| s.location.clone())
+        .or_else(|| {
+            let target = spec.targets.iter().find(|(t, _)| *t == a.target);
+            target.map(|(_, location)| location.clone())
+        })
+        .unwrap_or(Location {
+            line: 1,
+            field: "targets".into(),
+        })
 }
 
 /// Parses and validates the point's `coordbench run` command line; an error is located at
@@ -276,6 +328,24 @@ mod tests {
         ));
         let p = &points(&s, Path::new("/tmp/sw")).unwrap()[0];
         assert_eq!(p.config.engine_bin.as_deref(), Some(Path::new(&old)));
+    }
+
+    #[test]
+    fn values_that_would_share_a_directory_are_refused_at_their_axis() {
+        let s = spec(
+            "targets = [\"zookeeper\"]\nworkload = \"kv-put\"\n[axes]\nzk_classpath = [\"/a/b_c\", \"/a_b/c\"]\n",
+        );
+        let e = points(&s, Path::new("/tmp/sw")).unwrap_err().to_string();
+        assert!(e.starts_with("t.toml:4: axes.zk_classpath: points "), "{e}");
+        assert!(e.contains("zookeeper-zk_classpath=_a_b_c-r1"), "{e}");
+        let s = spec(
+            "targets = [\"raft\"]\nworkload = \"kv-put\"\n[axes]\nclients = [2]\ndisk = [\"tmpfs\", \"tmpfs\"]\n",
+        );
+        let e = points(&s, Path::new("/tmp/sw")).unwrap_err().to_string();
+        assert!(e.starts_with("t.toml:5: axes.disk: points "), "{e}");
+        let s = spec("targets = [\"raft\", \"raft\"]\nworkload = \"kv-put\"\n");
+        let e = points(&s, Path::new("/tmp/sw")).unwrap_err().to_string();
+        assert!(e.starts_with("t.toml:1: targets: points "), "{e}");
     }
 
     #[test]
