@@ -1,6 +1,10 @@
 //! Rows grouped for charts: which swept axis goes on x (the first in [`Axis::ALL`] order
 //! whose values differ between rows, preferring quantities over names), and one series per
 //! target and value of any other axis that differs. Repeats of a point are averaged.
+//!
+//! Swept means listed in the sweep's run.json when there is one: a run's own columns that
+//! follow from another axis (a workload sweep's `recipe` or `clients`) split nothing. A
+//! summary.csv put together from single runs has no such list: any axis column counts.
 
 use crate::sweep::axis::Axis;
 
@@ -62,10 +66,12 @@ pub fn axis_column(table: &Table, axis: Axis) -> Option<String> {
         .map(String::from)
 }
 
-/// Axes whose values differ between `rows`, with their columns, in [`Axis::ALL`] order.
-pub fn varying(table: &Table, rows: &[usize]) -> Vec<(Axis, String)> {
+/// Axes whose values differ between `rows`, with their columns, in [`Axis::ALL`] order;
+/// only those in `swept` when the sweep says which it swept.
+pub fn varying(table: &Table, rows: &[usize], swept: Option<&[Axis]>) -> Vec<(Axis, String)> {
     Axis::ALL
         .into_iter()
+        .filter(|axis| swept.is_none_or(|s| s.contains(axis)))
         .filter_map(|axis| {
             let column = axis_column(table, axis)?;
             let first = rows.first().and_then(|&i| table.rows[i].get(&column));
@@ -77,8 +83,12 @@ pub fn varying(table: &Table, rows: &[usize]) -> Vec<(Axis, String)> {
 }
 
 /// The x axis for `rows` and the other varying axes, which split series.
-pub fn choose_x(table: &Table, rows: &[usize]) -> (XAxis, Vec<(Axis, String)>) {
-    let varying = varying(table, rows);
+pub fn choose_x(
+    table: &Table,
+    rows: &[usize],
+    swept: Option<&[Axis]>,
+) -> (XAxis, Vec<(Axis, String)>) {
+    let varying = varying(table, rows, swept);
     let pick = varying
         .iter()
         .position(|(a, _)| !a.is_categorical())
@@ -225,4 +235,121 @@ fn distinct<'a>(values: impl Iterator<Item = &'a str>) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::table::Row;
+
+    /// A sweep summary with `columns` and one row per entry of `rows`, complete, with a
+    /// throughput.
+    fn table(columns: &[&str], rows: &[&[&str]]) -> Table {
+        let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+        let rows = rows
+            .iter()
+            .map(|values| {
+                let mut row: std::collections::BTreeMap<String, String> = columns
+                    .iter()
+                    .cloned()
+                    .zip(values.iter().map(|v| v.to_string()))
+                    .collect();
+                row.insert("throughput_ops_s".into(), "100".into());
+                Row(row)
+            })
+            .collect();
+        let mut columns = columns;
+        columns.push("throughput_ops_s".into());
+        Table { columns, rows }
+    }
+
+    fn all(t: &Table) -> Vec<usize> {
+        (0..t.rows.len()).collect()
+    }
+
+    #[test]
+    fn a_sweep_of_only_engine_binaries_puts_them_on_a_categorical_x() {
+        let t = table(
+            &["target", "workload", "engine_bin"],
+            &[
+                &["raft", "kv-put", "/v1/coordbench"],
+                &["raft", "kv-put", "/v2/coordbench"],
+            ],
+        );
+        let (x, others) = choose_x(&t, &all(&t), None);
+        assert!(matches!(x.kind, XKind::Axis(Axis::EngineBin, _)), "{x:?}");
+        let XScale::Categories(names) = &x.scale else {
+            panic!("{x:?}");
+        };
+        assert_eq!(names, &["/v1/coordbench", "/v2/coordbench"]);
+        assert!(others.is_empty());
+        let series = group(&t, &all(&t), &x, &others);
+        assert_eq!(series.len(), 1);
+        assert_eq!(series[0].points.len(), 2);
+    }
+
+    #[test]
+    fn a_numeric_axis_takes_x_and_workloads_and_binaries_split_series() {
+        let mut rows: Vec<Vec<&str>> = Vec::new();
+        for workload in ["kv-put", "lock"] {
+            for bin in ["/v1/coordbench", "/v2/coordbench"] {
+                for clients in ["1", "4"] {
+                    rows.push(vec!["raft", workload, clients, bin]);
+                }
+            }
+        }
+        let rows: Vec<&[&str]> = rows.iter().map(Vec::as_slice).collect();
+        let t = table(&["target", "workload", "clients", "engine_bin"], &rows);
+        let (x, others) = choose_x(&t, &all(&t), None);
+        assert!(matches!(x.kind, XKind::Axis(Axis::Clients, _)), "{x:?}");
+        let split: Vec<Axis> = others.iter().map(|(a, _)| *a).collect();
+        assert_eq!(split, [Axis::Workload, Axis::EngineBin]);
+        let series = group(&t, &all(&t), &x, &others);
+        let labels: Vec<String> = series.iter().map(Series::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "raft kv-put /v1/coordbench",
+                "raft kv-put /v2/coordbench",
+                "raft lock /v1/coordbench",
+                "raft lock /v2/coordbench"
+            ]
+        );
+
+        // A workload sweep: the recipe the run's own column shows follows the workload and
+        // splits nothing when the sweep lists what it swept.
+        let mut rows: Vec<Vec<&str>> = Vec::new();
+        for (workload, recipe) in [("kv-put", ""), ("lock", "etcd-mutex")] {
+            for bin in ["/v1/coordbench", "/v2/coordbench"] {
+                rows.push(vec!["raft", workload, recipe, bin]);
+            }
+        }
+        let rows: Vec<&[&str]> = rows.iter().map(Vec::as_slice).collect();
+        let t = table(&["target", "workload", "recipe", "engine_bin"], &rows);
+        let swept = [Axis::Workload, Axis::EngineBin];
+        let (x, others) = choose_x(&t, &all(&t), Some(&swept));
+        assert!(matches!(x.kind, XKind::Axis(Axis::Workload, _)), "{x:?}");
+        let series = group(&t, &all(&t), &x, &others);
+        let labels: Vec<String> = series.iter().map(Series::label).collect();
+        assert_eq!(labels, ["raft /v1/coordbench", "raft /v2/coordbench"]);
+        assert!(series.iter().all(|s| s.points.len() == 2), "{series:?}");
+        let (_, others) = choose_x(&t, &all(&t), None);
+        assert_eq!(
+            others.len(),
+            2,
+            "without the list, the recipe column counts"
+        );
+
+        // Without a quantity, the workload takes x and the binaries split its lines.
+        let t = table(
+            &["target", "workload", "engine_bin"],
+            &[
+                &["raft", "kv-put", "/v1/coordbench"],
+                &["raft", "lock", "/v2/coordbench"],
+            ],
+        );
+        let (x, others) = choose_x(&t, &all(&t), None);
+        assert!(matches!(x.kind, XKind::Axis(Axis::Workload, _)), "{x:?}");
+        assert_eq!(others.len(), 1);
+    }
 }

@@ -67,10 +67,12 @@ pub fn write(dir: &Path, font_file: &Path) -> Result<Written, ReportError> {
     let rows: Vec<usize> = (0..table.rows.len())
         .filter(|&i| table.rows[i].complete())
         .collect();
-    let (x, others) = choose_x(&table, &rows);
+    let meta = read_meta(dir);
+    let swept = swept_axes(meta.as_ref());
+    let (x, others) = choose_x(&table, &rows, swept.as_deref());
     let series = group(&table, &rows, &x, &others);
 
-    let mut md = Markdown::new(dir, &table, &rows);
+    let mut md = Markdown::new(dir, meta.as_ref(), &table, &rows);
     let mut files = Vec::new();
     let axis_stem = match &x.kind {
         XKind::Axis(axis, _) => axis.name().to_string(),
@@ -111,7 +113,7 @@ pub fn write(dir: &Path, font_file: &Path) -> Result<Written, ReportError> {
             .filter(|&r| table.rows[r].get("workload") == Some("lock"))
             .collect();
         let wx = waiters_axis(&table, &lock_rows);
-        let split: Vec<(Axis, String)> = groups::varying(&table, &lock_rows)
+        let split: Vec<(Axis, String)> = groups::varying(&table, &lock_rows, swept.as_deref())
             .into_iter()
             .filter(|(a, _)| !matches!(a, Axis::Clients | Axis::Locks))
             .collect();
@@ -152,6 +154,27 @@ pub fn write(dir: &Path, font_file: &Path) -> Result<Written, ReportError> {
         markdown,
         charts: files,
     })
+}
+
+/// `dir/run.json`, if it is there and parses.
+fn read_meta(dir: &Path) -> Option<serde_json::Value> {
+    std::fs::read(dir.join("run.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+}
+
+/// The axes a sweep's run.json says it swept; `None` when `meta` is not a sweep's.
+fn swept_axes(meta: Option<&serde_json::Value>) -> Option<Vec<Axis>> {
+    let meta = meta?;
+    if meta.get("schema")?.as_str()? != crate::sweep::record::SWEEP_SCHEMA {
+        return None;
+    }
+    let axes = meta.get("axes")?.as_array()?;
+    Some(
+        axes.iter()
+            .filter_map(|a| Axis::from_name(a.get(0)?.as_str()?))
+            .collect(),
+    )
 }
 
 fn line_chart(
@@ -268,16 +291,12 @@ struct Markdown<'a> {
 }
 
 impl<'a> Markdown<'a> {
-    fn new(dir: &Path, table: &'a Table, rows: &[usize]) -> Self {
-        let meta = std::fs::read(dir.join("run.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    fn new(dir: &Path, meta: Option<&serde_json::Value>, table: &'a Table, rows: &[usize]) -> Self {
         let name = meta
-            .as_ref()
             .and_then(|m| m.get("name")?.as_str().map(String::from))
             .unwrap_or_else(|| dir.display().to_string());
         let mut text = format!("# coordbench report: {name}\n\n");
-        if let Some(m) = &meta {
+        if let Some(m) = meta {
             if let Some(d) = m.get("description").and_then(|d| d.as_str()) {
                 let _ = writeln!(text, "{d}\n");
             }
