@@ -33,6 +33,8 @@ pub enum Outcome {
     Failed,
     /// 130: interrupted; what was measured is written.
     Interrupted,
+    /// 3: a gate's (or compare --thresholds') threshold was breached.
+    Breached,
 }
 
 /// A command that could not run: bad input or an environment problem, exit code 2.

@@ -32,6 +32,11 @@ pub enum Command {
     /// Write charts and report.md for a sweep directory (or any directory with a
     /// summary.csv).
     Report(ReportArgs),
+    /// Judge a candidate's results against a baseline's, point by point, beyond noise.
+    Compare(CompareArgs),
+    /// Run a baseline and a candidate interleaved, compare them, and fail on breached
+    /// thresholds (exit 3).
+    Gate(GateArgs),
     /// Run one member of a built-in engine (what --target raft|zab starts N of).
     #[command(subcommand)]
     Serve(ServeCommand),
@@ -56,6 +61,78 @@ pub struct SweepArgs {
 pub struct ReportArgs {
     /// A sweep directory: summary.csv, and a directory per point with its latency.hlog.
     pub dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The baseline: a run, sweep or gate-side directory, a directory of run directories
+    /// (repeats), or several of these joined by commas.
+    pub base: String,
+
+    /// The candidate, in the same forms.
+    pub cand: String,
+
+    /// Output: an aligned table, markdown (for pull-request comments) or JSON.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: CompareFormat,
+
+    /// Significance level of the two-sided rank test (default 0.10: each direction at 0.05).
+    #[arg(long, default_value_t = crate::compare::DEFAULT_ALPHA, value_parser = parse_alpha)]
+    pub alpha: f64,
+
+    /// Judge the `[thresholds]` table of this TOML file (a gate spec, for one) and exit 3
+    /// when one is breached.
+    #[arg(long, value_name = "FILE")]
+    pub thresholds: Option<PathBuf>,
+}
+
+impl CompareArgs {
+    pub fn base_paths(&self) -> Vec<PathBuf> {
+        split_paths(&self.base)
+    }
+
+    pub fn cand_paths(&self) -> Vec<PathBuf> {
+        split_paths(&self.cand)
+    }
+}
+
+fn split_paths(list: &str) -> Vec<PathBuf> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    Markdown,
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GateArgs {
+    /// The gate spec (TOML; see workloads/gate.toml).
+    pub spec: PathBuf,
+
+    /// Gate directory; rerunning into it runs only the missing runs (default:
+    /// results/<UTC time>-gate-<spec name>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+
+    /// Use the spec's [quick] overrides.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Set a run option on the baseline side, as in the spec's [baseline] table
+    /// (e.g. engine_bin=/path/to/coordbench); repeatable.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub baseline: Vec<String>,
+
+    /// Set a run option on the candidate side, as in the spec's [candidate] table.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub candidate: Vec<String>,
 }
 
 /// The built-in engines a process can serve.
@@ -318,6 +395,13 @@ fn parse_positive_duration(s: &str) -> Result<Duration, String> {
         return Err("must be greater than zero".into());
     }
     Ok(d)
+}
+
+fn parse_alpha(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
+        _ => Err("must be a probability between 0 and 1, e.g. 0.05".into()),
+    }
 }
 
 fn parse_net_delay(s: &str) -> Result<crate::netdelay::NetDelay, String> {

@@ -3,16 +3,20 @@
 //! The binary (`src/main.rs`) is a thin shell over this library. The pieces, in the order a
 //! run uses them: [`cli`] parses, [`config`] validates, [`targets`] starts or attaches the
 //! cluster ([`provision`]) and connects its driver, [`runner`] drives the workload and
-//! records, [`results`] writes the files, [`console`] shows progress and the summary.
+//! records, [`results`] writes the files, [`console`] shows progress and the summary. [`sweep`] runs
+//! many points, [`report`] charts them, [`compare`] judges two sets of results and
+//! [`gate`] runs a baseline and a candidate interleaved and holds them to thresholds.
 //! See ARCHITECTURE.md for the seams.
 
 pub mod affinity;
 pub mod app;
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod console;
 pub mod environment;
 pub mod fault;
+pub mod gate;
 pub mod netdelay;
 pub mod provision;
 pub mod report;

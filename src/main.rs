@@ -1,6 +1,6 @@
 //! The `coordbench` command. Parses arguments, runs the command on a tokio runtime, and
 //! turns the outcome into an exit code: 0 complete, 1 failed, 2 bad input or environment,
-//! 130 interrupted. Every error is one line on stderr.
+//! 3 a threshold breached (gate, compare --thresholds), 130 interrupted. Every error is one line on stderr.
 
 use std::process::ExitCode;
 
@@ -41,6 +41,8 @@ fn main() -> ExitCode {
             Command::Run(args) => app::run(args).await,
             Command::Sweep(args) => coordbench::sweep::run(args).await,
             Command::Report(args) => coordbench::report::run(&args),
+            Command::Compare(args) => coordbench::compare::run(&args),
+            Command::Gate(args) => coordbench::gate::run(args).await,
             Command::Serve(ServeCommand::Raft(args)) => coordbench::serve::run_raft(args)
                 .await
                 .map(|()| Outcome::Complete)
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Complete) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
         Ok(Outcome::Interrupted) => ExitCode::from(130),
+        Ok(Outcome::Breached) => ExitCode::from(3),
         Err(e) => {
             eprintln!("error: {}", e.0);
             ExitCode::from(2)

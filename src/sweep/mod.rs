@@ -22,6 +22,7 @@ use crate::cli::SweepArgs;
 use crate::results::compact_utc;
 use crate::{report, signals};
 
+use plan::Point;
 use progress::{point_line, Progress};
 use record::{point_complete, SweepRecord};
 use spec::Spec;
@@ -48,14 +49,7 @@ pub async fn run(args: SweepArgs) -> Result<Outcome, UsageError> {
     let stop = signals::stop_on_signals()?;
 
     let mut record = SweepRecord::new(&spec, &points, now_rfc3339());
-    let mut todo = 0;
-    for (status, point) in record.points.iter_mut().zip(&points) {
-        if point_complete(&point.dir) {
-            status.status = "skipped".into();
-        } else {
-            todo += 1;
-        }
-    }
+    let todo = mark_skipped(&mut record, &points);
     record.write(&out)?;
     let window = points.first().map_or(Duration::ZERO, |p| {
         Duration::from_secs_f64(p.config.warmup_s + p.config.duration_s)
@@ -83,57 +77,18 @@ pub async fn run(args: SweepArgs) -> Result<Outcome, UsageError> {
             interrupted = true;
             break;
         }
-        // Fresh data directories: whatever an incomplete earlier attempt left goes.
-        if point.dir.exists() {
-            std::fs::remove_dir_all(&point.dir)
-                .map_err(|e| UsageError(format!("cannot remove {}: {e}", point.dir.display())))?;
-        }
-        let label = point.label();
-        progress.begin(&label);
-        let result = app::run_with(
-            &point.args,
-            point.config.clone(),
-            stop.clone(),
-            Console::Silent,
-        )
-        .await;
-        let figures = record::point_figures(&point.dir);
-        let (status, error) = match result {
-            Ok(Outcome::Complete) => ("complete", None),
-            Ok(Outcome::Failed) => ("failed", figures.error.clone()),
-            Ok(Outcome::Interrupted) => {
-                interrupted = true;
-                ("interrupted", None)
-            }
-            Err(e) => ("failed", Some(e.0)),
-        };
-        let shown = match &error {
-            Some(e) => format!("{status}: {e}"),
-            None => status.to_string(),
-        };
-        progress.end(&point_line(
-            &label,
-            &shown,
-            figures.throughput,
-            figures.p99_us,
-        ));
-        record.points[i].status = status.into();
-        record.points[i].error = error;
+        let ran = run_point(point, &stop, &mut progress).await?;
+        record.points[i].status = ran.status.into();
+        record.points[i].error = ran.error;
         record.write(&out)?;
-        if interrupted {
+        if ran.status == "interrupted" {
+            interrupted = true;
             break;
         }
     }
     progress.finish();
 
-    let rows = summary::write(&out, &points)?;
-    record.interrupted = interrupted;
-    record.complete = record
-        .points
-        .iter()
-        .all(|p| p.status == "complete" || p.status == "skipped");
-    record.finished_at = now_rfc3339();
-    record.write(&out)?;
+    let rows = finish(&out, &points, &mut record, interrupted)?;
     let summary_path = out.join("summary.csv");
     if interrupted {
         eprintln!(
@@ -142,14 +97,8 @@ pub async fn run(args: SweepArgs) -> Result<Outcome, UsageError> {
         );
         return Ok(Outcome::Interrupted);
     }
-    let written = report::write(&out, Path::new(report::font::DEFAULT_FONT))
-        .map_err(|e| UsageError(one_line(&format!("report: {e}"))))?;
     println!("summary: {} ({rows} rows)", summary_path.display());
-    println!(
-        "report:  {} ({} chart files, SVG and PNG)",
-        written.markdown.display(),
-        written.charts.len()
-    );
+    write_report(&out, &record)?;
     let failed = record
         .points
         .iter()
@@ -162,6 +111,114 @@ pub async fn run(args: SweepArgs) -> Result<Outcome, UsageError> {
     Ok(Outcome::Complete)
 }
 
-fn now_rfc3339() -> String {
+/// Charts and report.md for a sweep (or gate side) directory. With failed points a report
+/// that cannot be drawn (no point has results) is a warning: the failure is what the exit
+/// code must say.
+pub fn write_report(out: &Path, record: &SweepRecord) -> Result<(), UsageError> {
+    let failed = record.points.iter().any(|p| p.status == "failed");
+    match report::write(out, Path::new(report::font::DEFAULT_FONT)) {
+        Ok(written) => {
+            println!(
+                "report:  {} ({} chart files, SVG and PNG)",
+                written.markdown.display(),
+                written.charts.len()
+            );
+            Ok(())
+        }
+        Err(e) if failed => {
+            eprintln!(
+                "no report for {}: {}",
+                out.display(),
+                one_line(&e.to_string())
+            );
+            Ok(())
+        }
+        Err(e) => Err(UsageError(one_line(&format!(
+            "report of {}: {e}",
+            out.display()
+        )))),
+    }
+}
+
+/// How one point's run ended, as its sweep run.json records it.
+pub struct PointRun {
+    /// `complete`, `failed` or `interrupted`.
+    pub status: &'static str,
+    pub error: Option<String>,
+}
+
+/// Runs one point into its own fresh directory (whatever an incomplete earlier attempt left
+/// there goes), with progress lines before and after.
+pub async fn run_point(
+    point: &Point,
+    stop: &tokio_util::sync::CancellationToken,
+    progress: &mut Progress,
+) -> Result<PointRun, UsageError> {
+    if point.dir.exists() {
+        std::fs::remove_dir_all(&point.dir)
+            .map_err(|e| UsageError(format!("cannot remove {}: {e}", point.dir.display())))?;
+    }
+    let label = point.label();
+    progress.begin(&label);
+    let result = app::run_with(
+        &point.args,
+        point.config.clone(),
+        stop.clone(),
+        Console::Silent,
+    )
+    .await;
+    let figures = record::point_figures(&point.dir);
+    let (status, error) = match result {
+        Ok(Outcome::Complete) => ("complete", None),
+        Ok(Outcome::Failed | Outcome::Breached) => ("failed", figures.error.clone()),
+        Ok(Outcome::Interrupted) => ("interrupted", None),
+        Err(e) => ("failed", Some(e.0)),
+    };
+    let shown = match &error {
+        Some(e) => format!("{status}: {e}"),
+        None => status.to_string(),
+    };
+    progress.end(&point_line(
+        &label,
+        &shown,
+        figures.throughput,
+        figures.p99_us,
+    ));
+    Ok(PointRun { status, error })
+}
+
+/// Writes the summary.csv of the points run so far and the record's final state; returns
+/// the summary's rows.
+pub fn finish(
+    out: &Path,
+    points: &[Point],
+    record: &mut SweepRecord,
+    interrupted: bool,
+) -> Result<usize, UsageError> {
+    let rows = summary::write(out, points)?;
+    record.interrupted = interrupted;
+    record.complete = record
+        .points
+        .iter()
+        .all(|p| p.status == "complete" || p.status == "skipped");
+    record.finished_at = now_rfc3339();
+    record.write(out)?;
+    Ok(rows)
+}
+
+/// Marks the points a previous invocation completed as skipped; returns how many remain.
+pub fn mark_skipped(record: &mut SweepRecord, points: &[Point]) -> usize {
+    let mut todo = 0;
+    for (status, point) in record.points.iter_mut().zip(points) {
+        if point_complete(&point.dir) {
+            status.status = "skipped".into();
+        } else {
+            todo += 1;
+        }
+    }
+    todo
+}
+
+pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }

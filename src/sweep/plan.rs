@@ -358,9 +358,22 @@ mod tests {
                 continue;
             }
             for quick in [false, true] {
-                let spec = Spec::load(&path, quick).unwrap_or_else(|e| panic!("{e}"));
-                let points = points(&spec, Path::new("/tmp/sw")).unwrap_or_else(|e| panic!("{e}"));
-                assert!(!points.is_empty(), "{}", path.display());
+                let text = std::fs::read_to_string(&path).unwrap();
+                let (_, gate) =
+                    Spec::parse_gate(&path, text, quick).unwrap_or_else(|e| panic!("{e}"));
+                // A gate spec is two sweeps, one per side.
+                let specs = if gate.is_gate() {
+                    let g = crate::gate::spec::GateSpec::load(&path, quick, &[], &[])
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    vec![g.baseline, g.candidate]
+                } else {
+                    vec![Spec::load(&path, quick).unwrap_or_else(|e| panic!("{e}"))]
+                };
+                for spec in specs {
+                    let points =
+                        points(&spec, Path::new("/tmp/sw")).unwrap_or_else(|e| panic!("{e}"));
+                    assert!(!points.is_empty(), "{}", path.display());
+                }
             }
             checked += 1;
         }

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::cli::Cli;
+use crate::compare::thresholds::RawThresholds;
 use crate::sweep::axis::Axis;
 
 /// A spec that cannot be used.
@@ -24,13 +25,22 @@ pub enum SpecError {
         file: String,
         source: std::io::Error,
     },
-    #[error("{file}:{line}: {field}: {message}")]
+    /// Line 0: set on the command line (`coordbench gate --candidate KEY=VALUE`).
+    #[error("{}", located(file, *line, field, message))]
     Invalid {
         file: String,
         line: usize,
         field: String,
         message: String,
     },
+}
+
+fn located(file: &str, line: usize, field: &str, message: &str) -> String {
+    if line == 0 {
+        format!("{file}: {field} (command line): {message}")
+    } else {
+        format!("{file}:{line}: {field}: {message}")
+    }
 }
 
 /// Where a value was written.
@@ -71,6 +81,8 @@ pub struct Spec {
     /// [`Spec::workloads`]).
     pub workload: Option<(String, Location)>,
     pub repeats: u32,
+    /// Where `repeats` was set (line 1 when it was not).
+    pub repeats_location: Location,
     /// Warm-up, duration and `[options]`: the same for every point.
     pub settings: Vec<Setting>,
     /// In [`Axis::ALL`] order.
@@ -96,6 +108,38 @@ struct RawSpec {
     #[serde(default)]
     axes: Axes,
     quick: Option<Spanned<RawQuick>>,
+    // Gate specs only (`coordbench gate`).
+    alpha: Option<Spanned<f64>>,
+    baseline: Option<Spanned<Options>>,
+    candidate: Option<Spanned<Options>>,
+    thresholds: Option<Spanned<RawThresholds>>,
+}
+
+/// What a gate spec adds to a sweep spec: the two sides, the thresholds, alpha.
+#[derive(Debug, Clone, Default)]
+pub struct GateTables {
+    pub alpha: Option<(f64, Location)>,
+    pub baseline: SideTable,
+    pub candidate: SideTable,
+    /// `[thresholds]` as written; [`crate::compare::thresholds::parse`] checks it.
+    pub thresholds: Option<RawThresholds>,
+    /// Where the first gate-only field is, if the spec has one.
+    first: Option<Location>,
+}
+
+impl GateTables {
+    /// Whether the spec had any gate-only field (it is meant for `coordbench gate`).
+    pub fn is_gate(&self) -> bool {
+        self.first.is_some()
+    }
+}
+
+/// `[baseline]` or `[candidate]`: run options one side sets on top of the spec's.
+#[derive(Debug, Clone, Default)]
+pub struct SideTable {
+    /// `target = "etcd"`: the side runs this target instead of the spec's `targets`.
+    pub target: Option<(String, Location)>,
+    pub settings: Vec<Setting>,
 }
 
 /// What `[quick]` may override (serde's flatten would lose the spans).
@@ -135,10 +179,33 @@ impl Spec {
         Spec::parse(file, text, quick)
     }
 
-    /// Checks a spec held in memory; `file` names it in errors.
+    /// Checks a sweep spec held in memory; `file` names it in errors.
     pub fn parse(file: &Path, text: String, quick: bool) -> Result<Spec, SpecError> {
+        let (spec, gate) = Spec::parse_gate(file, text, quick)?;
+        if let Some(location) = &gate.first {
+            return Err(spec.error_at(
+                location,
+                "only a gate spec has this; run the file with `coordbench gate`".into(),
+            ));
+        }
+        Ok(spec)
+    }
+
+    /// Checks a gate spec held in memory: the sweep spec, and the gate's own tables.
+    pub fn parse_gate(
+        file: &Path,
+        text: String,
+        quick: bool,
+    ) -> Result<(Spec, GateTables), SpecError> {
         let ctx = Ctx { file, text: &text };
-        let raw: RawSpec = toml::from_str(&text).map_err(|e| ctx.toml_error(&e))?;
+        let mut raw: RawSpec = toml::from_str(&text).map_err(|e| ctx.toml_error(&e))?;
+        let gate = gate_tables(&ctx, &mut raw)?;
+        let spec = Spec::build(&ctx, raw, quick)?;
+        Ok((spec, gate))
+    }
+
+    fn build(ctx: &Ctx, raw: RawSpec, quick: bool) -> Result<Spec, SpecError> {
+        let (file, text) = (ctx.file, ctx.text.to_string());
         let RawSpec {
             name,
             description,
@@ -150,6 +217,7 @@ impl Spec {
             mut options,
             mut axes,
             quick: quick_table,
+            ..
         } = raw;
         let mut prefix: BTreeMap<String, &str> = BTreeMap::new();
         if quick {
@@ -206,10 +274,16 @@ impl Spec {
         }
         let workload = top_level_workload(&ctx, workload, &axes, &field)?;
 
+        let repeats_location = repeats.as_ref().map_or(
+            Location {
+                line: 1,
+                field: "repeats".into(),
+            },
+            |r| ctx.location(r.span(), field("repeats")),
+        );
         let repeats = match repeats {
             Some(r) if *r.get_ref() == 0 => {
-                let location = ctx.location(r.span(), field("repeats"));
-                return Err(ctx.at(&location, "must be at least 1".into()));
+                return Err(ctx.at(&repeats_location, "must be at least 1".into()));
             }
             Some(r) => r.into_inner(),
             None => 1,
@@ -226,10 +300,6 @@ impl Spec {
         }
         for (key, value) in options {
             let location = ctx.location(value.span(), field(&format!("options.{key}")));
-            let option = key.replace('_', "-");
-            if let Some((_, instead)) = RESERVED.iter().find(|(r, _)| *r == option) {
-                return Err(ctx.at(&location, format!("not allowed in [options]: {instead}")));
-            }
             if Axis::from_name(&key.replace('-', "_")).is_some_and(|a| axes.contains_key(a.name()))
             {
                 return Err(ctx.at(
@@ -237,10 +307,7 @@ impl Spec {
                     format!("{key} is also an axis; set it in one place"),
                 ));
             }
-            let args = option_args(&format!("--{option}"), value.get_ref())
-                .map_err(|m| ctx.at(&location, m))?;
-            ctx.check(&location, &args)?;
-            settings.push(Setting { location, args });
+            settings.push(ctx.setting(&key, value.get_ref(), location, "[options]")?);
         }
 
         let mut swept = Vec::new();
@@ -285,10 +352,40 @@ impl Spec {
             targets,
             workload,
             repeats,
+            repeats_location,
             settings,
             axes: swept,
             text,
         })
+    }
+
+    /// Adds `KEY=VALUE` from the command line (`--baseline`, `--candidate`) to a side,
+    /// replacing the side's own setting of the same option.
+    pub fn command_line_setting(
+        &self,
+        flag: &str,
+        option: &str,
+        side: &mut SideTable,
+    ) -> Result<(), SpecError> {
+        let ctx = Ctx {
+            file: &self.file,
+            text: &self.text,
+        };
+        let Some((key, value)) = option.split_once('=') else {
+            return Err(ctx.invalid(
+                0,
+                flag,
+                format!(
+                    "write KEY=VALUE, e.g. {flag} engine_bin=/path/to/coordbench (got {option:?})"
+                ),
+            ));
+        };
+        let location = Location {
+            line: 0,
+            field: format!("{flag} {key}"),
+        };
+        let value = toml::Value::String(value.to_string());
+        side_entry(&ctx, side, key, &value, location)
     }
 
     /// The points of one target and one repeat: every combination of axis values.
@@ -379,12 +476,7 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn line_of(&self, offset: usize) -> usize {
-        let end = offset.min(self.text.len());
-        self.text.as_bytes()[..end]
-            .iter()
-            .filter(|b| **b == b'\n')
-            .count()
-            + 1
+        line_of(self.text, offset)
     }
 
     fn location(&self, span: std::ops::Range<usize>, field: String) -> Location {
@@ -443,6 +535,86 @@ impl Ctx<'_> {
     fn check(&self, location: &Location, args: &[String]) -> Result<(), SpecError> {
         check_run_args(args).map_err(|m| self.at(location, m))
     }
+}
+
+impl Ctx<'_> {
+    /// One run option (`clients = 16`) as arguments, checked; `section` names where it was
+    /// written, for the reserved-option error.
+    fn setting(
+        &self,
+        key: &str,
+        value: &toml::Value,
+        location: Location,
+        section: &str,
+    ) -> Result<Setting, SpecError> {
+        let option = key.replace('_', "-");
+        if let Some((_, instead)) = RESERVED.iter().find(|(r, _)| *r == option) {
+            return Err(self.at(&location, format!("not allowed in {section}: {instead}")));
+        }
+        let args = option_args(&format!("--{option}"), value).map_err(|m| self.at(&location, m))?;
+        self.check(&location, &args)?;
+        Ok(Setting { location, args })
+    }
+}
+
+/// Takes the gate-only fields out of `raw`, checked.
+fn gate_tables(ctx: &Ctx, raw: &mut RawSpec) -> Result<GateTables, SpecError> {
+    let mut gate = GateTables::default();
+    if let Some(a) = raw.alpha.take() {
+        let location = ctx.location(a.span(), "alpha".into());
+        gate.first.get_or_insert(location.clone());
+        gate.alpha = Some((a.into_inner(), location));
+    }
+    for (name, table, side) in [
+        ("baseline", raw.baseline.take(), &mut gate.baseline),
+        ("candidate", raw.candidate.take(), &mut gate.candidate),
+    ] {
+        let Some(table) = table else { continue };
+        gate.first
+            .get_or_insert(ctx.location(table.span(), name.into()));
+        for (key, value) in table.into_inner() {
+            let location = ctx.location(value.span(), format!("{name}.{key}"));
+            side_entry(ctx, side, &key, value.get_ref(), location)?;
+        }
+    }
+    if let Some(t) = raw.thresholds.take() {
+        gate.first
+            .get_or_insert(ctx.location(t.span(), "thresholds".into()));
+        gate.thresholds = Some(t.into_inner());
+    }
+    Ok(gate)
+}
+
+/// One `[baseline]`/`[candidate]` entry: `target`, or a run option replacing any earlier
+/// setting of the same option on that side.
+fn side_entry(
+    ctx: &Ctx,
+    side: &mut SideTable,
+    key: &str,
+    value: &toml::Value,
+    location: Location,
+) -> Result<(), SpecError> {
+    if key == "target" {
+        let target = scalar_text(value).map_err(|m| ctx.at(&location, m))?;
+        ctx.check(&location, &["--target".into(), target.clone()])?;
+        side.target = Some((target, location));
+        return Ok(());
+    }
+    let setting = ctx.setting(key, value, location, "a side")?;
+    side.settings
+        .retain(|s| s.args.first() != setting.args.first());
+    side.settings.push(setting);
+    Ok(())
+}
+
+/// The 1-based line of byte `offset` in `text`.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
 }
 
 /// Parses `coordbench run ARGS` (the command line only; combinations are checked per point).

@@ -1,0 +1,217 @@
+//! `coordbench gate SPEC.toml`: a regression gate. It runs a baseline side and a candidate
+//! side of the same points interleaved in one session ([`schedule`]), each side written as
+//! a sweep directory (`DIR/baseline/`, `DIR/candidate/`, with charts), compares them
+//! ([`crate::compare`]) and holds the candidate to the spec's thresholds: gate.md, gate.json
+//! and junit.xml ([`outputs`], [`junit`]).
+//!
+//! Exit codes: 0 every threshold held; 3 a threshold was breached; 2 bad input; 1 a run
+//! failed; 130 interrupted (what was measured is kept; rerunning into the same directory
+//! runs only what is missing, as sweeps do).
+
+pub mod junit;
+pub mod outputs;
+pub mod schedule;
+pub mod spec;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::app::{Outcome, UsageError};
+use crate::cli::GateArgs;
+use crate::compare::{self, thresholds};
+use crate::results::compact_utc;
+use crate::sweep::plan::{self, Point};
+use crate::sweep::progress::Progress;
+use crate::sweep::record::SweepRecord;
+use crate::sweep::{self as sweeps, now_rfc3339};
+use crate::{report, signals};
+
+use schedule::Side;
+use spec::GateSpec;
+
+/// One side as the gate runs it.
+struct SideRun {
+    dir: PathBuf,
+    points: Vec<Point>,
+    record: SweepRecord,
+}
+
+pub async fn run(args: GateArgs) -> Result<Outcome, UsageError> {
+    let spec = GateSpec::load(&args.spec, args.quick, &args.baseline, &args.candidate)
+        .map_err(|e| UsageError(e.to_string()))?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("results").join(format!(
+            "{}-gate-{}",
+            compact_utc(SystemTime::now()),
+            spec.name
+        ))
+    });
+    let mut sides = plan_sides(&spec, &out)?;
+    report::font::load(Path::new(report::font::DEFAULT_FONT))
+        .map_err(|e| UsageError(e.to_string()))?;
+    let stop = signals::stop_on_signals()?;
+    let started_at = now_rfc3339();
+    let started = Instant::now();
+
+    let configs = sides[0].points.len() / spec.baseline.repeats as usize;
+    let order = schedule::interleaved(configs, spec.baseline.repeats as usize);
+    let todo = sides
+        .iter_mut()
+        .map(|s| sweeps::mark_skipped(&mut s.record, &s.points))
+        .sum();
+    for s in &sides {
+        std::fs::create_dir_all(&s.dir)
+            .map_err(|e| UsageError(format!("cannot create {}: {e}", s.dir.display())))?;
+        s.record.write(&s.dir)?;
+    }
+    let window = sides[0].points.first().map_or(Duration::ZERO, |p| {
+        Duration::from_secs_f64(p.config.warmup_s + p.config.duration_s)
+    });
+    let mut progress = Progress::new(todo, window);
+    progress.line(&format!(
+        "gate {}: {} runs per side, interleaved, in {}{}",
+        spec.name,
+        sides[0].points.len(),
+        out.display(),
+        if todo < order.len() {
+            format!(" ({} already complete)", order.len() - todo)
+        } else {
+            String::new()
+        }
+    ));
+    let interrupted = run_order(&order, &mut sides, &stop, &mut progress).await?;
+    progress.finish();
+    for s in &mut sides {
+        sweeps::finish(&s.dir, &s.points, &mut s.record, interrupted)?;
+    }
+    if interrupted {
+        eprintln!(
+            "interrupted: rerun the same command (with --out {}) to run only the missing runs",
+            out.display()
+        );
+        return Ok(Outcome::Interrupted);
+    }
+    for s in &sides {
+        sweeps::write_report(&s.dir, &s.record)?;
+    }
+    let failed: usize = sides
+        .iter()
+        .map(|s| {
+            s.record
+                .points
+                .iter()
+                .filter(|p| p.status == "failed")
+                .count()
+        })
+        .sum();
+    let judged = judge(&spec, &out, &started_at, started.elapsed());
+    if failed > 0 {
+        // What did run is still compared where it can be; the gate itself failed.
+        if let Err(e) = &judged {
+            eprintln!("no comparison: {}", e.0);
+        }
+        eprintln!("{failed} runs failed; see run.json under {}", out.display());
+        return Ok(Outcome::Failed);
+    }
+    judged
+}
+
+/// Both sides' points, which must pair up one to one.
+fn plan_sides(spec: &GateSpec, out: &Path) -> Result<[SideRun; 2], UsageError> {
+    let plan_side = |side: Side, s: &crate::sweep::spec::Spec| -> Result<SideRun, UsageError> {
+        let dir = out.join(side.dir_name());
+        let points = plan::points(s, &dir).map_err(|e| UsageError(e.to_string()))?;
+        let record = SweepRecord::new(s, &points, now_rfc3339());
+        Ok(SideRun {
+            dir,
+            points,
+            record,
+        })
+    };
+    let base = plan_side(Side::Baseline, &spec.baseline)?;
+    let cand = plan_side(Side::Candidate, &spec.candidate)?;
+    if base.points.len() != cand.points.len() {
+        return Err(UsageError(format!(
+            "{}: the baseline has {} runs and the candidate {}; when a side sets `target`, list one target in `targets`",
+            spec.file.display(),
+            base.points.len(),
+            cand.points.len()
+        )));
+    }
+    Ok([base, cand])
+}
+
+/// Runs `order`, skipping runs complete from an earlier invocation; true if interrupted.
+async fn run_order(
+    order: &[(Side, usize)],
+    sides: &mut [SideRun; 2],
+    stop: &tokio_util::sync::CancellationToken,
+    progress: &mut Progress,
+) -> Result<bool, UsageError> {
+    for &(side, index) in order {
+        let s = &mut sides[side as usize];
+        if s.record.points[index].status == "skipped" {
+            continue;
+        }
+        if stop.is_cancelled() {
+            return Ok(true);
+        }
+        let ran = sweeps::run_point(&s.points[index], stop, progress).await?;
+        s.record.points[index].status = ran.status.into();
+        s.record.points[index].error = ran.error;
+        s.record.write(&s.dir)?;
+        if ran.status == "interrupted" {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Compares the sides, writes gate.md, gate.json and junit.xml, prints the ✓/✗ lines.
+fn judge(
+    spec: &GateSpec,
+    out: &Path,
+    started_at: &str,
+    took: Duration,
+) -> Result<Outcome, UsageError> {
+    let comparison = compare::compare(
+        &[out.join(Side::Baseline.dir_name())],
+        &[out.join(Side::Candidate.dir_name())],
+        spec.alpha,
+    )
+    .map_err(|e| UsageError(crate::app::one_line(&e.to_string())))?;
+    let checks = thresholds::evaluate(&spec.thresholds, &comparison);
+    let breached = checks
+        .iter()
+        .filter(|c| c.outcome == thresholds::CheckOutcome::Breached)
+        .count();
+    let record = outputs::GateRecord {
+        schema: outputs::GATE_SCHEMA,
+        name: &spec.name,
+        spec_file: spec.file.display().to_string(),
+        quick: spec.quick,
+        passed: breached == 0
+            && checks
+                .iter()
+                .all(|c| c.outcome == thresholds::CheckOutcome::Passed),
+        breached,
+        started_at: started_at.to_string(),
+        finished_at: now_rfc3339(),
+        duration_s: took.as_secs_f64(),
+        baseline_options: spec.baseline_options.clone(),
+        candidate_options: spec.candidate_options.clone(),
+        thresholds: &spec.thresholds,
+        checks: &checks,
+        comparison: &comparison,
+    };
+    let written = outputs::write(out, &record)?;
+    print!("{}", compare::render::table(&comparison, Some(&checks)));
+    println!("\n{}", outputs::verdict_line(&record));
+    let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    println!("gate:    {}", names.join(", "));
+    Ok(if breached > 0 {
+        Outcome::Breached
+    } else {
+        Outcome::Complete
+    })
+}

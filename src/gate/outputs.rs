@@ -1,0 +1,160 @@
+//! What a gate leaves in its directory besides the two sides' runs: `gate.md` (a table
+//! ready for a pull-request comment: one ✓/✗ line per threshold and point, both sides'
+//! figures, links to both sides' charts), `gate.json` and `junit.xml` ([`super::junit`]).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use super::schedule::Side;
+use crate::compare::render;
+use crate::compare::thresholds::{Check, CheckOutcome, Threshold};
+use crate::compare::Comparison;
+
+/// Identifies the layout of gate.json.
+pub const GATE_SCHEMA: &str = "coordbench.gate/1";
+
+/// gate.json.
+#[derive(Debug, Serialize)]
+pub struct GateRecord<'a> {
+    pub schema: &'static str,
+    pub name: &'a str,
+    pub spec_file: String,
+    pub quick: bool,
+    /// True when no threshold was breached and every check could be judged.
+    pub passed: bool,
+    pub breached: usize,
+    pub started_at: String,
+    pub finished_at: String,
+    pub duration_s: f64,
+    /// Options each side adds to the spec's, as `coordbench run` arguments.
+    pub baseline_options: Vec<String>,
+    pub candidate_options: Vec<String>,
+    pub thresholds: &'a [Threshold],
+    pub checks: &'a [Check],
+    pub comparison: &'a Comparison,
+}
+
+/// Writes gate.md, gate.json and junit.xml into `dir`; returns their paths.
+pub fn write(dir: &Path, record: &GateRecord) -> anyhow::Result<Vec<PathBuf>> {
+    let md = dir.join("gate.md");
+    std::fs::write(&md, markdown(dir, record))
+        .with_context(|| format!("writing {}", md.display()))?;
+    let json = dir.join("gate.json");
+    let text = serde_json::to_string_pretty(record).context("encoding gate.json")? + "\n";
+    std::fs::write(&json, text).with_context(|| format!("writing {}", json.display()))?;
+    let junit = dir.join("junit.xml");
+    let xml = super::junit::document(record.name, record.checks, record.duration_s)
+        .context("encoding junit.xml")?;
+    std::fs::write(&junit, xml).with_context(|| format!("writing {}", junit.display()))?;
+    Ok(vec![md, json, junit])
+}
+
+/// The summary line: `PASSED: 12 checks` or `FAILED: 2 of 12 checks breached`.
+pub fn verdict_line(record: &GateRecord) -> String {
+    let total = record.checks.len();
+    if record.breached > 0 {
+        format!("FAILED: {} of {total} checks breached", record.breached)
+    } else if record.passed {
+        format!("PASSED: {total} checks")
+    } else {
+        let unjudged = record
+            .checks
+            .iter()
+            .filter(|c| c.outcome == CheckOutcome::NoVerdict)
+            .count();
+        format!("NOT JUDGED: {unjudged} of {total} checks had too few repeats")
+    }
+}
+
+fn markdown(dir: &Path, r: &GateRecord) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Gate `{}`: {}\n", r.name, verdict_line(r));
+    let repeats: Vec<usize> = r
+        .comparison
+        .points
+        .iter()
+        .map(|p| p.cand_dirs.len())
+        .collect();
+    let _ = writeln!(
+        md,
+        "Baseline and candidate ran interleaved in one session ({} points, {} repeats per side), in {:.0} s; {}, alpha {}.\n",
+        r.comparison.points.len(),
+        repeats.iter().max().copied().unwrap_or(0),
+        r.duration_s,
+        r.comparison.method,
+        r.comparison.alpha,
+    );
+    let side = |opts: &[String]| {
+        if opts.is_empty() {
+            "the spec's options".to_string()
+        } else {
+            format!("`{}`", opts.join(" "))
+        }
+    };
+    let _ = writeln!(
+        md,
+        "- baseline: {}\n- candidate: {}\n",
+        side(&r.baseline_options),
+        side(&r.candidate_options)
+    );
+    let _ = writeln!(md, "## Thresholds\n");
+    let _ = writeln!(
+        md,
+        "| | threshold | point | baseline | candidate | change |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    for c in r.checks {
+        let mark = match c.outcome {
+            CheckOutcome::Passed => "✓",
+            CheckOutcome::Breached => "✗",
+            CheckOutcome::NoVerdict => "?",
+        };
+        let _ = writeln!(
+            md,
+            "| {mark} | {} | {} | {} | {} | {} |",
+            c.threshold,
+            c.point,
+            figure(c.base_median),
+            figure(c.cand_median),
+            c.detail
+        );
+    }
+    let _ = writeln!(md, "\n## Charts\n");
+    for s in [Side::Baseline, Side::Candidate] {
+        let _ = writeln!(md, "- {}: {}", s.dir_name(), chart_links(dir, s));
+    }
+    let _ = writeln!(md, "\n## Every figure\n");
+    md.push_str(&render::markdown(r.comparison, None));
+    md
+}
+
+fn figure(v: f64) -> String {
+    if v.fract() == 0.0 || v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Links to a side's report and PNG charts, relative to the gate directory.
+fn chart_links(dir: &Path, side: Side) -> String {
+    let name = side.dir_name();
+    let mut links = vec![format!("[report]({name}/report.md)")];
+    let mut charts: Vec<String> = std::fs::read_dir(dir.join(name).join("charts"))
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|f| f.ends_with(".png"))
+                .collect()
+        })
+        .unwrap_or_default();
+    charts.sort();
+    for chart in charts {
+        let stem = chart.trim_end_matches(".png");
+        links.push(format!("[{stem}]({name}/charts/{chart})"));
+    }
+    links.join(" · ")
+}

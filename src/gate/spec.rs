@@ -1,0 +1,243 @@
+//! A gate spec: a sweep spec (targets, workload or workload axis, repeats, warm-up,
+//! duration, `[options]`, `[axes]`, `[quick]`) plus what makes it a gate: `[baseline]` and
+//! `[candidate]` (run options each side sets on top of the spec's, `target` included),
+//! `[thresholds]` ([`crate::compare::thresholds`]) and `alpha`. Each side becomes a sweep
+//! spec of its own, so its points are planned and checked exactly as a sweep's are.
+
+use std::path::{Path, PathBuf};
+
+use crate::compare::stats;
+use crate::compare::thresholds::{self, Threshold};
+use crate::sweep::spec::{Location, Setting, SideTable, Spec, SpecError};
+
+/// A checked gate spec.
+#[derive(Debug, Clone)]
+pub struct GateSpec {
+    pub file: PathBuf,
+    pub name: String,
+    pub quick: bool,
+    pub baseline: Spec,
+    pub candidate: Spec,
+    /// What each side adds, as `coordbench run` arguments (for gate.json and gate.md).
+    pub baseline_options: Vec<String>,
+    pub candidate_options: Vec<String>,
+    pub thresholds: Vec<Threshold>,
+    pub alpha: f64,
+}
+
+impl GateSpec {
+    /// Reads `file`; `quick` applies `[quick]`; `baseline` and `candidate` are KEY=VALUE
+    /// options from the command line, applied after the spec's side tables.
+    pub fn load(
+        file: &Path,
+        quick: bool,
+        baseline: &[String],
+        candidate: &[String],
+    ) -> Result<GateSpec, SpecError> {
+        let text = std::fs::read_to_string(file).map_err(|source| SpecError::Read {
+            file: file.display().to_string(),
+            source,
+        })?;
+        GateSpec::parse(file, text, quick, baseline, candidate)
+    }
+
+    pub fn parse(
+        file: &Path,
+        text: String,
+        quick: bool,
+        cli_baseline: &[String],
+        cli_candidate: &[String],
+    ) -> Result<GateSpec, SpecError> {
+        let (spec, mut gate) = Spec::parse_gate(file, text.clone(), quick)?;
+        for (table, given, flag) in [
+            (&mut gate.baseline, cli_baseline, "--baseline"),
+            (&mut gate.candidate, cli_candidate, "--candidate"),
+        ] {
+            for option in given {
+                spec.command_line_setting(flag, option, table)?;
+            }
+        }
+        let thresholds = match &gate.thresholds {
+            Some(raw) => thresholds::parse(file, &text, raw)?,
+            None => Vec::new(),
+        };
+        if thresholds.is_empty() {
+            return Err(spec.error_at(
+                &Location {
+                    line: 1,
+                    field: "thresholds".into(),
+                },
+                "a gate needs a [thresholds] table, e.g. throughput_ops_s = { max_drop = \"5%\" }"
+                    .into(),
+            ));
+        }
+        let alpha = gate
+            .alpha
+            .as_ref()
+            .map_or(crate::compare::DEFAULT_ALPHA, |(a, _)| *a);
+        if let Some((a, location)) = &gate.alpha {
+            if !(*a > 0.0 && *a < 1.0) {
+                return Err(
+                    spec.error_at(location, "a probability between 0 and 1, e.g. 0.05".into())
+                );
+            }
+        }
+        let need = stats::min_samples(alpha);
+        if (spec.repeats as usize) < need {
+            return Err(spec.error_at(
+                &spec.repeats_location,
+                format!("a gate at alpha {alpha} needs at least {need} repeats per side to reach a verdict (has {})", spec.repeats),
+            ));
+        }
+        Ok(GateSpec {
+            file: file.to_path_buf(),
+            name: spec.name.clone(),
+            quick,
+            baseline_options: side_args(&gate.baseline),
+            candidate_options: side_args(&gate.candidate),
+            baseline: side(&spec, &gate.baseline)?,
+            candidate: side(&spec, &gate.candidate)?,
+            thresholds,
+            alpha,
+        })
+    }
+}
+
+fn side_args(table: &SideTable) -> Vec<String> {
+    let mut args: Vec<String> = table
+        .target
+        .iter()
+        .flat_map(|(t, _)| ["--target".to_string(), t.clone()])
+        .collect();
+    args.extend(table.settings.iter().flat_map(|s| s.args.clone()));
+    args
+}
+
+/// The spec one side runs: the spec's settings, each replaced by the side's setting of the
+/// same option, then the side's others; the side's target instead of the spec's targets.
+fn side(spec: &Spec, table: &SideTable) -> Result<Spec, SpecError> {
+    let mut side = spec.clone();
+    for setting in &table.settings {
+        let flag = flag_of(setting);
+        if let Some(axis) = spec.axes.iter().find(|a| a.axis.flag() == flag) {
+            return Err(spec.error_at(
+                &setting.location,
+                format!(
+                    "{} is an axis of this spec ({}); a side cannot also set it",
+                    axis.axis.name(),
+                    axis.location.field
+                ),
+            ));
+        }
+        side.settings.retain(|s| flag_of(s) != flag);
+        side.settings.push(setting.clone());
+    }
+    if let Some((target, location)) = &table.target {
+        side.targets = vec![(target.clone(), location.clone())];
+    }
+    Ok(side)
+}
+
+fn flag_of(setting: &Setting) -> &str {
+    setting.args.first().map_or("", String::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GATE: &str = r#"
+targets = ["raft", "zab"]
+workload = "kv-put"
+repeats = 3
+[options]
+disk = "tmpfs"
+clients = 8
+[axes]
+cluster_size = [1, 3]
+[candidate]
+disk = "hdd"
+[thresholds]
+throughput_ops_s = { max_drop = "5%" }
+"#;
+
+    fn parse(text: &str, baseline: &[&str], candidate: &[&str]) -> Result<GateSpec, SpecError> {
+        let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        GateSpec::parse(
+            Path::new("g.toml"),
+            text.to_string(),
+            false,
+            &owned(baseline),
+            &owned(candidate),
+        )
+    }
+
+    fn args(spec: &Spec) -> Vec<String> {
+        spec.settings.iter().flat_map(|s| s.args.clone()).collect()
+    }
+
+    #[test]
+    fn a_side_replaces_the_spec_option_it_sets_and_keeps_the_others() {
+        let g = parse(GATE, &[], &[]).unwrap();
+        assert_eq!(args(&g.baseline), ["--clients", "8", "--disk", "tmpfs"]);
+        assert_eq!(args(&g.candidate), ["--clients", "8", "--disk", "hdd"]);
+        assert_eq!(g.candidate_options, ["--disk", "hdd"]);
+        assert!(g.baseline_options.is_empty());
+        assert_eq!(g.alpha, crate::compare::DEFAULT_ALPHA);
+    }
+
+    #[test]
+    fn command_line_options_apply_after_the_side_tables() {
+        let g = parse(GATE, &["engine_bin=/bin/sh"], &["disk=ssd", "target=raft"]).unwrap();
+        assert_eq!(
+            args(&g.baseline),
+            [
+                "--clients",
+                "8",
+                "--disk",
+                "tmpfs",
+                "--engine-bin",
+                "/bin/sh"
+            ]
+        );
+        assert_eq!(args(&g.candidate), ["--clients", "8", "--disk", "ssd"]);
+        assert_eq!(g.candidate.targets.len(), 1);
+        let e = parse(GATE, &[], &["disk"]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("g.toml: --candidate (command line): write KEY=VALUE"),
+            "{e}"
+        );
+        let e = parse(GATE, &[], &["clients=0"]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("g.toml: --candidate clients (command line):"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_gate_specs_are_refused_at_their_field() {
+        let cases = [
+            (GATE.replace("repeats = 3", "repeats = 2"), "g.toml:4: repeats: a gate at alpha 0.1 needs at least 3 repeats"),
+            (GATE.replace("[thresholds]\nthroughput_ops_s = { max_drop = \"5%\" }", ""), "g.toml:1: thresholds: a gate needs a [thresholds] table"),
+            (GATE.replace("disk = \"hdd\"", "cluster_size = 5"), "g.toml:11: candidate.cluster_size: cluster_size is an axis"),
+            (GATE.replace("disk = \"hdd\"", "duration = \"5s\""), "g.toml:11: candidate.duration: not allowed in a side"),
+            (format!("alpha = 1.5\n{GATE}"), "g.toml:1: alpha: a probability between 0 and 1"),
+            (GATE.replace("max_drop = \"5%\"", "max_drop = \"100%\""), "g.toml:13: thresholds.throughput_ops_s.max_drop: a percentage from 0% to below 100%"),
+        ];
+        for (text, expected) in cases {
+            let e = parse(&text, &[], &[]).unwrap_err().to_string();
+            assert!(e.starts_with(expected), "{e}\nexpected: {expected}");
+        }
+    }
+
+    #[test]
+    fn a_sweep_refuses_the_gate_tables() {
+        let e = Spec::parse(Path::new("g.toml"), GATE.to_string(), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("g.toml:10: candidate: only a gate spec has this"),
+            "{e}"
+        );
+    }
+}

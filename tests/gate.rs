@@ -1,0 +1,195 @@
+//! End-to-end tests of `coordbench gate`: quick gates on 1-member raft clusters on
+//! 127.0.0.1. Same build and options on both sides passes (exit 0); a candidate on an
+//! emulated hdd against a tmpfs baseline breaches throughput and p99 (exit 3) and gate.md
+//! names them; junit.xml parses with one testcase per threshold and point; the runs were
+//! interleaved; a candidate whose runs fail exits 1; a bad spec exits 2 in one line.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use quick_xml::events::Event;
+use quick_xml::Reader;
+use tempfile::TempDir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_coordbench");
+
+fn gate(spec: &Path, out: &Path, extra: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("gate")
+        .arg(spec)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .stdin(Stdio::null())
+        .output()
+        .expect("coordbench runs")
+}
+
+fn describe(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A quick gate: one point (raft kv-put, 1 member), 3 repeats of 1 s per side. The limits
+/// are wide enough that a 1 s debug-build A/A cannot breach them by chance, and narrow
+/// enough that an emulated hdd (8 ms per sync) against tmpfs breaches both.
+fn spec(dir: &Path, candidate: &str) -> std::path::PathBuf {
+    let text = format!(
+        r#"
+name = "tiny"
+targets = ["raft"]
+workload = "kv-put"
+repeats = 3
+warmup = "0s"
+duration = "1s"
+[options]
+cluster_size = 1
+clients = 4
+disk = "tmpfs"
+[candidate]
+{candidate}
+[thresholds]
+throughput_ops_s = {{ max_drop = "30%" }}
+p99_us = {{ max_rise = "100%" }}
+violations = {{ max = 0 }}
+"#
+    );
+    let path = dir.join("gate.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// (testcases, failures) in junit.xml.
+fn junit_counts(path: &Path) -> (usize, usize) {
+    let xml = std::fs::read_to_string(path).unwrap();
+    let mut reader = Reader::from_str(&xml);
+    let (mut cases, mut failures) = (0, 0);
+    loop {
+        match reader.read_event().expect("junit.xml parses") {
+            Event::Eof => break,
+            Event::Start(e) | Event::Empty(e) => match e.name().as_ref() {
+                b"testcase" => cases += 1,
+                b"failure" => failures += 1,
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    (cases, failures)
+}
+
+/// The sides' runs in the order they started, from each run's started_at.
+fn run_order(out: &Path) -> Vec<String> {
+    let mut runs = Vec::new();
+    for side in ["baseline", "candidate"] {
+        for entry in std::fs::read_dir(out.join(side)).unwrap() {
+            let dir = entry.unwrap().path();
+            let Ok(text) = std::fs::read_to_string(dir.join("run.json")) else {
+                continue;
+            };
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let started = v["started_at"].as_str().unwrap().to_string();
+            runs.push((
+                started,
+                format!("{side}/{}", dir.file_name().unwrap().to_string_lossy()),
+            ));
+        }
+    }
+    runs.sort();
+    runs.into_iter().map(|(_, name)| name).collect()
+}
+
+#[test]
+fn an_a_a_gate_passes_and_an_hdd_candidate_breaches_throughput_and_p99() {
+    let tmp = TempDir::new().unwrap();
+    let same = spec(tmp.path(), "");
+    let out = tmp.path().join("aa");
+    let o = gate(&same, &out, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("PASSED: 3 checks"), "{stdout}");
+    let md = std::fs::read_to_string(out.join("gate.md")).unwrap();
+    assert!(
+        md.contains("| ✓ | throughput_ops_s max_drop 30% | raft kv-put |"),
+        "{md}"
+    );
+    assert!(md.contains("baseline/report.md"), "{md}");
+    assert_eq!(junit_counts(&out.join("junit.xml")), (3, 0));
+    assert_eq!(
+        run_order(&out),
+        [
+            "baseline/raft-r1",
+            "candidate/raft-r1",
+            "candidate/raft-r2",
+            "baseline/raft-r2",
+            "baseline/raft-r3",
+            "candidate/raft-r3"
+        ]
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("gate.json")).unwrap()).unwrap();
+    assert_eq!(json["passed"], true);
+    assert_eq!(json["schema"], "coordbench.gate/1");
+
+    let hdd = spec(tmp.path(), "disk = \"hdd\"");
+    let out = tmp.path().join("ab");
+    let o = gate(&hdd, &out, &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    let md = std::fs::read_to_string(out.join("gate.md")).unwrap();
+    assert!(md.contains("FAILED: 2 of 3 checks breached"), "{md}");
+    assert!(
+        md.contains("| ✗ | throughput_ops_s max_drop 30% | raft kv-put |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| ✗ | p99_us max_rise 100% | raft kv-put |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| ✓ | violations max 0 | raft kv-put |"),
+        "{md}"
+    );
+    assert!(md.contains("disk tmpfs -> hdd"), "{md}");
+    assert_eq!(junit_counts(&out.join("junit.xml")), (3, 2));
+}
+
+#[test]
+fn a_candidate_whose_runs_fail_exits_1_and_bad_specs_exit_2() {
+    let tmp = TempDir::new().unwrap();
+    // /bin/true is executable but serves nothing: every candidate cluster fails to start.
+    let broken = spec(tmp.path(), "engine_bin = \"/bin/true\"");
+    let o = gate(&broken, &tmp.path().join("broken"), &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+
+    let bad = [
+        (
+            "[thresholds]\nthroughput_ops_s = { max_drop = 5 }",
+            "thresholds.throughput_ops_s.max_drop: write a percentage",
+        ),
+        (
+            "[thresholds]\nthroughput = { max_drop = \"5%\" }",
+            "thresholds.throughput: unknown figure",
+        ),
+        (
+            "[candidate]\nclients = 0\n[thresholds]\np99_us = { max_rise = \"5%\" }",
+            "candidate.clients",
+        ),
+    ];
+    for (tail, expected) in bad {
+        let path = tmp.path().join("bad.toml");
+        let text = format!("targets = [\"raft\"]\nworkload = \"kv-put\"\nrepeats = 3\n{tail}\n");
+        std::fs::write(&path, text).unwrap();
+        let o = gate(&path, &tmp.path().join("bad"), &[]);
+        assert_eq!(o.status.code(), Some(2), "{tail}: {}", describe(&o));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("bad.toml:") && stderr.contains(expected),
+            "{tail}: {stderr}"
+        );
+    }
+}
