@@ -125,6 +125,10 @@ pub struct GateArgs {
     #[arg(long)]
     pub quick: bool,
 
+    /// Repeats per side instead of the spec's (more repeats detect smaller changes).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeats: Option<u32>,
+
     /// Set a run option on the baseline side, as in the spec's [baseline] table
     /// (e.g. engine_bin=/path/to/coordbench); repeatable.
     #[arg(long, value_name = "KEY=VALUE")]

@@ -259,7 +259,7 @@ fn the_sides_difference_is_named_and_thresholds_fail_with_exit_3() {
     let tmp = TempDir::new().unwrap();
     let side = |name: &str, disk: &str, throughput: f64, errors: u64| {
         let dir = tmp.path().join(name);
-        for r in 1..=3u64 {
+        for r in 1..=4u64 {
             let run = FakeRun {
                 target: "raft",
                 disk,
@@ -296,11 +296,11 @@ fn the_sides_difference_is_named_and_thresholds_fail_with_exit_3() {
         "{stdout}"
     );
     assert!(
-        line_of(&stdout, "✓ p99_us max_rise 10%").contains("(~)"),
+        line_of(&stdout, "✓ p99_us max_rise 10%").contains("p=0.500 > 0.050"),
         "{stdout}"
     );
     assert!(
-        line_of(&stdout, "✗ errors.timeout max 0").contains("3 of 3 repeats above"),
+        line_of(&stdout, "✗ errors.timeout max 0").contains("4 of 4 repeats above"),
         "{stdout}"
     );
 

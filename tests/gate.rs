@@ -34,7 +34,8 @@ fn describe(o: &Output) -> String {
     )
 }
 
-/// A quick gate: one point (raft kv-put, 1 member), 3 repeats of 1 s per side. The limits
+/// A quick gate: one point (raft kv-put, 1 member), 4 repeats of 1 s per side (the fewest
+/// at which two relative checks can fail at false_alarm 0.05). The limits
 /// are wide enough that a 1 s debug-build A/A cannot breach them by chance, and narrow
 /// enough that an emulated hdd (8 ms per sync) against tmpfs breaches both.
 fn spec(dir: &Path, candidate: &str) -> std::path::PathBuf {
@@ -43,7 +44,7 @@ fn spec(dir: &Path, candidate: &str) -> std::path::PathBuf {
 name = "tiny"
 targets = ["raft"]
 workload = "kv-put"
-repeats = 3
+repeats = 4
 warmup = "0s"
 duration = "1s"
 [options]
@@ -127,7 +128,9 @@ fn an_a_a_gate_passes_and_an_hdd_candidate_breaches_throughput_and_p99() {
             "candidate/raft-r2",
             "baseline/raft-r2",
             "baseline/raft-r3",
-            "candidate/raft-r3"
+            "candidate/raft-r3",
+            "candidate/raft-r4",
+            "baseline/raft-r4"
         ]
     );
     let json: serde_json::Value =
@@ -181,7 +184,7 @@ fn a_candidate_whose_runs_fail_exits_1_and_bad_specs_exit_2() {
     ];
     for (tail, expected) in bad {
         let path = tmp.path().join("bad.toml");
-        let text = format!("targets = [\"raft\"]\nworkload = \"kv-put\"\nrepeats = 3\n{tail}\n");
+        let text = format!("targets = [\"raft\"]\nworkload = \"kv-put\"\nrepeats = 4\n{tail}\n");
         std::fs::write(&path, text).unwrap();
         let o = gate(&path, &tmp.path().join("bad"), &[]);
         assert_eq!(o.status.code(), Some(2), "{tail}: {}", describe(&o));

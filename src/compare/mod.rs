@@ -9,6 +9,7 @@
 //! [`verdict`]), and so is the whole latency distribution ([`distribution`]). [`thresholds`]
 //! turns a comparison into pass/fail lines for `--thresholds` and `coordbench gate`.
 
+pub mod checks;
 pub mod distribution;
 pub mod figures;
 pub mod load;
@@ -165,10 +166,13 @@ pub fn run(args: &CompareArgs) -> Result<Outcome, UsageError> {
     let comparison = compare(&args.base_paths(), &args.cand_paths(), args.alpha)
         .map_err(|e| UsageError(crate::app::one_line(&e.to_string())))?;
     let checks = match &args.thresholds {
-        Some(file) => Some(thresholds::load(file).map_err(|e| UsageError(e.to_string()))?),
+        Some(file) => {
+            let (limits, false_alarm) =
+                thresholds::load(file).map_err(|e| UsageError(e.to_string()))?;
+            Some(checks::evaluate(&limits, &comparison, false_alarm))
+        }
         None => None,
     };
-    let checks = checks.map(|t| thresholds::evaluate(&t, &comparison));
     let text = match args.format {
         CompareFormat::Table => render::table(&comparison, checks.as_deref()),
         CompareFormat::Markdown => render::markdown(&comparison, checks.as_deref()),
@@ -180,11 +184,11 @@ pub fn run(args: &CompareArgs) -> Result<Outcome, UsageError> {
     };
     let unjudged = checks
         .iter()
-        .filter(|c| c.outcome == thresholds::CheckOutcome::NoVerdict)
+        .filter(|c| c.outcome == checks::CheckOutcome::NoVerdict)
         .count();
     if checks
         .iter()
-        .any(|c| c.outcome == thresholds::CheckOutcome::Breached)
+        .any(|c| c.outcome == checks::CheckOutcome::Breached)
     {
         return Ok(Outcome::Breached);
     }

@@ -4,9 +4,10 @@
 
 use std::fmt::Write as _;
 
+use super::checks::{Check, CheckOutcome};
 use super::distribution::{trim, Percentile};
 use super::figures::Scale;
-use super::thresholds::{signed_percent, Check, CheckOutcome};
+use super::thresholds::signed_percent;
 use super::verdict::Judged;
 use super::{Comparison, PointComparison};
 use crate::console::format_us;

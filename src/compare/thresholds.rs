@@ -1,11 +1,6 @@
 //! Thresholds: the limits a gate holds a candidate to, written per figure in a spec's
-//! `[thresholds]` table (`throughput_ops_s = { max_drop = "5%" }`), and their evaluation
-//! against a [`Comparison`], one check per threshold and point.
-//!
-//! A relative limit (`max_drop`, `max_rise`) is breached only when the difference is
-//! significant (the figure's verdict is not "~") and its estimate is beyond the limit, as
-//! criterion's noise threshold and benchstat's "~" intend. An absolute limit (`max`, `min`)
-//! is a bound on every candidate repeat: one violation in one repeat is a breach.
+//! `[thresholds]` table (`throughput_ops_s = { max_drop = "5%" }`), with the gate's
+//! false-alarm bound (`false_alarm = 0.05`). [`super::checks`] evaluates them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,10 +8,11 @@ use std::path::Path;
 use serde::Serialize;
 use toml::Spanned;
 
-use super::figures::{Figure, Scale};
-use super::verdict::{Judged, Verdict};
-use super::Comparison;
+use super::figures::Figure;
 use crate::sweep::spec::SpecError;
+
+/// The default bound on the chance that a gate with no real change fails (any check).
+pub const DEFAULT_FALSE_ALARM: f64 = 0.05;
 
 /// One limit on one figure.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -104,11 +100,13 @@ pub fn parse(file: &Path, text: &str, raw: &RawThresholds) -> Result<Vec<Thresho
     Ok(thresholds)
 }
 
-/// Reads the `[thresholds]` table of any TOML file (a gate spec, or a file of its own).
-pub fn load(file: &Path) -> Result<Vec<Threshold>, SpecError> {
+/// Reads the `[thresholds]` table (and `false_alarm`, if set) of any TOML file: a gate
+/// spec, or a file of its own.
+pub fn load(file: &Path) -> Result<(Vec<Threshold>, f64), SpecError> {
     #[derive(serde::Deserialize)]
     struct OnlyThresholds {
         thresholds: Option<RawThresholds>,
+        false_alarm: Option<Spanned<f64>>,
     }
     let text = std::fs::read_to_string(file).map_err(|source| SpecError::Read {
         file: file.display().to_string(),
@@ -120,6 +118,15 @@ pub fn load(file: &Path) -> Result<Vec<Threshold>, SpecError> {
         field: "thresholds".into(),
         message: crate::app::one_line(e.message()),
     })?;
+    let false_alarm = match raw.false_alarm {
+        Some(f) => probability(*f.get_ref()).map_err(|m| SpecError::Invalid {
+            file: file.display().to_string(),
+            line: line_of(&text, f.span().start),
+            field: "false_alarm".into(),
+            message: m,
+        })?,
+        None => DEFAULT_FALSE_ALARM,
+    };
     let Some(raw) = raw.thresholds.filter(|t| !t.is_empty()) else {
         return Err(SpecError::Invalid {
             file: file.display().to_string(),
@@ -129,7 +136,16 @@ pub fn load(file: &Path) -> Result<Vec<Threshold>, SpecError> {
                 .into(),
         });
     };
-    parse(file, &text, &raw)
+    Ok((parse(file, &text, &raw)?, false_alarm))
+}
+
+/// A probability strictly between 0 and 1 (alpha, false_alarm).
+pub fn probability(p: f64) -> Result<f64, String> {
+    if p > 0.0 && p < 1.0 {
+        Ok(p)
+    } else {
+        Err("a probability between 0 and 1, e.g. 0.05".into())
+    }
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -157,127 +173,7 @@ fn bound(value: &toml::Value) -> Result<f64, String> {
     }
 }
 
-/// How one threshold fared at one point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CheckOutcome {
-    Passed,
-    Breached,
-    /// A relative limit with too few repeats to judge.
-    NoVerdict,
-}
-
-/// One threshold at one point.
-#[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    pub threshold: String,
-    pub point: String,
-    pub outcome: CheckOutcome,
-    /// Why, in a few words: `-14.2% [-16.0%, -12.1%], p=0.008`.
-    pub detail: String,
-    pub base_median: f64,
-    pub cand_median: f64,
-}
-
-/// Every threshold at every point that measured its figure, point by point.
-pub fn evaluate(thresholds: &[Threshold], comparison: &Comparison) -> Vec<Check> {
-    let mut checks = Vec::new();
-    for point in &comparison.points {
-        for threshold in thresholds {
-            let Some(judged) = point.figures.iter().find(|j| j.figure == threshold.figure) else {
-                continue;
-            };
-            let (outcome, detail) = check(threshold, judged);
-            checks.push(Check {
-                threshold: threshold.name(),
-                point: point.label.clone(),
-                outcome,
-                detail,
-                base_median: judged.base_median,
-                cand_median: judged.cand_median,
-            });
-        }
-    }
-    checks
-}
-
-fn check(threshold: &Threshold, judged: &Judged) -> (CheckOutcome, String) {
-    match threshold.rule {
-        Rule::Max(limit) => absolute(judged, |v| v > limit, "above"),
-        Rule::Min(limit) => absolute(judged, |v| v < limit, "below"),
-        Rule::MaxDrop(f) => relative(judged, |change| change < -f),
-        Rule::MaxRise(f) => relative(judged, |change| change > f),
-    }
-}
-
-fn absolute(judged: &Judged, beyond: impl Fn(f64) -> bool, word: &str) -> (CheckOutcome, String) {
-    let outside: Vec<f64> = judged
-        .cand_values
-        .iter()
-        .copied()
-        .filter(|v| beyond(*v))
-        .collect();
-    let repeats = judged.cand_values.len();
-    match outside.first() {
-        None => (
-            CheckOutcome::Passed,
-            format!("all {repeats} repeats within"),
-        ),
-        Some(first) => (
-            CheckOutcome::Breached,
-            format!(
-                "{} of {repeats} repeats {word} the limit (e.g. {})",
-                outside.len(),
-                number(*first)
-            ),
-        ),
-    }
-}
-
-/// The relative change cand/base − 1 and whether the verdict makes it significant.
-fn relative(judged: &Judged, beyond: impl Fn(f64) -> bool) -> (CheckOutcome, String) {
-    if let Verdict::NoVerdict { .. } = judged.verdict {
-        return (CheckOutcome::NoVerdict, judged.verdict.text());
-    }
-    let change = match (judged.scale, judged.ratio()) {
-        (Scale::Ratio, Some(r)) => r - 1.0,
-        _ if judged.base_median == 0.0 && judged.cand_median == 0.0 => 0.0,
-        _ if judged.base_median == 0.0 => f64::INFINITY.copysign(judged.cand_median),
-        _ => judged.cand_median / judged.base_median - 1.0,
-    };
-    let interval = judged
-        .interval
-        .as_ref()
-        .filter(|_| judged.scale == Scale::Ratio)
-        .map(|i| {
-            format!(
-                " [{}, {}]",
-                signed_percent(i.low - 1.0),
-                signed_percent(i.high - 1.0)
-            )
-        })
-        .unwrap_or_default();
-    let p = judged
-        .p_value
-        .map(|p| format!(", p={p:.3}"))
-        .unwrap_or_default();
-    let detail = format!("{}{interval}{p}", signed_percent(change));
-    let significant = matches!(judged.verdict, Verdict::Better | Verdict::Worse);
-    if significant && beyond(change) {
-        (CheckOutcome::Breached, detail)
-    } else {
-        (
-            CheckOutcome::Passed,
-            if significant {
-                detail
-            } else {
-                format!("{detail} (~)")
-            },
-        )
-    }
-}
-
-fn percent(f: f64) -> String {
+pub fn percent(f: f64) -> String {
     format!("{}%", number(f * 100.0))
 }
 
@@ -292,7 +188,7 @@ pub fn signed_percent(f: f64) -> String {
     format!("{:+.1}%", f * 100.0)
 }
 
-fn number(v: f64) -> String {
+pub fn number(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{}", v as i64)
     } else {

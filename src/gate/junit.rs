@@ -6,7 +6,7 @@
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, Event};
 use quick_xml::Writer;
 
-use crate::compare::thresholds::{Check, CheckOutcome};
+use crate::compare::checks::{Check, CheckOutcome};
 
 /// The document for `checks` of the gate `name`, run for `seconds`.
 pub fn document(name: &str, checks: &[Check], seconds: f64) -> Result<String, std::io::Error> {
@@ -100,6 +100,8 @@ mod tests {
             detail: "-14.0% [-16.0%, -12.0%], p=0.008 & <odd> \"chars\"".into(),
             base_median: 1.0,
             cand_median: 0.86,
+            p_value: None,
+            level: None,
         }
     }
 

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::app::{Outcome, UsageError};
 use crate::cli::GateArgs;
-use crate::compare::{self, thresholds};
+use crate::compare::{self, checks};
 use crate::results::compact_utc;
 use crate::sweep::plan::{self, Point};
 use crate::sweep::progress::Progress;
@@ -37,7 +37,12 @@ struct SideRun {
 }
 
 pub async fn run(args: GateArgs) -> Result<Outcome, UsageError> {
-    let spec = GateSpec::load(&args.spec, args.quick, &args.baseline, &args.candidate)
+    let overrides = spec::Overrides {
+        baseline: args.baseline.clone(),
+        candidate: args.candidate.clone(),
+        repeats: args.repeats,
+    };
+    let spec = GateSpec::load(&args.spec, args.quick, &overrides)
         .map_err(|e| UsageError(e.to_string()))?;
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("results").join(format!(
@@ -177,13 +182,13 @@ fn judge(
     let comparison = compare::compare(
         &[out.join(Side::Baseline.dir_name())],
         &[out.join(Side::Candidate.dir_name())],
-        spec.alpha,
+        compare::DEFAULT_ALPHA,
     )
     .map_err(|e| UsageError(crate::app::one_line(&e.to_string())))?;
-    let checks = thresholds::evaluate(&spec.thresholds, &comparison);
+    let checks = checks::evaluate(&spec.thresholds, &comparison, spec.false_alarm);
     let breached = checks
         .iter()
-        .filter(|c| c.outcome == thresholds::CheckOutcome::Breached)
+        .filter(|c| c.outcome == checks::CheckOutcome::Breached)
         .count();
     let record = outputs::GateRecord {
         schema: outputs::GATE_SCHEMA,
@@ -193,7 +198,7 @@ fn judge(
         passed: breached == 0
             && checks
                 .iter()
-                .all(|c| c.outcome == thresholds::CheckOutcome::Passed),
+                .all(|c| c.outcome == checks::CheckOutcome::Passed),
         breached,
         started_at: started_at.to_string(),
         finished_at: now_rfc3339(),
@@ -201,6 +206,7 @@ fn judge(
         baseline_options: spec.baseline_options.clone(),
         candidate_options: spec.candidate_options.clone(),
         thresholds: &spec.thresholds,
+        false_alarm: spec.false_alarm,
         checks: &checks,
         comparison: &comparison,
     };

@@ -9,8 +9,9 @@ use anyhow::Context;
 use serde::Serialize;
 
 use super::schedule::Side;
+use crate::compare::checks::{Check, CheckOutcome};
 use crate::compare::render;
-use crate::compare::thresholds::{Check, CheckOutcome, Threshold};
+use crate::compare::thresholds::Threshold;
 use crate::compare::Comparison;
 
 /// Identifies the layout of gate.json.
@@ -33,6 +34,8 @@ pub struct GateRecord<'a> {
     pub baseline_options: Vec<String>,
     pub candidate_options: Vec<String>,
     pub thresholds: &'a [Threshold],
+    /// The bound on a false breach anywhere in the gate (Holm over its relative checks).
+    pub false_alarm: f64,
     pub checks: &'a [Check],
     pub comparison: &'a Comparison,
 }
@@ -80,10 +83,14 @@ fn markdown(dir: &Path, r: &GateRecord) -> String {
         .collect();
     let _ = writeln!(
         md,
-        "Baseline and candidate ran interleaved in one session ({} points, {} repeats per side), in {:.0} s; {}, alpha {}.\n",
+        "Baseline and candidate ran interleaved in one session ({} points, {} repeats per side), in {:.0} s. \
+         A relative limit fails only when its change is significant and beyond the limit; \
+         significance is held to a {} chance of any false breach in the whole gate (Holm). \
+         Verdicts in the tables: {}, alpha {}.\n",
         r.comparison.points.len(),
         repeats.iter().max().copied().unwrap_or(0),
         r.duration_s,
+        r.false_alarm,
         r.comparison.method,
         r.comparison.alpha,
     );

@@ -1,14 +1,24 @@
 //! A gate spec: a sweep spec (targets, workload or workload axis, repeats, warm-up,
 //! duration, `[options]`, `[axes]`, `[quick]`) plus what makes it a gate: `[baseline]` and
 //! `[candidate]` (run options each side sets on top of the spec's, `target` included),
-//! `[thresholds]` ([`crate::compare::thresholds`]) and `alpha`. Each side becomes a sweep
+//! `[thresholds]` ([`crate::compare::thresholds`]) and `false_alarm`. Each side becomes a sweep
 //! spec of its own, so its points are planned and checked exactly as a sweep's are.
 
 use std::path::{Path, PathBuf};
 
-use crate::compare::stats;
-use crate::compare::thresholds::{self, Threshold};
+use crate::compare::checks;
+use crate::compare::thresholds::{self, Rule, Threshold};
 use crate::sweep::spec::{Location, Setting, SideTable, Spec, SpecError};
+
+/// What the command line changes in a gate spec.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// KEY=VALUE run options for each side, applied after the spec's side tables.
+    pub baseline: Vec<String>,
+    pub candidate: Vec<String>,
+    /// Repeats per side instead of the spec's.
+    pub repeats: Option<u32>,
+}
 
 /// A checked gate spec.
 #[derive(Debug, Clone)]
@@ -22,36 +32,37 @@ pub struct GateSpec {
     pub baseline_options: Vec<String>,
     pub candidate_options: Vec<String>,
     pub thresholds: Vec<Threshold>,
-    pub alpha: f64,
+    /// The bound on the chance that the gate fails with no real change.
+    pub false_alarm: f64,
 }
 
 impl GateSpec {
-    /// Reads `file`; `quick` applies `[quick]`; `baseline` and `candidate` are KEY=VALUE
-    /// options from the command line, applied after the spec's side tables.
-    pub fn load(
-        file: &Path,
-        quick: bool,
-        baseline: &[String],
-        candidate: &[String],
-    ) -> Result<GateSpec, SpecError> {
+    /// Reads `file`; `quick` applies `[quick]`, then the command line's `overrides`.
+    pub fn load(file: &Path, quick: bool, overrides: &Overrides) -> Result<GateSpec, SpecError> {
         let text = std::fs::read_to_string(file).map_err(|source| SpecError::Read {
             file: file.display().to_string(),
             source,
         })?;
-        GateSpec::parse(file, text, quick, baseline, candidate)
+        GateSpec::parse(file, text, quick, overrides)
     }
 
     pub fn parse(
         file: &Path,
         text: String,
         quick: bool,
-        cli_baseline: &[String],
-        cli_candidate: &[String],
+        overrides: &Overrides,
     ) -> Result<GateSpec, SpecError> {
-        let (spec, mut gate) = Spec::parse_gate(file, text.clone(), quick)?;
+        let (mut spec, mut gate) = Spec::parse_gate(file, text.clone(), quick)?;
+        if let Some(repeats) = overrides.repeats {
+            spec.repeats = repeats;
+            spec.repeats_location = Location {
+                line: 0,
+                field: "--repeats".into(),
+            };
+        }
         for (table, given, flag) in [
-            (&mut gate.baseline, cli_baseline, "--baseline"),
-            (&mut gate.candidate, cli_candidate, "--candidate"),
+            (&mut gate.baseline, &overrides.baseline, "--baseline"),
+            (&mut gate.candidate, &overrides.candidate, "--candidate"),
         ] {
             for option in given {
                 spec.command_line_setting(flag, option, table)?;
@@ -71,22 +82,26 @@ impl GateSpec {
                     .into(),
             ));
         }
-        let alpha = gate
-            .alpha
-            .as_ref()
-            .map_or(crate::compare::DEFAULT_ALPHA, |(a, _)| *a);
-        if let Some((a, location)) = &gate.alpha {
-            if !(*a > 0.0 && *a < 1.0) {
-                return Err(
-                    spec.error_at(location, "a probability between 0 and 1, e.g. 0.05".into())
-                );
+        let false_alarm = match &gate.false_alarm {
+            Some((f, location)) => {
+                thresholds::probability(*f).map_err(|m| spec.error_at(location, m))?
             }
-        }
-        let need = stats::min_samples(alpha);
+            None => thresholds::DEFAULT_FALSE_ALARM,
+        };
+        let relative = thresholds
+            .iter()
+            .filter(|t| matches!(t.rule, Rule::MaxDrop(_) | Rule::MaxRise(_)))
+            .count();
+        let configs = spec.targets.len() * spec.combinations().len();
+        let need = checks::min_gate_repeats(relative * configs, false_alarm);
         if (spec.repeats as usize) < need {
             return Err(spec.error_at(
                 &spec.repeats_location,
-                format!("a gate at alpha {alpha} needs at least {need} repeats per side to reach a verdict (has {})", spec.repeats),
+                format!(
+                    "{} relative checks at false_alarm {false_alarm} need at least {need} repeats per side before any can fail (has {})",
+                    relative * configs,
+                    spec.repeats
+                ),
             ));
         }
         Ok(GateSpec {
@@ -98,7 +113,7 @@ impl GateSpec {
             baseline: side(&spec, &gate.baseline)?,
             candidate: side(&spec, &gate.candidate)?,
             thresholds,
-            alpha,
+            false_alarm,
         })
     }
 }
@@ -149,7 +164,7 @@ mod tests {
     const GATE: &str = r#"
 targets = ["raft", "zab"]
 workload = "kv-put"
-repeats = 3
+repeats = 5
 [options]
 disk = "tmpfs"
 clients = 8
@@ -163,13 +178,12 @@ throughput_ops_s = { max_drop = "5%" }
 
     fn parse(text: &str, baseline: &[&str], candidate: &[&str]) -> Result<GateSpec, SpecError> {
         let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        GateSpec::parse(
-            Path::new("g.toml"),
-            text.to_string(),
-            false,
-            &owned(baseline),
-            &owned(candidate),
-        )
+        let overrides = Overrides {
+            baseline: owned(baseline),
+            candidate: owned(candidate),
+            repeats: None,
+        };
+        GateSpec::parse(Path::new("g.toml"), text.to_string(), false, &overrides)
     }
 
     fn args(spec: &Spec) -> Vec<String> {
@@ -183,7 +197,7 @@ throughput_ops_s = { max_drop = "5%" }
         assert_eq!(args(&g.candidate), ["--clients", "8", "--disk", "hdd"]);
         assert_eq!(g.candidate_options, ["--disk", "hdd"]);
         assert!(g.baseline_options.is_empty());
-        assert_eq!(g.alpha, crate::compare::DEFAULT_ALPHA);
+        assert_eq!(g.false_alarm, thresholds::DEFAULT_FALSE_ALARM);
     }
 
     #[test]
@@ -217,11 +231,11 @@ throughput_ops_s = { max_drop = "5%" }
     #[test]
     fn bad_gate_specs_are_refused_at_their_field() {
         let cases = [
-            (GATE.replace("repeats = 3", "repeats = 2"), "g.toml:4: repeats: a gate at alpha 0.1 needs at least 3 repeats"),
+            (GATE.replace("repeats = 5", "repeats = 4"), "g.toml:4: repeats: 4 relative checks at false_alarm 0.05 need at least 5 repeats per side"),
             (GATE.replace("[thresholds]\nthroughput_ops_s = { max_drop = \"5%\" }", ""), "g.toml:1: thresholds: a gate needs a [thresholds] table"),
             (GATE.replace("disk = \"hdd\"", "cluster_size = 5"), "g.toml:11: candidate.cluster_size: cluster_size is an axis"),
             (GATE.replace("disk = \"hdd\"", "duration = \"5s\""), "g.toml:11: candidate.duration: not allowed in a side"),
-            (format!("alpha = 1.5\n{GATE}"), "g.toml:1: alpha: a probability between 0 and 1"),
+            (format!("false_alarm = 1.5\n{GATE}"), "g.toml:1: false_alarm: a probability between 0 and 1"),
             (GATE.replace("max_drop = \"5%\"", "max_drop = \"100%\""), "g.toml:13: thresholds.throughput_ops_s.max_drop: a percentage from 0% to below 100%"),
         ];
         for (text, expected) in cases {

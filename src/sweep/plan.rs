@@ -363,7 +363,7 @@ mod tests {
                     Spec::parse_gate(&path, text, quick).unwrap_or_else(|e| panic!("{e}"));
                 // A gate spec is two sweeps, one per side.
                 let specs = if gate.is_gate() {
-                    let g = crate::gate::spec::GateSpec::load(&path, quick, &[], &[])
+                    let g = crate::gate::spec::GateSpec::load(&path, quick, &Default::default())
                         .unwrap_or_else(|e| panic!("{e}"));
                     vec![g.baseline, g.candidate]
                 } else {

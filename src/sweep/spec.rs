@@ -109,16 +109,17 @@ struct RawSpec {
     axes: Axes,
     quick: Option<Spanned<RawQuick>>,
     // Gate specs only (`coordbench gate`).
-    alpha: Option<Spanned<f64>>,
+    false_alarm: Option<Spanned<f64>>,
     baseline: Option<Spanned<Options>>,
     candidate: Option<Spanned<Options>>,
     thresholds: Option<Spanned<RawThresholds>>,
 }
 
-/// What a gate spec adds to a sweep spec: the two sides, the thresholds, alpha.
+/// What a gate spec adds to a sweep spec: the two sides, the thresholds, the false-alarm
+/// bound.
 #[derive(Debug, Clone, Default)]
 pub struct GateTables {
-    pub alpha: Option<(f64, Location)>,
+    pub false_alarm: Option<(f64, Location)>,
     pub baseline: SideTable,
     pub candidate: SideTable,
     /// `[thresholds]` as written; [`crate::compare::thresholds::parse`] checks it.
@@ -560,10 +561,10 @@ impl Ctx<'_> {
 /// Takes the gate-only fields out of `raw`, checked.
 fn gate_tables(ctx: &Ctx, raw: &mut RawSpec) -> Result<GateTables, SpecError> {
     let mut gate = GateTables::default();
-    if let Some(a) = raw.alpha.take() {
-        let location = ctx.location(a.span(), "alpha".into());
+    if let Some(f) = raw.false_alarm.take() {
+        let location = ctx.location(f.span(), "false_alarm".into());
         gate.first.get_or_insert(location.clone());
-        gate.alpha = Some((a.into_inner(), location));
+        gate.false_alarm = Some((f.into_inner(), location));
     }
     for (name, table, side) in [
         ("baseline", raw.baseline.take(), &mut gate.baseline),
