@@ -196,3 +196,48 @@ fn a_candidate_whose_runs_fail_exits_1_and_bad_specs_exit_2() {
         );
     }
 }
+
+/// scripts/perf-gate.sh as CI runs it, with both revisions' builds already in its cache
+/// (building a release twice is too slow for the test command): the gate runs with each
+/// side's members served by its revision's build, and passes for the same revision.
+#[test]
+fn the_perf_gate_script_gates_one_revision_against_another() {
+    let tmp = TempDir::new().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let head = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(root)
+        .output()
+        .expect("git runs");
+    assert!(head.status.success(), "not a git checkout: {}", describe(&head));
+    let sha = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    let cache = tmp.path().join("cache");
+    std::fs::create_dir_all(cache.join(&sha)).unwrap();
+    let cached = cache.join(&sha).join("coordbench");
+    std::fs::copy(BIN, &cached).unwrap();
+    let script = |args: &[&str]| {
+        Command::new(root.join("scripts/perf-gate.sh"))
+            .args(args)
+            .env("PERF_GATE_CACHE", &cache)
+            .env("PERF_GATE_SPEC", spec(tmp.path(), ""))
+            .env("PERF_GATE_OUT", tmp.path().join("out"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("the script runs")
+    };
+    let o = script(&["HEAD", &sha]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("out/gate.json")).unwrap(),
+    )
+    .unwrap();
+    let engine = ["--engine-bin", cached.to_str().unwrap()];
+    assert_eq!(json["baseline_options"], serde_json::json!(engine));
+    assert_eq!(json["candidate_options"], serde_json::json!(engine));
+
+    let o = script(&["no-such-revision", "HEAD"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no-such-revision is not a commit"));
+    let o = script(&["HEAD"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+}
