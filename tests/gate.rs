@@ -209,7 +209,11 @@ fn the_perf_gate_script_gates_one_revision_against_another() {
         .current_dir(root)
         .output()
         .expect("git runs");
-    assert!(head.status.success(), "not a git checkout: {}", describe(&head));
+    assert!(
+        head.status.success(),
+        "not a git checkout: {}",
+        describe(&head)
+    );
     let sha = String::from_utf8_lossy(&head.stdout).trim().to_string();
     let cache = tmp.path().join("cache");
     std::fs::create_dir_all(cache.join(&sha)).unwrap();
@@ -227,10 +231,9 @@ fn the_perf_gate_script_gates_one_revision_against_another() {
     };
     let o = script(&["HEAD", &sha]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    let json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(tmp.path().join("out/gate.json")).unwrap(),
-    )
-    .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("out/gate.json")).unwrap())
+            .unwrap();
     let engine = ["--engine-bin", cached.to_str().unwrap()];
     assert_eq!(json["baseline_options"], serde_json::json!(engine));
     assert_eq!(json["candidate_options"], serde_json::json!(engine));
@@ -240,4 +243,59 @@ fn the_perf_gate_script_gates_one_revision_against_another() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("no-such-revision is not a commit"));
     let o = script(&["HEAD"]);
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+}
+
+/// Ctrl-C during a gate keeps what was measured (exit 130, no verdict written); the same
+/// command later runs only what is missing and judges all of it.
+#[test]
+fn an_interrupted_gate_resumes_where_it_stopped() {
+    let tmp = TempDir::new().unwrap();
+    let spec = spec(tmp.path(), "");
+    let out = tmp.path().join("gate");
+    let mut child = Command::new(BIN)
+        .arg("gate")
+        .arg(&spec)
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("coordbench starts");
+    // The second run of the schedule is the candidate's first.
+    let second = out.join("candidate/raft-r1/run.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !second.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second run never started"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the gate ended early");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", describe(&o));
+    assert!(
+        !out.join("gate.md").exists(),
+        "an interrupted gate gives no verdict"
+    );
+    let run = |dir: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(out.join(dir).join("run.json")).unwrap())
+            .unwrap()
+    };
+    assert_eq!(run("baseline/raft-r1")["complete"], true);
+    assert_eq!(
+        run("candidate/raft-r1")["complete"],
+        false,
+        "the interrupted run is written"
+    );
+
+    let o = gate(&spec, &out, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("(1 already complete)"), "{stderr}");
+    assert_eq!(run("candidate/raft-r1")["complete"], true);
+    assert_eq!(junit_counts(&out.join("junit.xml")), (3, 0));
 }

@@ -66,10 +66,11 @@ pub fn match_sides<'a>(base: &'a [Run], cand: &'a [Run]) -> Matching<'a> {
         only_base: Vec::new(),
         only_cand: Vec::new(),
     };
+    let shown = independent_fields(base.iter().chain(cand), &varying);
     for key in order {
         let (b, c) = by_key.remove(&key).unwrap_or_default();
         let sample = b.first().or(c.first()).copied();
-        let label = sample.map_or_else(String::new, |run| label(run, &key));
+        let label = sample.map_or_else(String::new, |run| label(run, &key, &shown));
         match (b.is_empty(), c.is_empty()) {
             (false, false) => matching.points.push(Point {
                 label,
@@ -85,15 +86,39 @@ pub fn match_sides<'a>(base: &'a [Run], cand: &'a [Run]) -> Matching<'a> {
     matching
 }
 
-/// `raft kv-put disk=hdd`: target and workload always, then the other key fields.
-fn label(run: &Run, key: &Key) -> String {
+/// Key fields that are not settled by the target and workload alone (`client_lib` and
+/// `recipe` follow from them and would only clutter labels).
+fn independent_fields<'a>(
+    runs: impl Iterator<Item = &'a Run>,
+    varying: &BTreeSet<String>,
+) -> BTreeSet<String> {
+    let mut seen: BTreeMap<(&str, &str, &str), &str> = BTreeMap::new();
+    let mut independent = BTreeSet::new();
+    for run in runs {
+        let (target, workload) = (run.config_value("target"), run.config_value("workload"));
+        for field in varying {
+            let value = run.config_value(field);
+            let first = *seen
+                .entry((field.as_str(), target, workload))
+                .or_insert(value);
+            if first != value {
+                independent.insert(field.clone());
+            }
+        }
+    }
+    independent
+}
+
+/// `raft kv-put disk=hdd`: target and workload always, then the other key fields that
+/// tell points apart.
+fn label(run: &Run, key: &Key, shown: &BTreeSet<String>) -> String {
     let mut parts: Vec<String> = ["target", "workload"]
         .iter()
         .map(|f| run.config_value(f).to_string())
         .filter(|v| !v.is_empty())
         .collect();
     for (field, value) in key {
-        if field != "target" && field != "workload" {
+        if shown.contains(field) && field != "target" && field != "workload" {
             let shown = if value.is_empty() { "-" } else { value };
             parts.push(format!("{field}={shown}"));
         }

@@ -48,9 +48,9 @@ impl RaftOptions {
 }
 
 /// The binary that serves members: an explicit one (`--engine-bin`: an executable file, a
-/// bare name looked up on PATH, as for `--etcd-bin`), else the running coordbench, else
-/// (when the running program is a test binary under target/*/deps/) the coordbench beside
-/// it.
+/// bare name looked up on PATH, as for `--etcd-bin`), else the running coordbench (under
+/// whatever name it was copied to), else (when the running program is a test binary under
+/// target/*/deps/) the coordbench beside it.
 pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError> {
     let not_found = |binary: &Path, hint: &str| ProvisionError::BinaryNotFound {
         binary: format!("coordbench binary {}", binary.display()),
@@ -65,7 +65,11 @@ pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError
     }
     let current = std::env::current_exe()
         .map_err(|e| ProvisionError::io("locating the running binary", e))?;
-    if current.file_stem().is_some_and(|n| n == "coordbench") {
+    let is_test_binary = current
+        .parent()
+        .and_then(|dir| dir.file_name())
+        .is_some_and(|dir| dir == "deps");
+    if !is_test_binary {
         return Ok(current);
     }
     let beside = current
