@@ -23,14 +23,9 @@ fn coordbench(args: &[&str]) -> Output {
         .expect("coordbench runs")
 }
 
-fn describe(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+#[path = "common/output.rs"]
+mod output;
+use output::describe;
 
 /// One hand-made run: its configuration and the figures its summary.csv holds.
 struct FakeRun<'a> {

@@ -19,14 +19,9 @@ fn run(args: &[&str]) -> Output {
         .expect("coordbench runs")
 }
 
-fn describe(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+#[path = "common/output.rs"]
+mod output;
+use output::describe;
 
 #[test]
 fn raft_members_start_from_the_engine_bin_and_run_json_records_it() {

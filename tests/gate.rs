@@ -25,14 +25,9 @@ fn gate(spec: &Path, out: &Path, extra: &[&str]) -> Output {
         .expect("coordbench runs")
 }
 
-fn describe(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+#[path = "common/output.rs"]
+mod output;
+use output::describe;
 
 /// A quick gate: one point (raft kv-put, 1 member), 4 repeats of 1 s per side (the fewest
 /// at which two relative checks can fail at false_alarm 0.05). The limits

@@ -24,14 +24,9 @@ fn sweep(spec: &Path, out: &Path) -> Output {
         .expect("coordbench runs")
 }
 
-fn describe(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+#[path = "common/output.rs"]
+mod output;
+use output::describe;
 
 fn complete(dir: &Path) -> Option<bool> {
     let text = std::fs::read_to_string(dir.join("run.json")).ok()?;

@@ -447,25 +447,22 @@ fn erfc(x: f64) -> f64 {
 mod tests {
     use super::*;
 
-    /// splitmix64: a tiny deterministic PRNG for reproducible random cases.
-    struct SplitMix(u64);
+    /// The project's seeded PRNG, for reproducible random cases.
+    use coordbench_splitmix::SplitMix64 as SplitMix;
 
-    impl SplitMix {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-
+    trait Draw {
+        fn below(&mut self, n: u64) -> u64;
         /// Uniform in [0, 1).
+        fn unit(&mut self) -> f64;
+    }
+
+    impl Draw for SplitMix {
+        fn below(&mut self, n: u64) -> u64 {
+            self.next_u64() % n
+        }
+
         fn unit(&mut self) -> f64 {
-            (self.next() >> 11) as f64 / (1u64 << 53) as f64
+            (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
         }
     }
 
@@ -551,7 +548,7 @@ mod tests {
 
     #[test]
     fn exact_p_matches_brute_force_with_ties() {
-        let mut rng = SplitMix(0x5eed);
+        let mut rng = SplitMix::new(0x5eed);
         for case in 0..300 {
             let (n, m) = (1 + rng.below(6) as usize, 1 + rng.below(6) as usize);
             let levels = [1, 2, 3, 5, 1000][case % 5]; // few levels = many ties
@@ -587,7 +584,7 @@ mod tests {
             "{exact:?} vs {approx:?}"
         );
         // Also with heavy ties (integer counts 0..4).
-        let mut rng = SplitMix(7);
+        let mut rng = SplitMix::new(7);
         let base = sample(&mut rng, 30, |r| r.below(4) as f64);
         let cand = sample(&mut rng, 30, |r| (r.below(4) + r.below(2)) as f64);
         let exact = rank_test(&base, &cand, true).unwrap();
@@ -743,7 +740,7 @@ mod tests {
 
     #[test]
     fn intervals_invert_the_test() {
-        let mut rng = SplitMix(42);
+        let mut rng = SplitMix::new(42);
         let (mut rejected, mut kept) = (0, 0);
         for alpha in [0.10, 0.05] {
             for _ in 0..2000 {
