@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The analysis half of gate-calibration.sh: for every gate session under OUT_DIR (aa,
-# ab-10, ab-20, ab-50), judges gates of N (default 5) repeats per side with the thresholds
+# ab-10, ab-20, ab-50, ab-ssd, drop-10/20/30), judges gates of N (default 10) repeats per side with the thresholds
 # of workloads/gate.toml, through `coordbench compare --thresholds`, exactly as
 # `coordbench gate` judges its own runs:
 #   - disjoint blocks of N consecutive repeats: each is one gate as it would have run;
@@ -14,7 +14,7 @@ exec python3 - "$@" <<'PY'
 import json, os, random, re, subprocess, sys
 
 out = sys.argv[1]
-n = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+n = int(sys.argv[2]) if len(sys.argv) > 2 else 10
 binary = os.environ.get("COORDBENCH", "target/release/coordbench")
 spec = os.environ.get("GATE_SPEC", "workloads/gate.toml")
 report = []
@@ -61,11 +61,11 @@ for session in sorted(d for d in os.listdir(out) if os.path.isdir(os.path.join(o
         lines.append(f"- repeats {block[0]}-{block[-1]}: {'FAILED: ' + '; '.join(breached) if code == 3 else 'passed'}")
     report.append(f"\nGates of {n} consecutive repeats: {failed} of {len(blocks)} failed\n")
     report.extend(lines)
-    if len(reps) > n:
+    if len(reps) > n:  # every draw keeps pairs together, as the gate ran them
         rng = random.Random(1)
         draws = [rng.sample(reps, n) for _ in range(int(os.environ.get("SUBSETS", "100")))]
         failed = sum(gate(path, set(d))[0] == 3 for d in draws)
-        what = "false alarms" if session.startswith("aa") else "caught"
+        what = "false alarms" if session.startswith("aa") else "caught"  # A/B and known drops
         report.append(f"\nRandom draws of {n} of the {len(reps)} pairs: {what} in {failed} of {len(draws)} ({failed / len(draws):.0%})")
 
 text = "# Gate calibration: " + out + f" (gates of {n} repeats, thresholds of {spec})\n" + "\n".join(report) + "\n"
