@@ -257,18 +257,16 @@ fn an_interrupted_gate_resumes_where_it_stopped() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("coordbench starts");
-    // The second run of the schedule is the candidate's first.
-    let second = out.join("candidate/raft-r1/run.json");
+    // The second run of the schedule is the candidate's first: interrupt it while it starts
+    // its cluster or measures (its directory appears as it begins; it lasts over a second).
+    let second = out.join("candidate/raft-r1");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !second.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the second run never started"
-        );
+        assert!(std::time::Instant::now() < deadline, "the second run never started");
         assert!(child.try_wait().unwrap().is_none(), "the gate ended early");
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    std::thread::sleep(std::time::Duration::from_millis(300));
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", describe(&o));
