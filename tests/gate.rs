@@ -262,7 +262,10 @@ fn an_interrupted_gate_resumes_where_it_stopped() {
     let second = out.join("candidate/raft-r1");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !second.exists() {
-        assert!(std::time::Instant::now() < deadline, "the second run never started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second run never started"
+        );
         assert!(child.try_wait().unwrap().is_none(), "the gate ended early");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

@@ -138,15 +138,7 @@ fn check_lines(checks: &[Check], style: Style) -> String {
 }
 
 fn figure_rows(point: &PointComparison) -> Vec<Vec<String>> {
-    let mut rows = vec![cells(&[
-        "figure",
-        "baseline",
-        "candidate",
-        "change",
-        "CI",
-        "p",
-        "verdict",
-    ])];
+    let mut rows = vec![header_row("figure")];
     for j in &point.figures {
         rows.push(vec![
             j.figure.clone(),
@@ -162,15 +154,7 @@ fn figure_rows(point: &PointComparison) -> Vec<Vec<String>> {
 }
 
 fn distribution_rows(rows: &[Percentile]) -> Vec<Vec<String>> {
-    let mut out = vec![cells(&[
-        "percentile",
-        "baseline",
-        "candidate",
-        "change",
-        "CI",
-        "p",
-        "verdict",
-    ])];
+    let mut out = vec![header_row("percentile")];
     for p in rows {
         let merged = if p.base_us > 0 {
             signed_percent(p.cand_us as f64 / p.base_us as f64 - 1.0)
@@ -195,8 +179,20 @@ fn distribution_rows(rows: &[Percentile]) -> Vec<Vec<String>> {
     out
 }
 
-fn cells(texts: &[&str]) -> Vec<String> {
-    texts.iter().map(|t| t.to_string()).collect()
+/// The columns of both tables, after the first.
+fn header_row(first: &str) -> Vec<String> {
+    [
+        first,
+        "baseline",
+        "candidate",
+        "change",
+        "CI",
+        "p",
+        "verdict",
+    ]
+    .iter()
+    .map(|t| t.to_string())
+    .collect()
 }
 
 /// Change as a percentage for ratios, as a signed difference for counts.
