@@ -145,7 +145,7 @@ fn relative(check: &mut Check, judged: &Judged, index: usize, limit: f64) -> Opt
     })
 }
 
-/// cand/base − 1: the Hodges–Lehmann ratio where the figure is a ratio, else the medians'.
+/// cand/base − 1 of the sides' medians, as gate.md shows them.
 fn relative_change(judged: &Judged) -> f64 {
     match (judged.scale, judged.ratio()) {
         (Scale::Ratio, Some(r)) => r - 1.0,

@@ -199,13 +199,7 @@ fn header_row(first: &str) -> Vec<String> {
 fn change(j: &Judged) -> String {
     match (j.scale, j.ratio()) {
         (Scale::Ratio, Some(r)) => signed_percent(r - 1.0),
-        _ => {
-            let d = j
-                .interval
-                .as_ref()
-                .map_or(j.cand_median - j.base_median, |i| i.estimate);
-            format!("{d:+}")
-        }
+        _ => format!("{:+}", j.cand_median - j.base_median),
     }
 }
 

@@ -61,14 +61,12 @@ pub struct Judged {
 }
 
 impl Judged {
-    /// The estimated ratio cand/base, if this figure is compared as a ratio.
+    /// The ratio of the sides' medians, if this figure is compared as a ratio: the change a
+    /// reader sees between the baseline and candidate columns (the Hodges–Lehmann estimate,
+    /// the centre of the interval, is in `interval.estimate`).
     pub fn ratio(&self) -> Option<f64> {
         match self.scale {
-            Scale::Ratio => {
-                self.interval.as_ref().map(|i| i.estimate).or_else(|| {
-                    (self.base_median > 0.0).then(|| self.cand_median / self.base_median)
-                })
-            }
+            Scale::Ratio => (self.base_median > 0.0).then(|| self.cand_median / self.base_median),
             Scale::Shift => None,
         }
     }
