@@ -9,7 +9,7 @@ use serde::Serialize;
 use toml::Spanned;
 
 use super::figures::Figure;
-use crate::sweep::spec::SpecError;
+use crate::sweep::spec::{line_of, SpecError};
 
 /// The default bound on the chance that a gate with no real change fails (any check).
 pub const DEFAULT_FALSE_ALARM: f64 = 0.05;
@@ -146,10 +146,6 @@ pub fn probability(p: f64) -> Result<f64, String> {
     } else {
         Err("a probability between 0 and 1, e.g. 0.05".into())
     }
-}
-
-fn line_of(text: &str, offset: usize) -> usize {
-    crate::sweep::spec::line_of(text, offset)
 }
 
 /// `"5%"` → 0.05; the percentage must be at least 0 and below `below` (a drop of 100%
