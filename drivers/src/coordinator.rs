@@ -24,6 +24,27 @@ pub enum Consistency {
     Serializable,
 }
 
+/// A key's value with its version: etcd's mod revision, a znode's data version. A version
+/// changes with every write of the key, so a compare-and-set on it succeeds only if nobody
+/// wrote the key since it was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versioned {
+    pub value: Vec<u8>,
+    pub version: i64,
+}
+
+/// What a compare-and-set did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CasOutcome {
+    Applied,
+    /// The key was no longer at the expected version. `current` is the value the server
+    /// reported instead (`Some(None)`: the key is absent), or `None` when the API does not
+    /// say (ZooKeeper's BadVersion).
+    Rejected {
+        current: Option<Option<Vec<u8>>>,
+    },
+}
+
 /// Options for opening a session.
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
@@ -126,6 +147,33 @@ pub trait Session: Send {
         key: &str,
         consistency: Consistency,
     ) -> Result<Option<Vec<u8>>, DriverError>;
+
+    /// Reads `key` with its version (for [`Session::compare_and_set`]).
+    async fn read_versioned(
+        &mut self,
+        key: &str,
+        consistency: Consistency,
+    ) -> Result<Option<Versioned>, DriverError> {
+        let _ = (key, consistency);
+        Err(DriverError::Unsupported(
+            "read_versioned on this driver".into(),
+        ))
+    }
+
+    /// Writes `new` under `key` only if the key is still at version `expected` (as
+    /// [`Session::read_versioned`] returned it): an etcd Txn on the mod revision, a
+    /// ZooKeeper setData with a version.
+    async fn compare_and_set(
+        &mut self,
+        key: &str,
+        expected: i64,
+        new: &[u8],
+    ) -> Result<CasOutcome, DriverError> {
+        let _ = (key, expected, new);
+        Err(DriverError::Unsupported(
+            "compare_and_set on this driver".into(),
+        ))
+    }
 
     /// Blocks until this session holds lock `name`.
     async fn lock(&mut self, name: &str, recipe: LockRecipe) -> Result<LockGuard, DriverError>;

@@ -16,8 +16,8 @@ pub mod zookeeper;
 pub mod zookeeper_async;
 
 pub use coordinator::{
-    Consistency, Coordinator, LeaderView, LeaderWatch, Leadership, LockGuard, MembersWatch,
-    Registration, Session, SessionOptions, ValueWatch,
+    CasOutcome, Consistency, Coordinator, LeaderView, LeaderWatch, Leadership, LockGuard,
+    MembersWatch, Registration, Session, SessionOptions, ValueWatch, Versioned,
 };
 pub use counters::{ClientCounters, CounterHandle};
 pub use error::DriverError;

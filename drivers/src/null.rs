@@ -2,7 +2,7 @@
 //!
 //! It measures the load generator's own cost (what a run would report against an infinitely
 //! fast server), and it gives every workload a real, if trivial, server to run against:
-//! locks are in-process mutexes, elections are queues of candidates with increasing tokens
+//! keys live in one versioned map (which can be told to lose writes), locks are in-process mutexes, elections are queues of candidates with increasing tokens
 //! (herd-free candidates are woken only by their predecessor's leaving, naive ones by every
 //! change), registrations form one shared membership per service, and value watches see
 //! every version of a watched key. An abandoned session keeps what it holds for its TTL, as
@@ -10,6 +10,7 @@
 
 mod election;
 mod registry;
+mod store;
 mod values;
 
 use std::collections::HashMap;
@@ -21,9 +22,9 @@ use async_trait::async_trait;
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
 use crate::{
-    ApiFamily, ClientCounters, Consistency, Coordinator, CounterHandle, DriverError, LeaderWatch,
-    Leadership, LockGuard, LockRecipe, MembersWatch, Registration, Session, SessionOptions,
-    ValueWatch,
+    ApiFamily, CasOutcome, ClientCounters, Consistency, Coordinator, CounterHandle, DriverError,
+    LeaderWatch, Leadership, LockGuard, LockRecipe, MembersWatch, Registration, Session,
+    SessionOptions, ValueWatch, Versioned,
 };
 
 /// Per lock name, the last fencing token handed out.
@@ -36,6 +37,7 @@ struct Shared {
     elections: election::Elections,
     services: registry::Services,
     values: values::Values,
+    store: store::Store,
     /// Election tokens, increasing across all elections like a revision.
     next_token: AtomicI64,
 }
@@ -54,6 +56,17 @@ pub struct NullCoordinator {
 impl NullCoordinator {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A null target that acknowledges every put but keeps only all but every `n`-th: the
+    /// fault that lost-write detection must catch.
+    pub fn losing_writes(n: u64) -> Self {
+        NullCoordinator {
+            shared: Arc::new(Shared {
+                store: store::Store::losing_every(n),
+                ..Shared::default()
+            }),
+        }
     }
 }
 
@@ -121,13 +134,37 @@ impl NullSession {
 impl Session for NullSession {
     async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), DriverError> {
         self.counters.request();
+        self.shared.store.put(key, value);
         self.shared.values.put(key, value);
         Ok(())
     }
 
     async fn get(&mut self, key: &str, _c: Consistency) -> Result<Option<Vec<u8>>, DriverError> {
         self.counters.request();
-        Ok(self.shared.values.get(key))
+        Ok(self.shared.store.get(key).map(|v| v.value))
+    }
+
+    async fn read_versioned(
+        &mut self,
+        key: &str,
+        _c: Consistency,
+    ) -> Result<Option<Versioned>, DriverError> {
+        self.counters.request();
+        Ok(self.shared.store.get(key))
+    }
+
+    async fn compare_and_set(
+        &mut self,
+        key: &str,
+        expected: i64,
+        new: &[u8],
+    ) -> Result<CasOutcome, DriverError> {
+        self.counters.request();
+        let outcome = self.shared.store.compare_and_set(key, expected, new);
+        if outcome == CasOutcome::Applied {
+            self.shared.values.put(key, new);
+        }
+        Ok(outcome)
     }
 
     async fn lock(&mut self, name: &str, _recipe: LockRecipe) -> Result<LockGuard, DriverError> {

@@ -16,6 +16,7 @@ mod prefix_view;
 mod queue;
 mod registry;
 mod session;
+mod versioned;
 mod watch;
 mod watch_mux;
 

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use etcd_client::{Client, GetOptions, WatchOptions};
+use etcd_client::{Client, WatchOptions};
 use tokio::task::JoinHandle;
 
 use super::watch_mux::{Subscription, WatchMux};
-use super::{election, map_error, registry, watch};
+use super::{election, map_error, registry, versioned, watch};
 use crate::{
-    ClientCounters, Consistency, CounterHandle, DriverError, LeaderWatch, Leadership, LockGuard,
-    LockRecipe, MembersWatch, Registration, Session, ValueWatch,
+    CasOutcome, ClientCounters, Consistency, CounterHandle, DriverError, LeaderWatch, Leadership,
+    LockGuard, LockRecipe, MembersWatch, Registration, Session, ValueWatch, Versioned,
 };
 
 /// A granted lease and the task that refreshes it.
@@ -163,17 +163,26 @@ impl Session for EtcdSession {
         key: &str,
         consistency: Consistency,
     ) -> Result<Option<Vec<u8>>, DriverError> {
-        let options = match consistency {
-            Consistency::Linearizable => None,
-            Consistency::Serializable => Some(GetOptions::new().with_serializable()),
-        };
-        self.counters.request();
-        let mut resp = self.client.get(key, options).await.map_err(map_error)?;
-        Ok(resp
-            .take_kvs()
-            .into_iter()
-            .next()
-            .map(|kv| kv.value().to_vec()))
+        Ok(versioned::read(self, key, consistency)
+            .await?
+            .map(|v| v.value))
+    }
+
+    async fn read_versioned(
+        &mut self,
+        key: &str,
+        consistency: Consistency,
+    ) -> Result<Option<Versioned>, DriverError> {
+        versioned::read(self, key, consistency).await
+    }
+
+    async fn compare_and_set(
+        &mut self,
+        key: &str,
+        expected: i64,
+        new: &[u8],
+    ) -> Result<CasOutcome, DriverError> {
+        versioned::compare_and_set(self, key, expected, new).await
     }
 
     async fn lock(&mut self, name: &str, recipe: LockRecipe) -> Result<LockGuard, DriverError> {

@@ -36,13 +36,6 @@ impl Values {
         }
     }
 
-    pub(super) fn get(&self, key: &str) -> Option<Vec<u8>> {
-        if !self.any.load(Ordering::Relaxed) {
-            return None;
-        }
-        locked(&self.keys).get(key).and_then(|k| k.value.clone())
-    }
-
     pub(super) fn watch(&self, key: &str, counters: CounterHandle) -> NullValueWatch {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut keys = locked(&self.keys);

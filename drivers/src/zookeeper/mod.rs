@@ -18,6 +18,7 @@ mod lock;
 mod pending;
 mod queue;
 mod session;
+mod versioned;
 mod watch;
 
 use std::time::Duration;

@@ -18,10 +18,10 @@ use async_trait::async_trait;
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, Error, StateWatcher};
 
 use super::pending::{self, Pending};
-use super::{discovery, election, lock, map_error, watch};
+use super::{discovery, election, lock, map_error, versioned, watch};
 use crate::{
-    ClientCounters, Consistency, CounterHandle, DriverError, LeaderWatch, Leadership, LockGuard,
-    LockRecipe, MembersWatch, Registration, Session, ValueWatch,
+    CasOutcome, ClientCounters, Consistency, CounterHandle, DriverError, LeaderWatch, Leadership,
+    LockGuard, LockRecipe, MembersWatch, Registration, Session, ValueWatch, Versioned,
 };
 
 /// Options of the persistent znodes kv keys and lock directories are.
@@ -153,34 +153,32 @@ impl Session for ZkSession {
         }
     }
 
-    /// Linearizable: sync() then getData, pipelined (the server answers a session's requests
-    /// in order, so the read waits for the sync); serializable: getData from the connected
-    /// server as it stands.
+    /// See [`versioned::read`].
     async fn get(
         &mut self,
         key: &str,
         consistency: Consistency,
     ) -> Result<Option<Vec<u8>>, DriverError> {
-        let path = znode_path(key);
-        let zk = self.zk()?;
-        let read = match consistency {
-            Consistency::Linearizable => {
-                self.counters.request();
-                self.counters.request();
-                let (synced, read) = futures::join!(zk.sync(&path), zk.get_data(&path));
-                synced.map_err(map_error)?;
-                read
-            }
-            Consistency::Serializable => {
-                self.counters.request();
-                zk.get_data(&path).await
-            }
-        };
-        match read {
-            Ok((data, _)) => Ok(Some(data)),
-            Err(Error::NoNode) => Ok(None),
-            Err(e) => Err(map_error(e)),
-        }
+        Ok(versioned::read(self, key, consistency)
+            .await?
+            .map(|v| v.value))
+    }
+
+    async fn read_versioned(
+        &mut self,
+        key: &str,
+        consistency: Consistency,
+    ) -> Result<Option<Versioned>, DriverError> {
+        versioned::read(self, key, consistency).await
+    }
+
+    async fn compare_and_set(
+        &mut self,
+        key: &str,
+        expected: i64,
+        new: &[u8],
+    ) -> Result<CasOutcome, DriverError> {
+        versioned::compare_and_set(self, key, expected, new).await
     }
 
     async fn lock(&mut self, name: &str, recipe: LockRecipe) -> Result<LockGuard, DriverError> {
