@@ -12,6 +12,7 @@
 //! until it is back. Probe writes (`probe_writes`) run throughout on sessions of their own.
 
 pub mod leadership;
+pub mod lost_writes;
 pub mod probe_writes;
 
 use std::path::Path;

@@ -2,6 +2,8 @@
 //! most every 10 ms (>= 100 Hz together, as metrics.md asks) with a short timeout, and
 //! record when each acknowledged put was issued and answered. The failover figures read the
 //! time to the first write after a fault and the longest gap between acknowledgements.
+//! Every put writes a key of its own (`{prefix}/{probe}/{n}`), so the lost-write check
+//! ([`super::lost_writes`]) can read back every acknowledged one at the end.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -22,26 +24,47 @@ const TIMEOUT: Duration = Duration::from_millis(250);
 pub struct Ack {
     pub issued: Instant,
     pub acked: Instant,
+    /// Which probe wrote it, and its sequence number there: the key it wrote.
+    pub probe: usize,
+    pub seq: u64,
 }
 
 /// The running probes and what they recorded.
 pub struct ProbeWrites {
+    prefix: String,
     acks: Arc<Mutex<Vec<Ack>>>,
     stop: CancellationToken,
     tasks: JoinSet<()>,
 }
 
 impl ProbeWrites {
-    /// Starts one probe per session; keys are `{prefix}/{probe}`.
+    /// Starts one probe per session; probe `i` writes `{prefix}/{i}/{n}` for n = 0, 1, ...
     pub fn start(sessions: Vec<Box<dyn Session>>, prefix: &str) -> Self {
         let acks = Arc::new(Mutex::new(Vec::new()));
         let stop = CancellationToken::new();
         let mut tasks = JoinSet::new();
         for (i, session) in sessions.into_iter().enumerate() {
-            let key = format!("{prefix}/{i}");
-            tasks.spawn(probe(session, key, acks.clone(), stop.clone()));
+            let probe = Probe {
+                index: i,
+                prefix: prefix.to_string(),
+            };
+            tasks.spawn(run_probe(session, probe, acks.clone(), stop.clone()));
         }
-        Self { acks, stop, tasks }
+        Self {
+            prefix: prefix.to_string(),
+            acks,
+            stop,
+            tasks,
+        }
+    }
+
+    /// Every acknowledged put as (key, value), for the read-back.
+    pub fn acknowledged(&self) -> Vec<(String, Vec<u8>)> {
+        let prefix = &self.prefix;
+        self.acks()
+            .iter()
+            .map(|a| (key_of(prefix, a.probe, a.seq), value_of(a.seq)))
+            .collect()
     }
 
     /// Acknowledgements so far, in order of their answers.
@@ -72,25 +95,44 @@ impl ProbeWrites {
     }
 }
 
-async fn probe(
+/// Which probe a task is and where its keys go.
+struct Probe {
+    index: usize,
+    prefix: String,
+}
+
+fn key_of(prefix: &str, probe: usize, seq: u64) -> String {
+    format!("{prefix}/{probe}/{seq:08}")
+}
+
+fn value_of(seq: u64) -> Vec<u8> {
+    seq.to_string().into_bytes()
+}
+
+async fn run_probe(
     mut session: Box<dyn Session>,
-    key: String,
+    probe: Probe,
     acks: Arc<Mutex<Vec<Ack>>>,
     stop: CancellationToken,
 ) {
     let mut next = tokio::time::Instant::now();
+    let mut seq = 0;
     while !stop.is_cancelled() {
         let issued = Instant::now();
-        let put = tokio::time::timeout(TIMEOUT, session.put(&key, b"probe")).await;
+        let key = key_of(&probe.prefix, probe.index, seq);
+        let put = tokio::time::timeout(TIMEOUT, session.put(&key, &value_of(seq))).await;
         if let Ok(Ok(())) = put {
             let ack = Ack {
                 issued,
                 acked: Instant::now(),
+                probe: probe.index,
+                seq,
             };
             acks.lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(ack);
         }
+        seq += 1;
         next += PERIOD;
         let now = tokio::time::Instant::now();
         if next < now {
@@ -143,6 +185,8 @@ mod tests {
         let ack = |i: u64, a: u64| Ack {
             issued: ms(i),
             acked: ms(a),
+            probe: 0,
+            seq: i,
         };
         // Acks every 10 ms, the fault at 100, a put issued at 95 answered at 400, the first
         // put issued after the fault answered at 420.
@@ -164,6 +208,7 @@ mod tests {
         assert_eq!(first_write_after(&acks[..3], ms(100)), None);
         assert_eq!(longest_gap_around(&acks[..3], ms(100)), None);
         let probes = |acks: &[Ack]| ProbeWrites {
+            prefix: "p".into(),
             acks: Arc::new(Mutex::new(acks.to_vec())),
             stop: CancellationToken::new(),
             tasks: JoinSet::new(),
