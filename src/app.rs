@@ -11,6 +11,7 @@ use coordbench_workloads::discovery::{DiscoveryOptions, DiscoveryWorkload};
 use coordbench_workloads::election::{ElectionOptions, ElectionWorkload};
 use coordbench_workloads::kv::{KvOp, KvOptions, KvWorkload};
 use coordbench_workloads::lock::{LockOptions, LockWorkload};
+use coordbench_workloads::register::{RegisterOptions, RegisterWorkload};
 use coordbench_workloads::{RunClock, Workload};
 
 use crate::cli::{RunArgs, TargetKind, WorkloadKind};
@@ -199,7 +200,7 @@ pub async fn run_with(
         let measured = runner::run(
             &config.plan,
             target.coordinator.clone(),
-            workload,
+            workload.clone(),
             clock,
             stop.clone(),
             &mut |elapsed, aggregator| {
@@ -225,6 +226,11 @@ pub async fn run_with(
         record.faults = Some(fault::FaultSummary::of(&records));
         fault_error = error.map(|e| format!("fault injection: {e}"));
     }
+    // The verdict in run.json stands without the file, but the run says what is missing.
+    let history_error = workload
+        .write_history(&out)
+        .err()
+        .map(|e| format!("writing history.jsonl: {e}"));
     let run_ended = std::time::Instant::now();
     status.clear();
     if let Some(sampler) = sampler {
@@ -272,8 +278,9 @@ pub async fn run_with(
     if let Some(failure) = member_failure {
         record.error = Some(one_line(&failure.to_string()));
     }
-    if let Some(e) = fault_error {
-        // The cluster did not recover from a fault: the run's figures stand, but it failed.
+    for e in [fault_error, history_error].into_iter().flatten() {
+        // The cluster did not recover from a fault, or the history was not written: the
+        // run's figures stand, but it failed.
         record.error = Some(one_line(&e));
         if outcome == Outcome::Complete {
             outcome = Outcome::Failed;
@@ -340,6 +347,16 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
                 // etcd-style watches deliver every version; ZooKeeper's are one-shot.
                 every_version: family_of(config.target_kind) != ApiFamily::ZooKeeper,
                 ttl: config.plan.ttl,
+            },
+            clock,
+        )?),
+        WorkloadKind::Register => Arc::new(RegisterWorkload::new(
+            RegisterOptions {
+                keys: config.keys,
+                consistency: config.read_consistency,
+                seed: config.seed,
+                check_budget: ms(w.check_budget_ms.unwrap_or(60_000) as f64),
+                op_timeout: config.plan.op_timeout,
             },
             clock,
         )?),

@@ -181,6 +181,9 @@ pub enum WorkloadKind {
     /// One writer updates a config key at --rate; --watchers watchers over --conns sessions
     /// follow it.
     ConfigWatch,
+    /// Clients read, write and compare-and-set a few keys (--keys, default 4); the history
+    /// is checked for linearizability (history.jsonl, summary.csv `linearizable`).
+    Register,
 }
 
 /// The ZooKeeper client library a run drives.
@@ -241,17 +244,24 @@ pub struct RunArgs {
     #[arg(long, default_value = "5s", value_parser = parse_positive_duration)]
     pub op_timeout: Duration,
 
-    /// kv workloads: number of distinct keys.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
-    pub keys: u64,
+    /// kv workloads: number of distinct keys (default 1000); register: keys the clients
+    /// share (default 4).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub keys: Option<u64>,
 
     /// kv workloads: value size in bytes.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
     pub value_size: u64,
 
-    /// kv-get: read consistency.
+    /// kv-get and register: read consistency (serializable: from the member's local state,
+    /// without etcd's quorum read or ZooKeeper's sync).
     #[arg(long, value_enum, default_value = "linearizable")]
     pub consistency: ConsistencyArg,
+
+    /// register: wall-clock bound on the linearizability check; past it the verdict is
+    /// `unknown`.
+    #[arg(long, default_value = "60s", value_parser = parse_positive_duration)]
+    pub check_budget: Duration,
 
     /// lock: number of lock names the clients contend for (client c takes lock c % locks).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]

@@ -87,6 +87,15 @@ pub struct RunConfig {
     pub plan: LoadPlan,
 }
 
+/// `--keys` when not given: the kv workloads spread over many keys, the register workload
+/// makes its clients contend on a few.
+fn default_keys(workload: WorkloadKind) -> usize {
+    match workload {
+        WorkloadKind::Register => 4,
+        _ => 1000,
+    }
+}
+
 impl RunConfig {
     pub fn from_args(args: &RunArgs) -> Result<Self, ConfigError> {
         let family = family_of(args.target);
@@ -124,7 +133,10 @@ impl RunConfig {
         if zk_client_kind == ZkClientArg::Async {
             if matches!(
                 args.workload,
-                WorkloadKind::Election | WorkloadKind::Discovery | WorkloadKind::ConfigWatch
+                WorkloadKind::Election
+                    | WorkloadKind::Discovery
+                    | WorkloadKind::ConfigWatch
+                    | WorkloadKind::Register
             ) {
                 return Err(ConfigError(format!(
                     "--zk-client async runs only the kv and lock workloads (zookeeper-async has no session id to recognise its own nodes and drops watches on reconnect); omit --zk-client for --workload {}",
@@ -190,7 +202,7 @@ impl RunConfig {
             warmup_s: args.warmup.as_secs_f64(),
             ops: args.ops,
             op_timeout_ms: args.op_timeout.as_millis() as u64,
-            keys: args.keys as usize,
+            keys: args.keys.map_or(default_keys(args.workload), |k| k as usize),
             value_size: args.value_size as usize,
             consistency: value_name(args.consistency),
             locks: args.locks as usize,

@@ -28,6 +28,8 @@ pub struct WorkloadOptions {
     pub watchers: Option<usize>,
     /// discovery, config-watch: sessions the watchers are spread over.
     pub watch_sessions: Option<usize>,
+    /// register: the linearizability check's wall-clock bound, ms.
+    pub check_budget_ms: Option<u64>,
 }
 
 /// What the workload decides about the load plan.
@@ -50,7 +52,7 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
             Ok(())
         }
     };
-    use WorkloadKind::{ConfigWatch, Discovery, Election, Lock};
+    use WorkloadKind::{ConfigWatch, Discovery, Election, Lock, Register};
     only(
         args.recipe.is_some(),
         "--recipe",
@@ -130,6 +132,9 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
             shape.clients = 1;
             shape.conns = sessions;
             shape.rate = Some(args.rate.unwrap_or(DEFAULT_UPDATE_RATE));
+        }
+        Register => {
+            options.check_budget_ms = Some(args.check_budget.as_millis() as u64);
         }
         _ => {}
     }

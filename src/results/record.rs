@@ -6,6 +6,7 @@ use coordbench_workloads::checker::LockCheckSummary;
 use coordbench_workloads::election::ElectionSummary;
 use coordbench_workloads::herd::HerdSummary;
 use coordbench_workloads::propagation::PropagationSummary;
+use coordbench_workloads::register::RegisterCheck;
 use coordbench_workloads::versions::VersionSummary;
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -105,6 +106,8 @@ pub struct MeasuredResults {
     pub requests_per_change: Option<f64>,
     /// config-watch: notification latency, missed and coalesced versions.
     pub config_watch: Option<VersionSummary>,
+    /// register: the linearizability verdict and the excerpt that proves a violation.
+    pub register: Option<RegisterCheck>,
     /// Requests sent, notifications received, keep-alives: all clients, whole run.
     pub requests: u64,
     pub notifications: u64,
@@ -151,6 +154,7 @@ impl MeasuredResults {
                 .config_watch
                 .as_ref()
                 .map(|c| c.summary(window_s)),
+            register: outcome.check.register.clone(),
             requests: outcome.counters.requests,
             notifications: outcome.counters.notifications,
             keepalives: outcome.counters.keepalives,

@@ -62,6 +62,9 @@ pub struct SummaryRow {
     pub coalesced_versions: Option<u64>,
     pub requests_per_op: Option<f64>,
     pub session_reestablishments: u64,
+    /// register: `true`, `false` or `unknown`.
+    pub linearizable: Option<String>,
+    pub stale_reads: Option<u64>,
     pub faults: Option<usize>,
     pub detect_p50_us: Option<u64>,
     pub new_leader_p50_us: Option<u64>,
@@ -153,6 +156,8 @@ impl SummaryRow {
             coalesced_versions: watch.map(|w| w.coalesced_versions),
             requests_per_op: (r.ops > 0).then(|| r.requests as f64 / r.ops as f64),
             session_reestablishments: r.session_reestablishments,
+            linearizable: r.register.as_ref().map(|g| g.linearizable.to_string()),
+            stale_reads: r.register.as_ref().map(|g| g.stale_reads),
             faults: faults.map(|f| f.faults),
             detect_p50_us: faults.and_then(|f| f.detect_p50_us),
             new_leader_p50_us: faults.and_then(|f| f.new_leader_p50_us),

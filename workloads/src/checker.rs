@@ -16,6 +16,7 @@ use crate::election::ElectionCheck;
 use crate::herd::HerdSummary;
 use crate::histogram::latency_histogram;
 use crate::propagation::PropagationCheck;
+use crate::register::RegisterCheck;
 use crate::versions::VersionCheck;
 use serde::Serialize;
 
@@ -57,6 +58,8 @@ pub struct CheckReport {
     pub election: Option<ElectionCheck>,
     pub discovery: Option<PropagationCheck>,
     pub config_watch: Option<VersionCheck>,
+    /// register: the linearizability verdict.
+    pub register: Option<RegisterCheck>,
 }
 
 impl CheckReport {

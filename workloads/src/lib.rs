@@ -14,8 +14,10 @@ pub mod election;
 pub mod herd;
 pub mod histogram;
 pub mod kv;
+pub mod linearizability;
 pub mod lock;
 pub mod propagation;
+pub mod register;
 pub mod versions;
 pub mod workload;
 

@@ -4,6 +4,7 @@
 //! it opens them in `setup`, the runner reads their counters through `background_counters`
 //! at the start and end of the window, and ends them with `stop` before `check`.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,4 +71,11 @@ pub trait Workload: Send + Sync {
     /// Ends the background sessions once the window is over (after letting them catch up
     /// on what the clients did, within a bound of the workload's choosing).
     async fn stop(&self) {}
+
+    /// Writes the recorded history into the run directory `dir`, for workloads that keep
+    /// one as a file (register: history.jsonl).
+    fn write_history(&self, dir: &Path) -> std::io::Result<()> {
+        let _ = dir;
+        Ok(())
+    }
 }
