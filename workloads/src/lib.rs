@@ -14,6 +14,7 @@ pub mod election;
 pub mod herd;
 pub mod histogram;
 pub mod kv;
+pub mod linearizability;
 pub mod lock;
 pub mod propagation;
 pub mod versions;
