@@ -1,0 +1,177 @@
+//! A linearizability checker for register histories: clients read, write and
+//! compare-and-set a few keys while faults are injected, and [`check`] says whether some
+//! total order of the ops, respecting real time, fits a register on every key.
+//!
+//! ```text
+//! history.jsonl ─read_jsonl─> [Op] ─check─> per key (linearizability is local):
+//!     pruning::prepare (drop unobserved indeterminate ops, deadlines for observed ones)
+//!     ─> search::search (Wing–Gong/Lowe, memoized on compact sets: memo)
+//!     ─> on a violation, excerpt::excerpt (a small closed sub-history that is a proof)
+//!   and stale::count_stale_reads, on its own.
+//! ```
+//!
+//! API: [`Op`] ([`Call`], [`Ret`]; `complete_us`/`ret` `None` = indeterminate: it may have
+//! taken effect at any time after its invoke, or never), [`write_jsonl`], [`read_jsonl`],
+//! [`check`] → [`Checked`] with a [`Verdict`]: `Linearizable`, `NotLinearizable`
+//! ([`Violation`]: the key, a small excerpt that proves it, one sentence why), or `Unknown`
+//! (the budget ran out, or the history is malformed: never a guess).
+//!
+//! Every write and CAS must write a value unique on its key (refused otherwise): pruning
+//! ([`pruning`]) and excerpts ([`excerpt`]) rely on it, and their soundness arguments are
+//! written there. Ties between a completion and an invoke count as concurrent.
+//!
+//! Crates evaluated first (in a scratch crate; a known-bad stale read, then histories of
+//! 1,000–16,000 ops, 2 clients, debug build): `stateright` 0.31's `LinearizabilityTester`
+//! finds the stale read, but searches recursively without memoization (4,000 ops 7.6 s,
+//! 16,000 ops overflowed the stack), allows at most one in-flight op per thread, and has no
+//! time budget or excerpt. `todc-utils` 0.1.1's `WGLChecker` also finds it, but clones a
+//! `Vec<bool>` of the whole history per step and cache entry (quadratic: 4,000 ops 2.3 s,
+//! 16,000 ops 43 s), needs every op to complete (no "or never"), returns only a bool and
+//! panics on malformed input. Neither fits 100k–500k ops with indeterminate ops, a budget
+//! and an excerpt, so the search is written here.
+
+mod excerpt;
+mod history;
+mod memo;
+mod model;
+mod pruning;
+mod search;
+mod stale;
+
+#[cfg(test)]
+mod generate;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_random;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+pub use history::{read_jsonl, validate, write_jsonl, Call, HistoryError, Op, Ret};
+
+/// What [`check`] found.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub verdict: Verdict,
+    /// Distinct keys.
+    pub keys: usize,
+    /// Ops in the history (Failed ones included).
+    pub ops: usize,
+    /// Ops without a result.
+    pub indeterminate: usize,
+    /// Indeterminate ops the pruning dropped before the search.
+    pub pruned: usize,
+    /// Reads that returned a value certainly overwritten before they began
+    /// ([`stale`] defines it).
+    pub stale_reads: u64,
+    pub elapsed: Duration,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    Linearizable,
+    NotLinearizable(Violation),
+    /// Not decided: why (the budget ran out on a key, or the history is malformed).
+    Unknown {
+        reason: String,
+    },
+}
+
+/// A proof that one key's history is not linearizable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    pub key: String,
+    /// A sub-history of the key that has no linearization and contains the producer of
+    /// every value its ops observe (so the full history has none either), in invoke order.
+    pub ops: Vec<Op>,
+    pub why: String,
+}
+
+/// Checks `history` for linearizability within `budget` (wall clock, for everything:
+/// search and excerpt). Keys are searched smallest first; the first violation found ends
+/// the search.
+pub fn check(history: &[Op], budget: Duration) -> Checked {
+    let started = Instant::now();
+    let deadline = started
+        .checked_add(budget)
+        .unwrap_or(started + Duration::from_secs(1 << 32));
+    let by_key = ops_by_key(history);
+    let mut checked = Checked {
+        verdict: Verdict::Linearizable,
+        keys: by_key.len(),
+        ops: history.len(),
+        indeterminate: history.iter().filter(|op| op.is_indeterminate()).count(),
+        pruned: 0,
+        stale_reads: by_key
+            .values()
+            .map(|ops| stale::count_stale_reads(ops))
+            .sum(),
+        elapsed: Duration::ZERO,
+    };
+    if let Err((_, reason)) = validate(history) {
+        checked.verdict = Verdict::Unknown { reason };
+        checked.elapsed = started.elapsed();
+        return checked;
+    }
+    let mut keys: Vec<(&str, Vec<&Op>)> = by_key.into_iter().collect();
+    keys.sort_by_key(|(_, ops)| ops.len());
+    let mut unknown = None;
+    for (done, (key, ops)) in keys.iter().enumerate() {
+        let prepared = pruning::prepare(ops);
+        checked.pruned += prepared.pruned;
+        let cut_short = |what: &str| {
+            format!(
+                "{what} while checking key {key:?} ({} ops), after {done} of {} keys",
+                ops.len(),
+                keys.len()
+            )
+        };
+        match search::search(&prepared.ops, deadline) {
+            search::Outcome::Linearizable => {}
+            search::Outcome::NotLinearizable { blocked } => {
+                let stuck = prepared.ops[blocked].source;
+                let (ops, why) = excerpt::excerpt(key, ops, stuck, deadline).unwrap_or_else(|| {
+                    let why = format!(
+                        "the {} ops on key {key:?} admit no linearization (the budget ran out \
+                         before they could be shrunk to a smaller proof)",
+                        ops.len()
+                    );
+                    (ops.iter().map(|&op| op.clone()).collect(), why)
+                });
+                let key = key.to_string();
+                checked.verdict = Verdict::NotLinearizable(Violation { key, ops, why });
+                unknown = None;
+                break;
+            }
+            search::Outcome::OutOfTime => {
+                unknown
+                    .get_or_insert_with(|| cut_short(&format!("the budget of {budget:?} ran out")));
+            }
+            search::Outcome::OutOfMemory => {
+                unknown
+                    .get_or_insert_with(|| cut_short("the search cache reached its 1 GiB bound"));
+            }
+        }
+    }
+    if let Some(reason) = unknown {
+        checked.verdict = Verdict::Unknown { reason };
+    }
+    checked.elapsed = started.elapsed();
+    checked
+}
+
+/// Each key's ops (Failed ones included), in invoke order.
+fn ops_by_key(history: &[Op]) -> BTreeMap<&str, Vec<&Op>> {
+    let mut by_key: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
+    for op in history {
+        by_key.entry(op.key.as_str()).or_default().push(op);
+    }
+    for ops in by_key.values_mut() {
+        ops.sort_by_key(|op| (op.invoke_us, op.id));
+    }
+    by_key
+}
