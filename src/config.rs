@@ -202,7 +202,9 @@ impl RunConfig {
             warmup_s: args.warmup.as_secs_f64(),
             ops: args.ops,
             op_timeout_ms: args.op_timeout.as_millis() as u64,
-            keys: args.keys.map_or(default_keys(args.workload), |k| k as usize),
+            keys: args
+                .keys
+                .map_or(default_keys(args.workload), |k| k as usize),
             value_size: args.value_size as usize,
             consistency: value_name(args.consistency),
             locks: args.locks as usize,

@@ -55,10 +55,17 @@ pub fn register_key(i: usize) -> String {
     format!("/coordbench/register/{i:04}")
 }
 
+/// Operations a history keeps (about 150 bytes each): enough for minutes against any real
+/// cluster; the null target fills it in about a minute, after which ops go unrecorded and
+/// the verdict is `unknown`.
+const HISTORY_CAP: usize = 5_000_000;
+
 /// Every operation of the run, in invoke order (an op's id is its index).
 #[derive(Default)]
 struct History {
     ops: Mutex<Vec<Op>>,
+    /// Set once an op went unrecorded because the history was full.
+    truncated: std::sync::atomic::AtomicBool,
 }
 
 impl History {
@@ -67,10 +74,15 @@ impl History {
         self.ops.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records `call` as invoked now; returns its id.
-    fn invoke(&self, clock: &RunClock, client: usize, key: &str, call: Call) -> usize {
+    /// Records `call` as invoked now; returns its id, `None` if the history is full.
+    fn invoke(&self, clock: &RunClock, client: usize, key: &str, call: Call) -> Option<usize> {
         let mut ops = self.ops();
         let id = ops.len();
+        if id >= HISTORY_CAP {
+            self.truncated
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            return None;
+        }
         ops.push(Op {
             id: id as u64,
             client,
@@ -80,11 +92,12 @@ impl History {
             complete_us: None,
             ret: None,
         });
-        id
+        Some(id)
     }
 
-    /// Records op `id`'s return now.
-    fn complete(&self, clock: &RunClock, id: usize, ret: Ret) {
+    /// Records op `id`'s return now (nothing for an op the full history did not take).
+    fn complete(&self, clock: &RunClock, id: Option<usize>, ret: Ret) {
+        let Some(id) = id else { return };
         let mut ops = self.ops();
         ops[id].complete_us = Some(micros(clock.now()));
         ops[id].ret = Some(ret);
@@ -166,7 +179,10 @@ impl RegisterWorkload {
         self.history.ops().clone()
     }
 
-    async fn session(&self, coordinator: &Arc<dyn Coordinator>) -> Result<Box<dyn Session>, DriverError> {
+    async fn session(
+        &self,
+        coordinator: &Arc<dyn Coordinator>,
+    ) -> Result<Box<dyn Session>, DriverError> {
         let options = SessionOptions {
             ttl: Duration::from_secs(10),
         };
@@ -179,7 +195,9 @@ impl RegisterWorkload {
             if attempt > 0 {
                 tokio::time::sleep(FINAL_READ_RETRY).await;
             }
-            let id = self.history.invoke(&self.clock, SETUP_CLIENT, key, Call::Read);
+            let id = self
+                .history
+                .invoke(&self.clock, SETUP_CLIENT, key, Call::Read);
             let read = tokio::time::timeout(
                 self.options.op_timeout,
                 session.get(key, Consistency::Linearizable),
@@ -204,8 +222,14 @@ impl Workload for RegisterWorkload {
     }
 
     async fn setup(&self, coordinator: &Arc<dyn Coordinator>) -> Result<(), WorkloadError> {
-        *self.coordinator.lock().unwrap_or_else(PoisonError::into_inner) = Some(coordinator.clone());
-        let mut session = self.session(coordinator).await.map_err(WorkloadError::Setup)?;
+        *self
+            .coordinator
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(coordinator.clone());
+        let mut session = self
+            .session(coordinator)
+            .await
+            .map_err(WorkloadError::Setup)?;
         for k in 0..self.options.keys {
             let key = register_key(k);
             let value = format!("init-{k}");
@@ -239,7 +263,18 @@ impl Workload for RegisterWorkload {
 
     fn check(&self, _window: (Duration, Duration)) -> CheckReport {
         let history = self.history.ops().clone();
-        let checked = linearizability::check(&history, self.options.check_budget);
+        let mut checked = linearizability::check(&history, self.options.check_budget);
+        if self
+            .history
+            .truncated
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            checked.verdict = Verdict::Unknown {
+                reason: format!(
+                    "the history filled its {HISTORY_CAP} operations and later ones were not recorded; shorten the run"
+                ),
+            };
+        }
         CheckReport {
             register: Some(RegisterCheck::of(checked)),
             ..Default::default()
@@ -248,8 +283,14 @@ impl Workload for RegisterWorkload {
 
     /// The final reads: one linearizable read of every key, recorded in the history.
     async fn stop(&self) {
-        let coordinator = self.coordinator.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let Some(coordinator) = coordinator else { return };
+        let coordinator = self
+            .coordinator
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let Some(coordinator) = coordinator else {
+            return;
+        };
         let Ok(mut session) = self.session(&coordinator).await else {
             return;
         };
@@ -261,6 +302,7 @@ impl Workload for RegisterWorkload {
 
     fn write_history(&self, dir: &Path) -> std::io::Result<()> {
         linearizability::write_jsonl(&dir.join("history.jsonl"), &self.history.ops())
+            .map_err(std::io::Error::other)
     }
 }
 
@@ -285,7 +327,9 @@ impl RegisterActor {
     }
 
     async fn read(&mut self, k: usize, key: &str) -> Result<(), DriverError> {
-        let id = self.history.invoke(&self.clock, self.client, key, Call::Read);
+        let id = self
+            .history
+            .invoke(&self.clock, self.client, key, Call::Read);
         match self.session.read_versioned(key, self.consistency).await {
             Ok(read) => {
                 let value = read.as_ref().map(|v| text(&v.value));
@@ -315,7 +359,12 @@ impl RegisterActor {
         Ok(())
     }
 
-    async fn compare_and_set(&mut self, k: usize, key: &str, expected: Versioned) -> Result<(), DriverError> {
+    async fn compare_and_set(
+        &mut self,
+        k: usize,
+        key: &str,
+        expected: Versioned,
+    ) -> Result<(), DriverError> {
         let new = self.next_value();
         let call = Call::Cas {
             expected: Some(text(&expected.value)),
@@ -361,5 +410,80 @@ impl Actor for RegisterActor {
 
     fn counters(&self) -> ClientCounters {
         self.session.counters()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coordbench_drivers::null::NullCoordinator;
+
+    fn options() -> RegisterOptions {
+        RegisterOptions {
+            keys: 2,
+            consistency: Consistency::Linearizable,
+            seed: 7,
+            check_budget: Duration::from_secs(30),
+            op_timeout: Duration::from_secs(1),
+        }
+    }
+
+    /// Sets up, runs `clients` actors for `ops` operations each, stops, and checks.
+    async fn run(coordinator: Arc<dyn Coordinator>, clients: usize, ops: usize) -> RegisterCheck {
+        let workload = Arc::new(RegisterWorkload::new(options(), RunClock::start()).unwrap());
+        workload.setup(&coordinator).await.unwrap();
+        let mut tasks = Vec::new();
+        for c in 0..clients {
+            let session = workload.session(&coordinator).await.unwrap();
+            let mut actor = workload.actor(c, session);
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..ops {
+                    actor.run_op().await.unwrap();
+                    tokio::task::yield_now().await;
+                }
+                actor.finish().await;
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        workload.stop().await;
+        let history = workload.history();
+        assert_eq!(
+            history.len(),
+            2 + clients * ops + 2,
+            "setup, ops, final reads"
+        );
+        assert!(history.iter().enumerate().all(|(i, op)| op.id == i as u64));
+        workload
+            .check((Duration::ZERO, Duration::MAX))
+            .register
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_correct_target_gives_a_linearizable_history_with_every_kind_of_op() {
+        let check = run(Arc::new(NullCoordinator::new()), 4, 300).await;
+        assert_eq!(check.linearizable, "true", "{check:?}");
+        assert_eq!((check.stale_reads, check.indeterminate), (0, 0));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_target_that_drops_acknowledged_writes_is_not_linearizable() {
+        let check = run(Arc::new(NullCoordinator::losing_writes(10)), 4, 300).await;
+        assert_eq!(check.linearizable, "false", "{check:?}");
+        let violation = check.violation.unwrap();
+        assert!(!violation.ops.is_empty() && !violation.why.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_history_file_round_trips() {
+        let coordinator: Arc<dyn Coordinator> = Arc::new(NullCoordinator::new());
+        let workload = RegisterWorkload::new(options(), RunClock::start()).unwrap();
+        workload.setup(&coordinator).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        workload.write_history(dir.path()).unwrap();
+        let read = linearizability::read_jsonl(&dir.path().join("history.jsonl")).unwrap();
+        assert_eq!(read, workload.history());
     }
 }
