@@ -13,6 +13,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use crate::election::ElectionCheck;
+use crate::fencing::FencingCheck;
 use crate::herd::HerdSummary;
 use crate::histogram::latency_histogram;
 use crate::propagation::PropagationCheck;
@@ -57,6 +58,8 @@ pub struct CheckReport {
     pub election: Option<ElectionCheck>,
     pub discovery: Option<PropagationCheck>,
     pub config_watch: Option<VersionCheck>,
+    /// Lock with holder pauses or a protected resource: unsafe sections, stale writes.
+    pub fencing: Option<FencingCheck>,
 }
 
 impl CheckReport {

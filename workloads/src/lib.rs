@@ -11,11 +11,14 @@ pub mod config_watch;
 mod crashable;
 pub mod discovery;
 pub mod election;
+pub mod fencing;
 pub mod herd;
 pub mod histogram;
 pub mod kv;
 pub mod lock;
+pub mod pause;
 pub mod propagation;
+pub mod resource;
 pub mod versions;
 pub mod workload;
 
