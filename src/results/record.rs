@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use coordbench_workloads::checker::LockCheckSummary;
 use coordbench_workloads::election::ElectionSummary;
+use coordbench_workloads::fencing::FencingCheck;
 use coordbench_workloads::herd::HerdSummary;
 use coordbench_workloads::propagation::PropagationSummary;
 use coordbench_workloads::versions::VersionSummary;
@@ -105,6 +106,9 @@ pub struct MeasuredResults {
     pub requests_per_change: Option<f64>,
     /// config-watch: notification latency, missed and coalesced versions.
     pub config_watch: Option<VersionSummary>,
+    /// lock with `--holder-pause` or `--protect`: paused and unsafe sections, stale writes
+    /// by outcome, lost locks.
+    pub holder_pauses: Option<FencingCheck>,
     /// Requests sent, notifications received, keep-alives: all clients, whole run.
     pub requests: u64,
     pub notifications: u64,
@@ -151,6 +155,7 @@ impl MeasuredResults {
                 .config_watch
                 .as_ref()
                 .map(|c| c.summary(window_s)),
+            holder_pauses: outcome.check.fencing.clone(),
             requests: outcome.counters.requests,
             notifications: outcome.counters.notifications,
             keepalives: outcome.counters.keepalives,

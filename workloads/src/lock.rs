@@ -221,10 +221,15 @@ impl LockActor {
     }
 
     /// A previous operation was cancelled while holding: its section ends now (the latest
-    /// moment the client could have used the lock) and the lock is released.
+    /// moment the client could have used the lock) and the lock is released. If it was
+    /// cancelled in a pause that outlasted the session, the client comes back with a new
+    /// session on its next operation.
     async fn repair(&mut self) {
         if let Some(held) = self.held.take() {
-            let _ = self.release(held, self.clock.now()).await;
+            let released = self.release(held, self.clock.now()).await;
+            if self.fencing.is_some() && matches!(released, Err(DriverError::SessionExpired(_))) {
+                self.session.crash();
+            }
         }
     }
 
