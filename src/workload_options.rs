@@ -135,7 +135,10 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
                 Some(ProtectArg::Token) => Protection::Token,
                 Some(ProtectArg::Txn) => Protection::Txn,
             };
-            options.protect = Some(options.protection.name());
+            // Recorded when pauses or protection were asked for; plain lock runs keep the
+            // configuration they always had, so they compare with earlier results.
+            options.protect = (options.holder_pause.is_some() || args.protect.is_some())
+                .then(|| options.protection.name());
         }
         Election => {
             options.elections = args.elections;
@@ -269,8 +272,10 @@ mod tests {
             (o.holder_pause_ms, o.holder_pause_ratio, o.protect),
             (Some(3000.0), Some(0.2), Some("txn"))
         );
+        let (o, _) = resolved(&["--holder-pause", "1s", "--holder-pause-ratio", "1"]).unwrap();
+        assert_eq!(o.protect, Some("none"));
         let (o, s) = resolved(&["--workload", "lock"]).unwrap();
-        assert_eq!((o.holder_pause, o.protect), (None, Some("none")));
+        assert_eq!((o.holder_pause, o.protect), (None, None));
         assert_eq!(
             (s.clients, s.conns, s.rate, s.max_ops),
             (16, 16, None, None)
