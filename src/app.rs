@@ -10,8 +10,9 @@ use coordbench_workloads::config_watch::{ConfigWatchOptions, ConfigWatchWorkload
 use coordbench_workloads::discovery::{DiscoveryOptions, DiscoveryWorkload};
 use coordbench_workloads::election::{ElectionOptions, ElectionWorkload};
 use coordbench_workloads::kv::{KvOp, KvOptions, KvWorkload};
-use coordbench_workloads::lock::{LockOptions, LockWorkload};
+use coordbench_workloads::lock::{FencingOptions, LockOptions, LockWorkload};
 use coordbench_workloads::register::{RegisterOptions, RegisterWorkload};
+use coordbench_workloads::resource::Protection;
 use coordbench_workloads::{RunClock, Workload};
 
 use crate::cli::{RunArgs, TargetKind, WorkloadKind};
@@ -312,14 +313,27 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
             value_size: config.value_size,
             seed: config.seed,
         })?),
-        WorkloadKind::Lock => Arc::new(LockWorkload::new(
-            LockOptions {
-                locks: config.locks,
-                hold: ms(config.hold_ms),
-                recipe: config.lock_recipe,
-            },
-            clock,
-        )?),
+        WorkloadKind::Lock => {
+            let lock = LockWorkload::new(
+                LockOptions {
+                    locks: config.locks,
+                    hold: ms(config.hold_ms),
+                    recipe: config.lock_recipe,
+                },
+                clock,
+            )?;
+            // Without pauses or protection the workload writes no resource at all.
+            if w.holder_pause.is_none() && w.protection == Protection::None {
+                Arc::new(lock)
+            } else {
+                Arc::new(lock.with_fencing(FencingOptions {
+                    pause: w.holder_pause,
+                    protection: w.protection,
+                    seed: config.seed,
+                    ttl: config.plan.ttl,
+                })?)
+            }
+        }
         WorkloadKind::Election => Arc::new(ElectionWorkload::new(
             ElectionOptions {
                 term: ms(w.term_ms.unwrap_or(0.0)),

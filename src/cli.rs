@@ -278,6 +278,25 @@ pub struct RunArgs {
     #[arg(long)]
     pub recipe: Option<String>,
 
+    /// lock: freeze a drawn fraction of holders (--holder-pause-ratio) for this long inside
+    /// their critical section, as in a GC pause of the client: their session's own traffic
+    /// (lease keep-alives, ZooKeeper pings) stops, so a pause past --ttl loses the lock while
+    /// the holder still believes it holds it. Needs --holder-pause-ratio.
+    #[arg(long, value_parser = parse_positive_duration)]
+    pub holder_pause: Option<Duration>,
+
+    /// lock: the fraction of acquisitions whose holder pauses, in (0, 1], drawn from --seed.
+    /// Needs --holder-pause.
+    #[arg(long, value_parser = parse_ratio)]
+    pub holder_pause_ratio: Option<f64>,
+
+    /// lock: how the resource each lock protects treats its holders' writes: none (accepts
+    /// every write), token (rejects a fencing token lower than the highest it has seen), txn
+    /// (a write the coordination service applies only while the lock is still the writer's).
+    /// Default: none.
+    #[arg(long, value_enum)]
+    pub protect: Option<ProtectArg>,
+
     /// election: end the window after this many won elections (default: run for
     /// --duration).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -394,6 +413,17 @@ pub struct RunArgs {
     pub quiet: bool,
 }
 
+/// How a lock's protected resource fences stale holders (`--protect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtectArg {
+    /// An in-process resource that accepts every write.
+    None,
+    /// An in-process resource that rejects a fencing token lower than the highest seen.
+    Token,
+    /// A key of the coordination service, written only while the writer holds the lock.
+    Txn,
+}
+
 /// A fault `--fault` injects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -420,6 +450,13 @@ fn parse_alpha(s: &str) -> Result<f64, String> {
 
 fn parse_net_delay(s: &str) -> Result<crate::netdelay::NetDelay, String> {
     s.parse()
+}
+
+fn parse_ratio(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r > 0.0 && r <= 1.0 => Ok(r),
+        _ => Err("must be a fraction in (0, 1], e.g. 0.2".into()),
+    }
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {

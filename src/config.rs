@@ -8,7 +8,9 @@ use coordbench_drivers::{zookeeper_async, ApiFamily, Consistency, LockRecipe};
 use serde::Serialize;
 
 use crate::affinity::CpuList;
-use crate::cli::{ConsistencyArg, FaultArg, RunArgs, TargetKind, WorkloadKind, ZkClientArg};
+use crate::cli::{
+    ConsistencyArg, FaultArg, ProtectArg, RunArgs, TargetKind, WorkloadKind, ZkClientArg,
+};
 use crate::provision::{self, DiskKind};
 use crate::runner::{LoadMode, LoadPlan};
 use crate::workload_options::{self, WorkloadOptions};
@@ -156,6 +158,7 @@ impl RunConfig {
                 ));
             }
         }
+        validate_holder_pauses(args, family, lock_recipe, zk_client_kind)?;
         if args.ttl < Duration::from_secs(1) && family == ApiFamily::Etcd {
             return Err(ConfigError(
                 "--ttl must be at least 1s on the etcd API (leases are whole seconds)".into(),
@@ -176,7 +179,12 @@ impl RunConfig {
             warmup: args.warmup,
             duration: args.duration,
             max_ops: shape.max_ops,
-            op_timeout: args.op_timeout,
+            // A paused holder's own stall is not the server's slowness: its operation may
+            // take the pause on top of --op-timeout before it counts as a timeout.
+            op_timeout: args.op_timeout
+                + workload_options
+                    .holder_pause
+                    .map_or(Duration::ZERO, |p| p.duration),
             interval: Duration::from_secs(1),
             ttl: args.ttl,
         };
@@ -263,6 +271,35 @@ fn validate_pinning(args: &RunArgs) -> Result<(), ConfigError> {
     {
         return Err(ConfigError(
             "--pin-servers applies only to members coordbench starts; omit it with --endpoints or --target null".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Holder pauses need a driver that can freeze a session, and `--protect txn` a recipe
+/// whose lock the service can check.
+fn validate_holder_pauses(
+    args: &RunArgs,
+    family: ApiFamily,
+    recipe: LockRecipe,
+    zk_client: ZkClientArg,
+) -> Result<(), ConfigError> {
+    if args.holder_pause.is_some() && zk_client == ZkClientArg::Async {
+        return Err(ConfigError(
+            "--holder-pause needs --zk-client client (zookeeper-async's sessions cannot be frozen: it replaces an expired session silently); omit --zk-client".into(),
+        ));
+    }
+    if args.protect == Some(ProtectArg::Txn) && zk_client == ZkClientArg::Async {
+        return Err(ConfigError(
+            "--protect txn needs --zk-client client (the zookeeper-async driver has no fenced write); omit --zk-client".into(),
+        ));
+    }
+    if args.protect == Some(ProtectArg::Txn)
+        && family == ApiFamily::ZooKeeper
+        && recipe == LockRecipe::Naive
+    {
+        return Err(ConfigError(
+            "--protect txn cannot fence --recipe naive on zookeeper: every holder re-creates the same holder node at version 0, so a version check cannot tell holders apart; use --recipe zk-recipe or --protect token".into(),
         ));
     }
     Ok(())
@@ -440,10 +477,60 @@ mod tests {
                 "--ttl",
                 "1s",
             ],
+            &[
+                "--target",
+                "zookeeper",
+                "--zk-client",
+                "async",
+                "--holder-pause",
+                "3s",
+                "--holder-pause-ratio",
+                "0.2",
+            ],
+            &[
+                "--target",
+                "zookeeper",
+                "--zk-client",
+                "async",
+                "--protect",
+                "txn",
+            ],
+            &["--target", "zab", "--recipe", "naive", "--protect", "txn"],
         ] {
             let err = config(args).unwrap_err().to_string();
             assert!(!err.is_empty() && !err.contains('\n'), "{args:?}: {err}");
         }
+    }
+
+    #[test]
+    fn holder_pauses_out_of_range_are_refused_by_the_parser() {
+        for args in [
+            &["--holder-pause", "0s", "--holder-pause-ratio", "0.2"][..],
+            &["--holder-pause", "3s", "--holder-pause-ratio", "0"],
+            &["--holder-pause", "3s", "--holder-pause-ratio", "1.5"],
+            &["--protect", "lease"],
+        ] {
+            let argv = [&["coordbench", "run"][..], args].concat();
+            assert!(Cli::try_parse_from(argv).is_err(), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn holder_pauses_run_on_every_target_and_are_recorded() {
+        let pause = ["--holder-pause", "3s", "--holder-pause-ratio", "0.2"];
+        for target in ["null", "raft", "zab", "etcd", "zookeeper"] {
+            let c =
+                config(&[&["--target", target, "--protect", "txn"][..], &pause].concat()).unwrap();
+            let w = &c.workload_options;
+            assert_eq!(
+                (w.holder_pause_ms, w.holder_pause_ratio, w.protect),
+                (Some(3000.0), Some(0.2), Some("txn")),
+                "{target}"
+            );
+        }
+        // The naive recipe is fenced by tokens on ZooKeeper, and by txn on the etcd API.
+        config(&["--target", "zab", "--recipe", "naive", "--protect", "token"]).unwrap();
+        config(&["--recipe", "naive", "--protect", "txn"]).unwrap();
     }
 
     #[test]

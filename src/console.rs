@@ -140,6 +140,17 @@ pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
         if let Some(lock) = &r.lock {
             println!("  {:<14} {:>12}", "violations", r.violations);
             println!("  {:<14} {:>12}", "handover p99", opt(lock.handover_p99_us));
+            if let Some(f) = &r.holder_pauses {
+                println!("  {:<14} {:>12}", "protect", f.protect);
+                println!("  {:<14} {:>12}", "paused", f.paused_sections);
+                println!("  {:<14} {:>12}", "unsafe", f.unsafe_sections);
+                println!("  {:<14} {:>12}", "stale accepted", f.stale_writes_accepted);
+                println!("  {:<14} {:>12}", "stale rejected", f.stale_writes_rejected);
+                if f.stale_writes_failed > 0 {
+                    println!("  {:<14} {:>12}", "stale failed", f.stale_writes_failed);
+                }
+                println!("  {:<14} {:>12}", "lost locks", f.lost_locks);
+            }
             if r.session_reestablishments > 0 {
                 println!(
                     "  warning: {} sessions were silently re-established: locks may have been lost without the holder knowing",

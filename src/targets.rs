@@ -90,9 +90,14 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
                 connect_timeout: CONNECT_TIMEOUT,
             };
             let coordinator: Arc<dyn Coordinator> = match config.zk_client_kind {
-                ZkClientArg::Client => {
-                    Arc::new(ZkCoordinator::connect(&zk).await.context("zookeeper")?)
-                }
+                ZkClientArg::Client => Arc::new(
+                    ZkCoordinator::connect(&zk)
+                        .await
+                        .context("zookeeper")?
+                        // Holder pauses freeze sessions through a relay each; others
+                        // connect directly.
+                        .with_freezable_sessions(config.workload_options.holder_pause.is_some()),
+                ),
                 ZkClientArg::Async => Arc::new(
                     AsyncZkCoordinator::connect(&zk)
                         .await

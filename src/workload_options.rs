@@ -1,10 +1,13 @@
-//! The options of the election, discovery and config-watch workloads: which apply to which
-//! workload, their defaults, and how they shape the load plan (clients, rate, op budget,
-//! connections). Stored in run.json beside the rest of the configuration.
+//! The options of the lock (holder pauses, protection), election, discovery and
+//! config-watch workloads: which apply to which workload, their defaults, and how they
+//! shape the load plan (clients, rate, op budget, connections). Stored in run.json beside
+//! the rest of the configuration.
 
+use coordbench_workloads::pause::HolderPause;
+use coordbench_workloads::resource::Protection;
 use serde::Serialize;
 
-use crate::cli::{RunArgs, WorkloadKind};
+use crate::cli::{ProtectArg, RunArgs, WorkloadKind};
 
 /// config-watch: the writer's default updates per second.
 pub const DEFAULT_UPDATE_RATE: f64 = 10.0;
@@ -30,6 +33,16 @@ pub struct WorkloadOptions {
     pub watch_sessions: Option<usize>,
     /// register: the linearizability check's wall-clock bound, ms.
     pub check_budget_ms: Option<u64>,
+    /// lock: how long a paused holder freezes, ms (`--holder-pause`).
+    pub holder_pause_ms: Option<f64>,
+    /// lock: the fraction of acquisitions that pause (`--holder-pause-ratio`).
+    pub holder_pause_ratio: Option<f64>,
+    /// lock: `none`, `token` or `txn` (`--protect`).
+    pub protect: Option<&'static str>,
+    #[serde(skip)]
+    pub holder_pause: Option<HolderPause>,
+    #[serde(skip)]
+    pub protection: Protection,
 }
 
 /// What the workload decides about the load plan.
@@ -65,6 +78,19 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
         &[Election],
         "election",
     )?;
+    only(
+        args.holder_pause.is_some(),
+        "--holder-pause",
+        &[Lock],
+        "lock",
+    )?;
+    only(
+        args.holder_pause_ratio.is_some(),
+        "--holder-pause-ratio",
+        &[Lock],
+        "lock",
+    )?;
+    only(args.protect.is_some(), "--protect", &[Lock], "lock")?;
     only(args.crash_leader, "--crash-leader", &[Election], "election")?;
     only(
         args.instances.is_some(),
@@ -100,6 +126,22 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
         max_ops: args.ops,
     };
     match w {
+        Lock => {
+            options.holder_pause = holder_pause(args)?;
+            options.holder_pause_ms = options
+                .holder_pause
+                .map(|p| p.duration.as_secs_f64() * 1000.0);
+            options.holder_pause_ratio = options.holder_pause.map(|p| p.ratio);
+            options.protection = match args.protect {
+                None | Some(ProtectArg::None) => Protection::None,
+                Some(ProtectArg::Token) => Protection::Token,
+                Some(ProtectArg::Txn) => Protection::Txn,
+            };
+            // Recorded when pauses or protection were asked for; plain lock runs keep the
+            // configuration they always had, so they compare with earlier results.
+            options.protect = (options.holder_pause.is_some() || args.protect.is_some())
+                .then(|| options.protection.name());
+        }
         Election => {
             options.elections = args.elections;
             options.term_ms = Some(args.term.as_secs_f64() * 1000.0);
@@ -141,6 +183,20 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
     Ok((options, shape))
 }
 
+/// `--holder-pause` and `--holder-pause-ratio`, which need each other.
+fn holder_pause(args: &RunArgs) -> Result<Option<HolderPause>, String> {
+    match (args.holder_pause, args.holder_pause_ratio) {
+        (Some(duration), Some(ratio)) => Ok(Some(HolderPause { duration, ratio })),
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(
+            "--holder-pause needs --holder-pause-ratio R: the fraction of acquisitions that pause, in (0, 1]".into(),
+        ),
+        (None, Some(_)) => Err(
+            "--holder-pause-ratio needs --holder-pause D: how long a paused holder freezes".into(),
+        ),
+    }
+}
+
 /// Workloads whose sessions each own what they hold (locks, candidacies), so a ZooKeeper
 /// client cannot share one: `--conns` does not apply to them there.
 pub fn sessions_are_per_client(w: WorkloadKind) -> bool {
@@ -172,6 +228,10 @@ mod tests {
             &["--workload", "lock", "--watchers", "5"],
             &["--workload", "config-watch", "--instances", "5"],
             &["--workload", "election", "--elections", "5", "--ops", "5"],
+            &["--workload", "kv-put", "--holder-pause", "3s"],
+            &["--workload", "election", "--protect", "token"],
+            &["--workload", "lock", "--holder-pause", "3s"],
+            &["--workload", "lock", "--holder-pause-ratio", "0.2"],
             &["--workload", "discovery", "--rate", "5"],
             &[
                 "--workload",
@@ -202,7 +262,25 @@ mod tests {
             (1, 16, Some(DEFAULT_UPDATE_RATE))
         );
         assert_eq!((o.watchers, o.watch_sessions), (Some(2000), Some(16)));
-        let (_, s) = resolved(&["--workload", "lock"]).unwrap();
+        let (o, _) = resolved(&[
+            "--workload",
+            "lock",
+            "--holder-pause",
+            "3s",
+            "--holder-pause-ratio",
+            "0.2",
+            "--protect",
+            "txn",
+        ])
+        .unwrap();
+        assert_eq!(
+            (o.holder_pause_ms, o.holder_pause_ratio, o.protect),
+            (Some(3000.0), Some(0.2), Some("txn"))
+        );
+        let (o, _) = resolved(&["--holder-pause", "1s", "--holder-pause-ratio", "1"]).unwrap();
+        assert_eq!(o.protect, Some("none"));
+        let (o, s) = resolved(&["--workload", "lock"]).unwrap();
+        assert_eq!((o.holder_pause, o.protect), (None, None));
         assert_eq!(
             (s.clients, s.conns, s.rate, s.max_ops),
             (16, 16, None, None)

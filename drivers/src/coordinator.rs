@@ -181,6 +181,31 @@ pub trait Session: Send {
     /// Releases a lock this session holds.
     async fn unlock(&mut self, guard: LockGuard) -> Result<(), DriverError>;
 
+    /// Freezes the session's own background traffic for `d`, as in a GC pause of the client
+    /// process, and returns when it resumes: etcd's lease keep-alive stops sending;
+    /// a ZooKeeper connection (opened through the driver's pausable relay) forwards nothing
+    /// either way. A freeze longer than the TTL lets the server expire the session, and
+    /// with it the locks this session believes it still holds.
+    async fn freeze(&mut self, d: Duration) -> Result<(), DriverError> {
+        let _ = d;
+        Err(DriverError::Unsupported("freeze on this driver".into()))
+    }
+
+    /// Writes `value` under `key` only if `guard` still holds its lock, checked by the
+    /// coordination service in the same transaction (etcd: the lock key's create revision
+    /// is still `guard.token`; ZooKeeper: a multi that checks the lock node). Ok(true) if
+    /// applied, Ok(false) if the guard rejected it. A session the server expired writes
+    /// through a fresh one, so that the guard, not the expiry, decides.
+    async fn fenced_put(
+        &mut self,
+        guard: &LockGuard,
+        key: &str,
+        value: &[u8],
+    ) -> Result<bool, DriverError> {
+        let _ = (guard, key, value);
+        Err(DriverError::Unsupported("fenced_put on this driver".into()))
+    }
+
     /// Campaigns in `election` with `value` and blocks until this session leads. The
     /// herd-free recipe waits only on its predecessor candidate; naive wakes on every change.
     async fn campaign(

@@ -10,6 +10,7 @@ pub mod coordinator;
 pub mod counters;
 pub mod error;
 pub mod etcd;
+pub mod freeze;
 pub mod null;
 pub mod recipe;
 pub mod zookeeper;
@@ -21,4 +22,5 @@ pub use coordinator::{
 };
 pub use counters::{ClientCounters, CounterHandle};
 pub use error::DriverError;
+pub use freeze::FreezeGate;
 pub use recipe::{ApiFamily, LockRecipe};

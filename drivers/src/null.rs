@@ -6,7 +6,9 @@
 //! (herd-free candidates are woken only by their predecessor's leaving, naive ones by every
 //! change), registrations form one shared membership per service, and value watches see
 //! every version of a watched key. An abandoned session keeps what it holds for its TTL, as
-//! a server would until it expires the session.
+//! a server would until it expires the session; a session frozen for longer than its TTL
+//! ([`Session::freeze`]) loses its locks at the TTL, as a server would expire it, and its
+//! guards stop passing [`Session::fenced_put`].
 
 mod election;
 mod registry;
@@ -29,11 +31,14 @@ use crate::{
 
 /// Per lock name, the last fencing token handed out.
 type LockTable = Mutex<HashMap<String, Arc<AsyncMutex<i64>>>>;
+/// Per lock name, the token of its current holder (absent while free).
+type Holders = Mutex<HashMap<String, i64>>;
 
 /// What every session of one coordinator shares: the "server state".
 #[derive(Default)]
 struct Shared {
     locks: LockTable,
+    holders: Holders,
     elections: election::Elections,
     services: registry::Services,
     values: values::Values,
@@ -86,6 +91,7 @@ impl Coordinator for NullCoordinator {
             ttl: options.ttl,
             holdings: Holdings::default(),
             counters: CounterHandle::default(),
+            expired: false,
         }))
     }
 
@@ -112,8 +118,20 @@ impl Holdings {
         for (service, instance) in self.registrations {
             shared.services.remove(&service, &instance);
         }
-        drop(self.locks);
+        for (name, guard) in self.locks {
+            release_lock(shared, &name, guard);
+        }
     }
+}
+
+/// Frees lock `name` held by `guard`: it no longer passes fenced writes, and the next
+/// waiter acquires it.
+fn release_lock(shared: &Shared, name: &str, guard: OwnedMutexGuard<i64>) {
+    let mut holders = locked(&shared.holders);
+    if holders.get(name) == Some(&*guard) {
+        holders.remove(name);
+    }
+    drop(guard);
 }
 
 struct NullSession {
@@ -121,6 +139,8 @@ struct NullSession {
     ttl: Duration,
     holdings: Holdings,
     counters: CounterHandle,
+    /// Set when a freeze outlasted the TTL: the "server" expired the session.
+    expired: bool,
 }
 
 impl NullSession {
@@ -168,6 +188,11 @@ impl Session for NullSession {
     }
 
     async fn lock(&mut self, name: &str, _recipe: LockRecipe) -> Result<LockGuard, DriverError> {
+        if self.expired {
+            return Err(DriverError::SessionExpired(
+                "the session expired while frozen".into(),
+            ));
+        }
         if self.holdings.locks.contains_key(name) {
             return Err(DriverError::Unsupported(format!(
                 "lock {name} is already held by this session"
@@ -177,6 +202,7 @@ impl Session for NullSession {
         let mut guard = self.lock_cell(name).lock_owned().await;
         *guard += 1;
         let token = *guard;
+        locked(&self.shared.holders).insert(name.to_string(), token);
         self.holdings.locks.insert(name.to_string(), guard);
         Ok(LockGuard {
             name: name.to_string(),
@@ -188,12 +214,49 @@ impl Session for NullSession {
     async fn unlock(&mut self, guard: LockGuard) -> Result<(), DriverError> {
         self.counters.request();
         match self.holdings.locks.remove(&guard.name) {
-            Some(_) => Ok(()),
+            Some(held) => {
+                release_lock(&self.shared, &guard.name, held);
+                Ok(())
+            }
+            None if self.expired => Err(DriverError::SessionExpired(format!(
+                "lock {} was lost when the session expired",
+                guard.name
+            ))),
             None => Err(DriverError::Unsupported(format!(
                 "lock {} is not held",
                 guard.name
             ))),
         }
+    }
+
+    /// A freeze past the TTL: the session's holdings are freed at the TTL, as a server
+    /// hearing nothing would expire the session.
+    async fn freeze(&mut self, d: Duration) -> Result<(), DriverError> {
+        if d < self.ttl {
+            tokio::time::sleep(d).await;
+            return Ok(());
+        }
+        tokio::time::sleep(self.ttl).await;
+        std::mem::take(&mut self.holdings).release(&self.shared);
+        self.expired = true;
+        tokio::time::sleep(d - self.ttl).await;
+        Ok(())
+    }
+
+    async fn fenced_put(
+        &mut self,
+        guard: &LockGuard,
+        key: &str,
+        value: &[u8],
+    ) -> Result<bool, DriverError> {
+        self.counters.request();
+        // Checked and written under the holders' lock, as one transaction.
+        let holders = locked(&self.shared.holders);
+        let holds = holders.get(&guard.name) == Some(&guard.token);
+        if holds {
+            self.shared.values.put(key, value);
+        }
+        Ok(holds)
     }
 
     async fn campaign(
@@ -343,6 +406,38 @@ mod tests {
         a.unlock(ga.clone()).await.unwrap();
         let tb = waiter.await.unwrap();
         assert!(tb > ga.token);
+    }
+
+    #[tokio::test]
+    async fn a_freeze_past_the_ttl_loses_the_lock_and_its_fenced_writes() {
+        let c = NullCoordinator::new();
+        let mut a = c.open_session(0, &opts()).await.unwrap();
+        let mut b = c.open_session(1, &opts()).await.unwrap();
+        let ga = a.lock("l", LockRecipe::HerdFree).await.unwrap();
+        assert!(a.fenced_put(&ga, "r", b"a1").await.unwrap());
+        let frozen = Instant::now();
+        let (paused, gb) = tokio::join!(a.freeze(opts().ttl * 2), async {
+            b.lock("l", LockRecipe::HerdFree).await.unwrap()
+        });
+        paused.unwrap();
+        assert!(frozen.elapsed() >= opts().ttl * 2);
+        assert!(b.fenced_put(&gb, "r", b"b1").await.unwrap());
+        assert!(
+            !a.fenced_put(&ga, "r", b"a2").await.unwrap(),
+            "stale write applied"
+        );
+        let lost = a.unlock(ga).await.unwrap_err();
+        assert_eq!(lost.kind(), "session_expired", "{lost}");
+    }
+
+    #[tokio::test]
+    async fn a_freeze_within_the_ttl_keeps_the_lock() {
+        let c = NullCoordinator::new();
+        let mut a = c.open_session(0, &opts()).await.unwrap();
+        let ga = a.lock("l", LockRecipe::HerdFree).await.unwrap();
+        a.freeze(opts().ttl / 4).await.unwrap();
+        assert!(a.fenced_put(&ga, "r", b"a").await.unwrap());
+        a.unlock(ga).await.unwrap();
     }
 
     #[tokio::test]

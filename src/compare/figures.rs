@@ -45,6 +45,7 @@ const COLUMNS: &[(&str, Better, Scale)] = &[
     ("split_brains", Better::Lower, Scale::Shift),
     ("missed_versions", Better::Lower, Scale::Shift),
     ("unpropagated", Better::Lower, Scale::Shift),
+    ("stale_writes_accepted", Better::Lower, Scale::Shift),
     ("server_cpu_us_per_op", Better::Lower, Scale::Ratio),
     ("server_peak_rss_mb", Better::Lower, Scale::Ratio),
     ("detect_p50_us", Better::Lower, Scale::Ratio),

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use coordbench_workloads::checker::LockCheckSummary;
 use coordbench_workloads::election::ElectionSummary;
+use coordbench_workloads::fencing::FencingCheck;
 use coordbench_workloads::herd::HerdSummary;
 use coordbench_workloads::propagation::PropagationSummary;
 use coordbench_workloads::register::RegisterCheck;
@@ -108,6 +109,9 @@ pub struct MeasuredResults {
     pub config_watch: Option<VersionSummary>,
     /// register: the linearizability verdict and the excerpt that proves a violation.
     pub register: Option<RegisterCheck>,
+    /// lock with `--holder-pause` or `--protect`: paused and unsafe sections, stale writes
+    /// by outcome, lost locks.
+    pub holder_pauses: Option<FencingCheck>,
     /// Requests sent, notifications received, keep-alives: all clients, whole run.
     pub requests: u64,
     pub notifications: u64,
@@ -155,6 +159,7 @@ impl MeasuredResults {
                 .as_ref()
                 .map(|c| c.summary(window_s)),
             register: outcome.check.register.clone(),
+            holder_pauses: outcome.check.fencing.clone(),
             requests: outcome.counters.requests,
             notifications: outcome.counters.notifications,
             keepalives: outcome.counters.keepalives,

@@ -65,6 +65,12 @@ pub struct SummaryRow {
     /// register: `true`, `false` or `unknown`.
     pub linearizable: Option<String>,
     pub stale_reads: Option<u64>,
+    pub protect: String,
+    pub unsafe_sections: Option<u64>,
+    pub stale_writes_accepted: Option<u64>,
+    pub stale_writes_rejected: Option<u64>,
+    pub stale_writes_failed: Option<u64>,
+    pub lost_locks: Option<u64>,
     pub faults: Option<usize>,
     pub detect_p50_us: Option<u64>,
     pub new_leader_p50_us: Option<u64>,
@@ -99,6 +105,7 @@ impl SummaryRow {
         let watch = r.config_watch.as_ref();
         let server = record.server_counters.as_ref();
         let faults = record.faults.as_ref();
+        let fencing = r.holder_pauses.as_ref();
         SummaryRow {
             target: c.target.clone(),
             workload: c.workload.clone(),
@@ -158,6 +165,12 @@ impl SummaryRow {
             session_reestablishments: r.session_reestablishments,
             linearizable: r.register.as_ref().map(|g| g.linearizable.to_string()),
             stale_reads: r.register.as_ref().map(|g| g.stale_reads),
+            protect: fencing.map_or(String::new(), |f| f.protect.to_string()),
+            unsafe_sections: fencing.map(|f| f.unsafe_sections),
+            stale_writes_accepted: fencing.map(|f| f.stale_writes_accepted),
+            stale_writes_rejected: fencing.map(|f| f.stale_writes_rejected),
+            stale_writes_failed: fencing.map(|f| f.stale_writes_failed),
+            lost_locks: fencing.map(|f| f.lost_locks),
             faults: faults.map(|f| f.faults),
             detect_p50_us: faults.and_then(|f| f.detect_p50_us),
             new_leader_p50_us: faults.and_then(|f| f.new_leader_p50_us),

@@ -13,6 +13,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use crate::election::ElectionCheck;
+use crate::fencing::FencingCheck;
 use crate::herd::HerdSummary;
 use crate::histogram::latency_histogram;
 use crate::propagation::PropagationCheck;
@@ -60,6 +61,8 @@ pub struct CheckReport {
     pub config_watch: Option<VersionCheck>,
     /// register: the linearizability verdict.
     pub register: Option<RegisterCheck>,
+    /// Lock with holder pauses or a protected resource: unsafe sections, stale writes.
+    pub fencing: Option<FencingCheck>,
 }
 
 impl CheckReport {

@@ -1,5 +1,6 @@
 //! A client's session that can crash and come back: what election candidates and discovery
-//! instances do under `--crash-leader` / `--crash-instances`.
+//! instances do under `--crash-leader` / `--crash-instances`, and lock holders whose session
+//! expired during a holder pause.
 //!
 //! A crash abandons the session (it stops refreshing without releasing, so the server frees
 //! what it held only on expiry); the client then comes back with a new session. The

@@ -11,13 +11,16 @@ pub mod config_watch;
 mod crashable;
 pub mod discovery;
 pub mod election;
+pub mod fencing;
 pub mod herd;
 pub mod histogram;
 pub mod kv;
 pub mod linearizability;
 pub mod lock;
+pub mod pause;
 pub mod propagation;
 pub mod register;
+pub mod resource;
 pub mod versions;
 pub mod workload;
 

@@ -6,7 +6,10 @@
 //! - `naive`: every waiter watches the one lock key and retries a create-if-absent
 //!   transaction on every release, so one release wakes all waiters (the herd).
 //!
-//! The fencing token is the lock key's create revision in both.
+//! The fencing token is the lock key's create revision in both, and [`fenced_put`] guards a
+//! write with it: a transaction that puts only while the lock key still has that create
+//! revision (the check Jepsen's etcd 3.4.3 analysis and etcd's own lock documentation point
+//! to for writes a lock protects).
 
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 
@@ -71,4 +74,24 @@ pub(super) async fn lock_naive(s: &mut EtcdSession, name: &str) -> Result<LockGu
 pub(super) async fn unlock(s: &mut EtcdSession, guard: LockGuard) -> Result<(), DriverError> {
     let what = format!("lock {}", guard.name);
     queue::delete_if_created_at(s, &guard.key, guard.token, &what).await
+}
+
+/// Puts `value` under `key` if `guard`'s lock key still has create revision `guard.token`
+/// (not deleted by an expired lease, not re-created by a later holder). True if applied.
+pub(super) async fn fenced_put(
+    s: &mut EtcdSession,
+    guard: &LockGuard,
+    key: &str,
+    value: &[u8],
+) -> Result<bool, DriverError> {
+    let txn = Txn::new()
+        .when([Compare::create_revision(
+            guard.key.clone(),
+            CompareOp::Equal,
+            guard.token,
+        )])
+        .and_then([TxnOp::put(key, value, None)]);
+    s.counters.request();
+    let resp = s.client.txn(txn).await.map_err(map_error)?;
+    Ok(resp.succeeded())
 }

@@ -1,5 +1,6 @@
-//! One client's etcd session: a lazily granted lease kept alive at TTL/3, one watch stream
-//! shared by its watch handles, plus the key-value operations. The recipes live beside it:
+//! One client's etcd session: a lazily granted lease kept alive at TTL/3 (paused while the
+//! session is frozen, [`Session::freeze`]), one watch stream shared by its watch handles,
+//! plus the key-value operations. The recipes live beside it:
 //! locks in [`super::lock`], elections in [`super::election`], service registration in
 //! [`super::registry`], watch handles in [`super::watch`].
 
@@ -14,8 +15,8 @@ use tokio::task::JoinHandle;
 use super::watch_mux::{Subscription, WatchMux};
 use super::{election, map_error, registry, versioned, watch};
 use crate::{
-    CasOutcome, ClientCounters, Consistency, CounterHandle, DriverError, LeaderWatch, Leadership,
-    LockGuard, LockRecipe, MembersWatch, Registration, Session, ValueWatch, Versioned,
+    CasOutcome, ClientCounters, Consistency, CounterHandle, DriverError, FreezeGate, LeaderWatch,
+    Leadership, LockGuard, LockRecipe, MembersWatch, Registration, Session, ValueWatch, Versioned,
 };
 
 /// A granted lease and the task that refreshes it.
@@ -38,6 +39,8 @@ pub(super) struct EtcdSession {
     pub(super) pending_key: Option<Vec<u8>>,
     /// The watch stream this session's watch handles share, opened on first use.
     watches: Option<WatchMux>,
+    /// Holds the lease keep-alive back while the session is frozen.
+    freeze: FreezeGate,
 }
 
 impl EtcdSession {
@@ -50,6 +53,7 @@ impl EtcdSession {
             lease: None,
             pending_key: None,
             watches: None,
+            freeze: FreezeGate::default(),
         }
     }
 
@@ -97,6 +101,7 @@ impl EtcdSession {
             self.ttl / 3,
             self.counters.clone(),
             expired.clone(),
+            self.freeze.clone(),
         ));
         self.lease = Some(Lease {
             id,
@@ -118,12 +123,15 @@ impl EtcdSession {
 }
 
 /// Refreshes the lease every `interval` until the task is aborted or the lease is gone.
+/// While `freeze` is shut nothing is sent; the first refresh after it reports the lease
+/// gone if the server expired it meanwhile.
 async fn keep_alive(
     mut client: Client,
     id: i64,
     interval: Duration,
     counters: CounterHandle,
     expired: Arc<AtomicBool>,
+    freeze: FreezeGate,
 ) {
     let Ok((mut keeper, mut responses)) = client.lease_keep_alive(id).await else {
         expired.store(true, Ordering::Relaxed);
@@ -133,6 +141,7 @@ async fn keep_alive(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
+        freeze.thawed().await;
         counters.keepalive();
         if keeper.keep_alive().await.is_err() {
             // The stream broke (member down); a later tick on a new stream may still succeed,
@@ -195,6 +204,23 @@ impl Session for EtcdSession {
 
     async fn unlock(&mut self, guard: LockGuard) -> Result<(), DriverError> {
         super::lock::unlock(self, guard).await
+    }
+
+    async fn freeze(&mut self, d: Duration) -> Result<(), DriverError> {
+        self.freeze.freeze_for(d);
+        tokio::time::sleep(d).await;
+        Ok(())
+    }
+
+    /// Needs no lease: a holder whose lease expired writes through the same connection, and
+    /// the create-revision compare rejects it.
+    async fn fenced_put(
+        &mut self,
+        guard: &LockGuard,
+        key: &str,
+        value: &[u8],
+    ) -> Result<bool, DriverError> {
+        super::lock::fenced_put(self, guard, key, value).await
     }
 
     async fn campaign(

@@ -8,6 +8,10 @@
 //!
 //! Keys are znode paths (the kv workload's `/coordbench/kv/00000001` as it is); recipes
 //! keep their nodes under `/coordbench/` (`lock/`, `naive-lock/`, `election/`, `services/`).
+//!
+//! A coordinator made [`ZkCoordinator::with_freezable_sessions`] opens every session through
+//! a pausable relay of its own ([`relay`]), so that [`Session::freeze`] can stop the session's
+//! traffic, pings included; other runs connect directly and pay nothing for it.
 
 mod discovery;
 mod election;
@@ -17,6 +21,7 @@ pub mod four_letter;
 mod lock;
 mod pending;
 mod queue;
+mod relay;
 mod session;
 mod versioned;
 mod watch;
@@ -52,6 +57,8 @@ pub struct ZkCoordinator {
     /// The connect string: endpoints joined by commas.
     cluster: String,
     connect_timeout: Duration,
+    /// Sessions connect through a relay each, so they can be frozen.
+    freezable: bool,
 }
 
 impl ZkCoordinator {
@@ -68,42 +75,56 @@ impl ZkCoordinator {
             cluster: endpoints.join(","),
             endpoints,
             connect_timeout: config.connect_timeout,
+            freezable: false,
         };
         // Dropping the probe closes its session.
-        coordinator
-            .establish(config.connect_timeout, false)
-            .await
-            .map_err(|e| match e {
-                DriverError::Unreachable { detail, .. } | DriverError::Server(detail) => {
-                    unreachable(&coordinator.cluster, &detail)
-                }
-                DriverError::Timeout(_) => {
-                    unreachable(&coordinator.cluster, "no session established in time")
-                }
-                other => other,
-            })?;
+        establish(
+            &coordinator.cluster,
+            coordinator.connect_timeout,
+            config.connect_timeout,
+            false,
+        )
+        .await
+        .map_err(|e| match e {
+            DriverError::Unreachable { detail, .. } | DriverError::Server(detail) => {
+                unreachable(&coordinator.cluster, &detail)
+            }
+            DriverError::Timeout(_) => {
+                unreachable(&coordinator.cluster, "no session established in time")
+            }
+            other => other,
+        })?;
         Ok(coordinator)
     }
 
-    /// Establishes a new session with `session_timeout`, bounded by the connect timeout.
-    /// A `detached` session is not closed when its client is dropped: the connection just
-    /// ends and the server expires the session (how [`Session::abandon`] works).
-    async fn establish(
-        &self,
-        session_timeout: Duration,
-        detached: bool,
-    ) -> Result<Client, DriverError> {
-        let mut connector = Client::connector()
-            .with_session_timeout(session_timeout)
-            .with_fail_eagerly();
-        if detached {
-            connector = connector.with_detached();
-        }
-        tokio::time::timeout(self.connect_timeout, connector.connect(&self.cluster))
-            .await
-            .map_err(|_| DriverError::Timeout(self.connect_timeout))?
-            .map_err(map_error)
+    /// Opens every later session through a pausable relay of its own when `on`, so
+    /// [`Session::freeze`] works (`--holder-pause`); without it, freeze is unsupported.
+    pub fn with_freezable_sessions(mut self, on: bool) -> Self {
+        self.freezable = on;
+        self
     }
+}
+
+/// Establishes a new session on `cluster` with `session_timeout`, bounded by
+/// `connect_timeout`. A `detached` session is not closed when its client is dropped: the
+/// connection just ends and the server expires the session (how [`Session::abandon`]
+/// works); a plain one is closed when its client is dropped.
+pub(super) async fn establish(
+    cluster: &str,
+    connect_timeout: Duration,
+    session_timeout: Duration,
+    detached: bool,
+) -> Result<Client, DriverError> {
+    let mut connector = Client::connector()
+        .with_session_timeout(session_timeout)
+        .with_fail_eagerly();
+    if detached {
+        connector = connector.with_detached();
+    }
+    tokio::time::timeout(connect_timeout, connector.connect(cluster))
+        .await
+        .map_err(|_| DriverError::Timeout(connect_timeout))?
+        .map_err(map_error)
 }
 
 #[async_trait]
@@ -117,12 +138,25 @@ impl Coordinator for ZkCoordinator {
         client: usize,
         options: &SessionOptions,
     ) -> Result<Box<dyn Session>, DriverError> {
-        let zk = self.establish(options.ttl, true).await?;
+        let relay = match self.freezable {
+            true => Some(relay::Relay::start(&self.endpoints).await.map_err(|e| {
+                DriverError::Unreachable {
+                    endpoint: "127.0.0.1 (session relay)".into(),
+                    detail: format!("cannot open the session's relay: {e}"),
+                }
+            })?),
+            false => None,
+        };
+        let via = relay
+            .as_ref()
+            .map_or_else(|| self.cluster.clone(), relay::Relay::connect_string);
+        let zk = establish(&via, self.connect_timeout, options.ttl, true).await?;
         Ok(Box::new(ZkSession::new(
             zk,
             client,
             self.cluster.clone(),
             self.connect_timeout,
+            relay,
         )))
     }
 

@@ -10,14 +10,21 @@
 //!
 //! Watch handles hold only a weak reference to the client, so they never keep an abandoned
 //! session's connection alive; once it is gone they fail as an expired session would.
+//!
+//! A session opened through a relay ([`super::relay`]) can be frozen: the relay stops
+//! forwarding, pings included, and the server expires the session if the freeze outlasts
+//! its timeout.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, Error, StateWatcher};
+use zookeeper_client::{
+    Acls, Client, CreateMode, CreateOptions, Error, SessionState, StateWatcher,
+};
 
 use super::pending::{self, Pending};
+use super::relay::Relay;
 use super::{discovery, election, lock, map_error, versioned, watch};
 use crate::{
     CasOutcome, ClientCounters, Consistency, CounterHandle, DriverError, LeaderWatch, Leadership,
@@ -38,9 +45,11 @@ pub(super) struct ZkSession {
     client: Option<Arc<Client>>,
     pub(super) client_id: usize,
     pub(super) counters: CounterHandle,
-    /// The connect string, to re-attach on close.
-    cluster: String,
-    connect_timeout: Duration,
+    /// The connect string, to re-attach on close (directly, not through the relay).
+    pub(super) cluster: String,
+    pub(super) connect_timeout: Duration,
+    /// The relay the session's connection runs through, if it can be frozen.
+    relay: Option<Relay>,
     /// An acquisition or campaign that was cancelled (its future dropped, e.g. on timeout)
     /// after it may have created its node; the node is deleted before the next recipe call
     /// so the queue does not wait on a client that stopped waiting.
@@ -53,6 +62,7 @@ impl ZkSession {
         client_id: usize,
         cluster: String,
         connect_timeout: Duration,
+        relay: Option<Relay>,
     ) -> Self {
         ZkSession {
             client: Some(Arc::new(client)),
@@ -60,8 +70,26 @@ impl ZkSession {
             counters: CounterHandle::default(),
             cluster,
             connect_timeout,
+            relay,
             pending: None,
         }
+    }
+
+    /// After a request failed with a lost connection: waits (at most the connect timeout)
+    /// until the client has reconnected or learned that its session is gone. True if it is
+    /// connected again, so a retry can go through on this session.
+    pub(super) async fn reconnected(&self, zk: &Client) -> bool {
+        let mut state = zk.state_watcher();
+        let settled = async {
+            while state.peek_state() == SessionState::Disconnected {
+                state.changed().await;
+            }
+        };
+        let _ = tokio::time::timeout(self.connect_timeout, settled).await;
+        matches!(
+            zk.state(),
+            SessionState::SyncConnected | SessionState::ConnectedReadOnly
+        )
     }
 
     /// The live client; once the session was abandoned or closed, an error of the kind a
@@ -191,6 +219,26 @@ impl Session for ZkSession {
 
     async fn unlock(&mut self, guard: LockGuard) -> Result<(), DriverError> {
         lock::unlock(self, guard).await
+    }
+
+    async fn freeze(&mut self, d: Duration) -> Result<(), DriverError> {
+        let relay = self.relay.as_ref().ok_or_else(|| {
+            DriverError::Unsupported(
+                "freeze needs a session opened through the driver's relay (ZkCoordinator::with_freezable_sessions)".into(),
+            )
+        })?;
+        relay.gate().freeze_for(d);
+        tokio::time::sleep(d).await;
+        Ok(())
+    }
+
+    async fn fenced_put(
+        &mut self,
+        guard: &LockGuard,
+        key: &str,
+        value: &[u8],
+    ) -> Result<bool, DriverError> {
+        lock::fenced_put(self, guard, &znode_path(key), value).await
     }
 
     async fn campaign(
