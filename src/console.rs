@@ -137,6 +137,17 @@ pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
             println!("  {:<14} {:>12}", "missed", w.missed_versions);
             println!("  {:<14} {:>12}", "coalesced", w.coalesced_versions);
         }
+        if let Some(g) = &r.register {
+            println!("  {:<14} {:>12}", "linearizable", g.linearizable);
+            println!("  {:<14} {:>12}", "stale reads", g.stale_reads);
+            println!("  {:<14} {:>12}", "indeterminate", g.indeterminate);
+            if let Some(v) = &g.violation {
+                println!("  violation: {}", v.why);
+            }
+            if let Some(reason) = &g.unknown_reason {
+                println!("  unknown: {reason}");
+            }
+        }
         if let Some(lock) = &r.lock {
             println!("  {:<14} {:>12}", "violations", r.violations);
             println!("  {:<14} {:>12}", "handover p99", opt(lock.handover_p99_us));
