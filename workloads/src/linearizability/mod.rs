@@ -5,6 +5,9 @@
 //! ```text
 //! history.jsonl ─read_jsonl─> [Op] ─check─> per key (linearizability is local):
 //!     pruning::prepare (drop unobserved indeterminate ops, deadlines for observed ones)
+//!     ─> certain violations first (a value seen that nobody wrote, or before its write
+//!        began; a stale read: no search needed, and a search finds them only after
+//!        exhausting every order of the ops before them)
 //!     ─> search::search (Wing–Gong/Lowe, memoized on compact sets: memo)
 //!     ─> on a violation, excerpt::excerpt (a small closed sub-history that is a proof)
 //!   and stale::count_stale_reads, on its own.
@@ -130,38 +133,72 @@ pub fn check(history: &[Op], budget: Duration) -> Checked {
                 keys.len()
             )
         };
-        match search::search(&prepared.ops, deadline) {
-            search::Outcome::Linearizable => {}
-            search::Outcome::NotLinearizable { blocked } => {
-                let stuck = prepared.ops[blocked].source;
-                let (ops, why) = excerpt::excerpt(key, ops, stuck, deadline).unwrap_or_else(|| {
-                    let why = format!(
-                        "the {} ops on key {key:?} admit no linearization (the budget ran out \
-                         before they could be shrunk to a smaller proof)",
-                        ops.len()
-                    );
-                    (ops.iter().map(|&op| op.clone()).collect(), why)
-                });
-                let key = key.to_string();
-                checked.verdict = Verdict::NotLinearizable(Violation { key, ops, why });
-                unknown = None;
-                break;
+        let found = match first_certain_violation(ops) {
+            Some(seed) => Ok(seed),
+            None => match search::search(&prepared.ops, &prepared.spares, deadline) {
+                search::Outcome::Linearizable => Err(None),
+                search::Outcome::NotLinearizable { blocked } => {
+                    Ok(Seed::Stuck(prepared.ops[blocked].source))
+                }
+                search::Outcome::OutOfTime => {
+                    Err(Some(format!("the budget of {budget:?} ran out")))
+                }
+                search::Outcome::OutOfMemory => {
+                    Err(Some("the search cache reached its 1 GiB bound".into()))
+                }
+            },
+        };
+        let seed = match found {
+            Ok(seed) => seed,
+            Err(cut) => {
+                if let (None, Some(cut)) = (&unknown, cut) {
+                    unknown = Some(cut_short(&cut));
+                }
+                continue;
             }
-            search::Outcome::OutOfTime => {
-                unknown
-                    .get_or_insert_with(|| cut_short(&format!("the budget of {budget:?} ran out")));
+        };
+        let proof = match seed {
+            Seed::Stuck(op) => excerpt::excerpt(key, ops, op, deadline),
+            Seed::Stale(read, overwrite) => {
+                excerpt::excerpt_of_stale_read(key, ops, (read, overwrite), deadline)
             }
-            search::Outcome::OutOfMemory => {
-                unknown
-                    .get_or_insert_with(|| cut_short("the search cache reached its 1 GiB bound"));
-            }
-        }
+        };
+        let (ops, why) = proof.unwrap_or_else(|| {
+            let why = format!(
+                "the {} ops on key {key:?} admit no linearization (the budget ran out before \
+                 they could be shrunk to a smaller proof)",
+                ops.len()
+            );
+            (ops.iter().map(|&op| op.clone()).collect(), why)
+        });
+        let key = key.to_string();
+        checked.verdict = Verdict::NotLinearizable(Violation { key, ops, why });
+        unknown = None;
+        break;
     }
     if let Some(reason) = unknown {
         checked.verdict = Verdict::Unknown { reason };
     }
     checked.elapsed = started.elapsed();
     checked
+}
+
+/// Where a key's violation was found: the op whose completion stopped the search, or a
+/// stale read (read, overwrite).
+enum Seed {
+    Stuck(usize),
+    Stale(usize, usize),
+}
+
+/// A violation visible without a search (which would find it only after exhausting every
+/// order of the ops before it): an op observing a value nobody wrote, or written only
+/// after it completed; a stale read.
+fn first_certain_violation(key_ops: &[&Op]) -> Option<Seed> {
+    if let Some(op) = excerpt::impossible_observation(key_ops) {
+        return Some(Seed::Stuck(op));
+    }
+    let (read, overwrite) = stale::first_stale_read(key_ops)?;
+    Some(Seed::Stale(read, overwrite))
 }
 
 /// Each key's ops (Failed ones included), in invoke order.
