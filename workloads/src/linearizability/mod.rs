@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! history.jsonl ─read_jsonl─> [Op] ─check─> per key (linearizability is local):
-//!     pruning::prepare (drop unobserved indeterminate ops, deadlines for observed ones)
+//!     pruning::prepare (drop unobserved indeterminate ops, deadlines for observed ones,
+//!        spares for CAS rejections of unknown current)
 //!     ─> certain violations first (a value seen that nobody wrote, or before its write
 //!        began; a stale read: no search needed, and a search finds them only after
 //!        exhausting every order of the ops before them)
@@ -13,6 +14,14 @@
 //!   and stale::count_stale_reads, on its own.
 //! ```
 //!
+//! Keys are checked smallest first; the first violation ends the search (the rest are
+//! still counted). Measured (release build, generated histories of 16 clients with 0.2%
+//! indeterminate ops, `tests_random::time_generated_histories`, on a loaded 2-core
+//! machine): 200k ops on 8 keys 0.5 s, 200k ops on one key 0.5 s, 500k ops on 4 keys with
+//! unknown-current rejections 1.4–2 s; a stale read in the middle is found and shrunk to
+//! its 3 ops in under 0.5 s, and the search alone (no shortcut) needs 0.1 s, 1.4 s and
+//! 7.4 s to exhaust every order before it.
+//!
 //! API: [`Op`] ([`Call`], [`Ret`]; `complete_us`/`ret` `None` = indeterminate: it may have
 //! taken effect at any time after its invoke, or never), [`write_jsonl`], [`read_jsonl`],
 //! [`check`] → [`Checked`] with a [`Verdict`]: `Linearizable`, `NotLinearizable`
@@ -20,7 +29,7 @@
 //! (the budget ran out, or the history is malformed: never a guess).
 //!
 //! Every write and CAS must write a value unique on its key (refused otherwise): pruning
-//! ([`pruning`]) and excerpts ([`excerpt`]) rely on it, and their soundness arguments are
+//! (`pruning.rs`) and excerpts (`excerpt.rs`) rely on it, and their soundness arguments are
 //! written there. Ties between a completion and an invoke count as concurrent.
 //!
 //! Crates evaluated first (in a scratch crate; a known-bad stale read, then histories of
@@ -67,8 +76,8 @@ pub struct Checked {
     pub indeterminate: usize,
     /// Indeterminate ops the pruning dropped before the search.
     pub pruned: usize,
-    /// Reads that returned a value certainly overwritten before they began
-    /// ([`stale`] defines it).
+    /// Reads that returned a value v although a write of another value, invoked after v's
+    /// writer completed, had completed before the read began (`stale.rs`; RESULTS.md).
     pub stale_reads: u64,
     pub elapsed: Duration,
 }
@@ -122,65 +131,75 @@ pub fn check(history: &[Op], budget: Duration) -> Checked {
     }
     let mut keys: Vec<(&str, Vec<&Op>)> = by_key.into_iter().collect();
     keys.sort_by_key(|(_, ops)| ops.len());
-    let mut unknown = None;
+    let (mut violation, mut unknown) = (None, None);
     for (done, (key, ops)) in keys.iter().enumerate() {
         let prepared = pruning::prepare(ops);
         checked.pruned += prepared.pruned;
-        let cut_short = |what: &str| {
-            format!(
-                "{what} while checking key {key:?} ({} ops), after {done} of {} keys",
-                ops.len(),
-                keys.len()
-            )
-        };
-        let found = match first_certain_violation(ops) {
-            Some(seed) => Ok(seed),
-            None => match search::search(&prepared.ops, &prepared.spares, deadline) {
-                search::Outcome::Linearizable => Err(None),
-                search::Outcome::NotLinearizable { blocked } => {
-                    Ok(Seed::Stuck(prepared.ops[blocked].source))
-                }
-                search::Outcome::OutOfTime => {
-                    Err(Some(format!("the budget of {budget:?} ran out")))
-                }
-                search::Outcome::OutOfMemory => {
-                    Err(Some("the search cache reached its 1 GiB bound".into()))
-                }
-            },
-        };
-        let seed = match found {
-            Ok(seed) => seed,
-            Err(cut) => {
-                if let (None, Some(cut)) = (&unknown, cut) {
-                    unknown = Some(cut_short(&cut));
-                }
-                continue;
+        if violation.is_some() {
+            continue; // only counting what the pruning drops
+        }
+        match check_key(key, ops, &prepared, deadline) {
+            Ok(None) => {}
+            Ok(Some(found)) => violation = Some(found),
+            Err(what) => {
+                let what = what.unwrap_or_else(|| format!("the budget of {budget:?} ran out"));
+                unknown.get_or_insert_with(|| {
+                    format!(
+                        "{what} while checking key {key:?} ({} ops), after {done} of {} keys",
+                        ops.len(),
+                        keys.len()
+                    )
+                });
             }
-        };
-        let proof = match seed {
-            Seed::Stuck(op) => excerpt::excerpt(key, ops, op, deadline),
-            Seed::Stale(read, overwrite) => {
-                excerpt::excerpt_of_stale_read(key, ops, (read, overwrite), deadline)
-            }
-        };
-        let (ops, why) = proof.unwrap_or_else(|| {
-            let why = format!(
-                "the {} ops on key {key:?} admit no linearization (the budget ran out before \
-                 they could be shrunk to a smaller proof)",
-                ops.len()
-            );
-            (ops.iter().map(|&op| op.clone()).collect(), why)
-        });
-        let key = key.to_string();
-        checked.verdict = Verdict::NotLinearizable(Violation { key, ops, why });
-        unknown = None;
-        break;
+        }
     }
-    if let Some(reason) = unknown {
-        checked.verdict = Verdict::Unknown { reason };
-    }
+    checked.verdict = match (violation, unknown) {
+        (Some(violation), _) => Verdict::NotLinearizable(violation),
+        (None, Some(reason)) => Verdict::Unknown { reason },
+        (None, None) => Verdict::Linearizable,
+    };
     checked.elapsed = started.elapsed();
     checked
+}
+
+/// One key: `Ok(None)` linearizable, `Ok(Some(_))` a violation, `Err` not decided (`None`:
+/// out of time; `Some`: another reason).
+fn check_key(
+    key: &str,
+    ops: &[&Op],
+    prepared: &pruning::Prepared,
+    deadline: Instant,
+) -> Result<Option<Violation>, Option<String>> {
+    let seed = match first_certain_violation(ops) {
+        Some(seed) => seed,
+        None => match search::search(&prepared.ops, &prepared.spares, deadline) {
+            search::Outcome::Linearizable => return Ok(None),
+            search::Outcome::NotLinearizable { blocked } => {
+                Seed::Stuck(prepared.ops[blocked].source)
+            }
+            search::Outcome::OutOfTime => return Err(None),
+            search::Outcome::OutOfMemory => {
+                return Err(Some("the search cache reached its 1 GiB bound".into()))
+            }
+        },
+    };
+    let proof = match seed {
+        Seed::Stuck(op) => excerpt::excerpt(key, ops, op, deadline),
+        Seed::Stale(read, overwrite) => {
+            excerpt::excerpt_of_stale_read(key, ops, (read, overwrite), deadline)
+        }
+    };
+    // Out of time while shrinking: the whole key, which the search proved, is the proof.
+    let (ops, why) = proof.unwrap_or_else(|| {
+        let why = format!(
+            "the {} ops on key {key:?} admit no linearization (the budget ran out before \
+             they could be shrunk to a smaller proof)",
+            ops.len()
+        );
+        (ops.iter().map(|&op| op.clone()).collect(), why)
+    });
+    let key = key.to_string();
+    Ok(Some(Violation { key, ops, why }))
 }
 
 /// Where a key's violation was found: the op whose completion stopped the search, or a

@@ -15,6 +15,10 @@
 //! the current value only when every op that must still observe it (a read of it, a CAS
 //! rejected with it as current, a CAS applied from it) has been linearized. Any branch
 //! breaking the rule is bound to fail; without it, 16 clients on one key exhaust the cache.
+//!
+//! A rejected CAS of unknown current that expects the current value may be preceded by a
+//! spare ([`super::pruning`], *Spares*): choice 0 takes an interchangeable one, choice j
+//! referenced spare j − 1 (kept in the linearized set as op n + j − 1).
 
 use std::time::Instant;
 
