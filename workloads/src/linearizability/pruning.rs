@@ -1,6 +1,6 @@
 //! Turns one key's ops into what the search explores: each op's [`Transition`], its
-//! interval, and whether it may be linearized as a no-op; indeterminate ops nobody observed
-//! are dropped, and those somebody observed get a deadline.
+//! interval, and the spares (below); indeterminate ops nobody observed are dropped, and
+//! those somebody observed get a deadline.
 //!
 //! Values are unique, so a value v has one producer (the Write or Cas that writes it), and
 //! an op *observes* v when its legality depends on the register holding v: a read returning

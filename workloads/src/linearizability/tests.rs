@@ -145,7 +145,32 @@ fn a_stale_read_is_caught_and_its_excerpt_is_the_three_ops() {
         "{}",
         v.why
     );
-    assert_eq!(checked(&history).stale_reads, 1);
+    let c = checked(&history);
+    assert_eq!(c.stale_reads, 1);
+    let json = serde_json::to_value(&c.verdict).expect("a verdict serializes");
+    assert_eq!(json["verdict"], "not_linearizable");
+    assert_eq!(json["ops"].as_array().map(Vec::len), Some(3), "{json}");
+}
+
+#[test]
+fn an_excerpt_holds_the_producers_its_ops_depend_on() {
+    // The stale read of "b" depends on the CAS that wrote it, which depends on "a"'s write.
+    let mut history = vec![
+        write(0, 0, "a", (0, 10)),
+        cas(1, 1, Some("a"), "b", (20, 30), Ret::CasApplied),
+    ];
+    for i in 0..30 {
+        history.push(read(10 + i, 2, Some("b"), (40 + 10 * i, 45 + 10 * i)));
+    }
+    history.push(write(100, 3, "c", (400, 410)));
+    history.push(read(101, 2, Some("b"), (420, 430)));
+    let v = violation(&history);
+    assert_eq!(ids(&v), vec![0, 1, 100, 101], "{v:?}");
+    assert!(
+        v.why.contains("op #101") && v.why.contains("op #100"),
+        "{}",
+        v.why
+    );
 }
 
 #[test]
