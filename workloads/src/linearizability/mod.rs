@@ -15,12 +15,15 @@
 //! ```
 //!
 //! Certain violations are looked for on every key first; then keys are searched smallest
-//! first, and the first violation ends the search (the rest are still counted). Measured (release build, generated histories of 16 clients with 0.2%
-//! indeterminate ops, `tests_random::time_generated_histories`, on a loaded 2-core
-//! machine): 200k ops on 8 keys 0.5 s, 200k ops on one key 0.5 s, 500k ops on 4 keys with
-//! unknown-current rejections 1.4–2 s; a stale read in the middle is found and shrunk to
-//! its 3 ops in under 0.5 s, and the search alone (no shortcut) needs 0.1 s, 1.4 s and
-//! 7.4 s to exhaust every order before it.
+//! first, and the first violation ends the search (the rest are still counted).
+//!
+//! Measured (release build, generated histories of 16 clients with 0.2% indeterminate
+//! ops, `tests_random::time_generated_histories`, on a 2-core machine under others'
+//! builds): linearizable 200k ops on 8 keys 0.5 s, 200k ops on one key 0.5–0.6 s, 500k ops
+//! on 4 keys with unknown-current rejections 1.3–2 s; one read corrupted or made stale, the
+//! violation is found and shrunk (to 1–3 ops) in 0.35–1.4 s, most of it reading and
+//! grouping the history; the search alone (no shortcut) exhausts every order before a
+//! stale read in the middle in 0.1 s, 1.6–2.2 s and 7.4–9.6 s.
 //!
 //! API: [`Op`] ([`Call`], [`Ret`]; `complete_us`/`ret` `None` = indeterminate: it may have
 //! taken effect at any time after its invoke, or never), [`write_jsonl`], [`read_jsonl`],
