@@ -14,8 +14,8 @@
 //! unknown current only needs *some* other value to be current, which a dropped write may
 //! have supplied; such ops are therefore never in E.)
 //!
-//! **Shrinking.** Start from a window of ops invoked before the completion where the
-//! search got stuck, grow it (doubling) until, closed under producers, it is not
+//! **Shrinking.** Start from a window of ops around the completion where the search got
+//! stuck, grow it (doubling) until, closed under producers, it is not
 //! linearizable; then drop ops one at a time, keeping each drop after which E is still
 //! closed and still not linearizable (each check under a small budget), until no drop is
 //! kept. A stale read shrinks to its 3 ops: the write read, the write over it, the read.
@@ -33,7 +33,7 @@ use super::search::{search, Outcome};
 /// only means a drop is not kept.
 const SHRINK_CHECK: Duration = Duration::from_millis(100);
 
-/// The window starts this many ops before the stuck completion.
+/// The first window reaches this many ops either side of the stuck completion.
 const FIRST_WINDOW: usize = 8;
 
 /// One key's ops, in invoke order, with who produced each value.
@@ -77,10 +77,27 @@ impl<'a> KeyOps<'a> {
         let sub: Vec<&Op> = members.iter().map(|&i| self.ops[i]).collect();
         let prepared = prepare(&sub);
         matches!(
-            search(&prepared.ops, deadline),
+            search(&prepared.ops, &prepared.spares, deadline),
             Outcome::NotLinearizable { .. }
         )
     }
+}
+
+/// A completed op (index into `key_ops`, in invoke order) that observes a value no op
+/// wrote, or one whose only writer was invoked after the op completed: no search needed
+/// (and none could find it sooner than after exhausting every order before it).
+pub fn impossible_observation(key_ops: &[&Op]) -> Option<usize> {
+    let producers: HashMap<&str, &Op> = key_ops
+        .iter()
+        .filter_map(|&op| Some((op.produced_value()?, op)))
+        .collect();
+    (0..key_ops.len()).find(|&i| {
+        let op = key_ops[i];
+        let (Some(seen), Some(completed)) = (observed_value(op), op.complete_us) else {
+            return false;
+        };
+        producers.get(seen).is_none_or(|p| p.invoke_us > completed)
+    })
 }
 
 /// Ops that may be in an excerpt: not failed, not a rejection with unknown current.
@@ -106,10 +123,31 @@ pub fn excerpt(
         );
         return Some((key_ops.iter().map(|&op| op.clone()).collect(), why));
     };
-    let members = shrink(&index, window, deadline);
-    let excerpt: Vec<Op> = members.iter().map(|&i| key_ops[i].clone()).collect();
-    let why = explain(key, &excerpt, &index);
-    Some((excerpt, why))
+    Some(finish(key, &index, window, deadline))
+}
+
+/// The proof of a stale read (positions in `key_ops` of the read and of the write that had
+/// overwritten its value): the two, the read value's producer, and the producers they
+/// depend on; `None` if the time ran out.
+pub fn excerpt_of_stale_read(
+    key: &str,
+    key_ops: &[&Op],
+    (read, overwrite): (usize, usize),
+    deadline: Instant,
+) -> Option<(Vec<Op>, String)> {
+    let index = KeyOps::new(key_ops);
+    let members = index.close(&[read.min(overwrite), read.max(overwrite)]);
+    index
+        .is_proof(&members, deadline)
+        .then(|| finish(key, &index, members, deadline))
+}
+
+/// Shrinks a closed proof and says why it is one.
+fn finish(key: &str, index: &KeyOps, members: Vec<usize>, deadline: Instant) -> (Vec<Op>, String) {
+    let members = shrink(index, members, deadline);
+    let excerpt: Vec<Op> = members.iter().map(|&i| index.ops[i].clone()).collect();
+    let why = explain(key, &excerpt, index);
+    (excerpt, why)
 }
 
 /// The first growing window before the stuck completion that is a proof once closed:
@@ -117,13 +155,18 @@ pub fn excerpt(
 /// `None` when the time ran out first.
 fn first_proof(key: &KeyOps, blocked: usize, deadline: Instant) -> Option<Option<Vec<usize>>> {
     let stuck_at = key.ops[blocked].complete_us.unwrap_or(u64::MAX);
-    let end = key
+    // Ops invoked up to the stuck completion, and as many after it: the search may get
+    // stuck on an op that only later ones contradict.
+    let stuck = key
         .ops
         .partition_point(|op| op.invoke_us <= stuck_at)
         .max(blocked + 1);
     let mut width = FIRST_WINDOW;
     loop {
-        let start = end.saturating_sub(width);
+        let (start, end) = (
+            stuck.saturating_sub(width),
+            (stuck + width).min(key.ops.len()),
+        );
         let window: Vec<usize> = (start..end)
             .filter(|&i| may_be_in_excerpt(key.ops[i]))
             .collect();
@@ -134,7 +177,7 @@ fn first_proof(key: &KeyOps, blocked: usize, deadline: Instant) -> Option<Option
         if Instant::now() >= deadline {
             return None;
         }
-        if start == 0 {
+        if start == 0 && end == key.ops.len() {
             return Some(None);
         }
         width *= 2;
@@ -171,6 +214,7 @@ fn shrink(key: &KeyOps, mut members: Vec<usize>, deadline: Instant) -> Vec<usize
 /// One sentence on why `excerpt` (in invoke order) has no linearization.
 fn explain(key: &str, excerpt: &[Op], key_ops: &KeyOps) -> String {
     never_written(key, excerpt, key_ops)
+        .or_else(|| seen_before_written(key, excerpt))
         .or_else(|| stale_read(key, excerpt))
         .or_else(|| double_cas(key, excerpt))
         .or_else(|| read_backwards(key, excerpt))
@@ -193,6 +237,21 @@ fn never_written(key: &str, excerpt: &[Op], key_ops: &KeyOps) -> Option<String> 
         op.client,
         observed_value(op)?
     ))
+}
+
+fn seen_before_written(key: &str, excerpt: &[Op]) -> Option<String> {
+    excerpt.iter().find_map(|op| {
+        let seen = observed_value(op)?;
+        let producer = excerpt.iter().find(|p| p.produced_value() == Some(seen))?;
+        let completed = op.complete_us?;
+        (completed < producer.invoke_us).then(|| {
+            format!(
+                "op #{} (client {}) saw {seen:?} on key {key:?}, completing at {completed} µs, \
+                 before op #{}, which wrote it, was invoked at {} µs",
+                op.id, op.client, producer.id, producer.invoke_us
+            )
+        })
+    })
 }
 
 /// The value of a write that certainly landed (acknowledged, or a CAS applied).

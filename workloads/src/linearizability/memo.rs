@@ -1,5 +1,5 @@
 //! The search's memory: the set of linearized ops in a compact form, and the cache of
-//! (linearized set, register value) configurations already explored.
+//! (linearized set, register value, spares used) configurations already explored.
 //!
 //! Ops are numbered in invoke order, and the search linearizes each op soon after its
 //! invoke, so a linearized set is almost always "every op below a frontier" plus a few ops
@@ -85,6 +85,7 @@ const NONE: u32 = u32::MAX;
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     value: Value,
+    spent: u32,
     frontier: u32,
     beyond_at: usize,
     beyond_len: u32,
@@ -104,16 +105,20 @@ pub struct Memo {
 const WORD_LIMIT: usize = 1 << 28;
 
 impl Memo {
-    /// Records (set, value); `Ok(false)` if it was already there.
-    pub fn insert(&mut self, set: &LinSet, value: Value) -> Result<bool, MemoFull> {
+    /// Records (set, value, spare Writes used); `Ok(false)` if it was already there with
+    /// as many spares used or fewer (with fewer used, every continuation open here was open
+    /// there too, and failed).
+    pub fn insert(&mut self, set: &LinSet, value: Value, spent: u32) -> Result<bool, MemoFull> {
         let hash = set.hash ^ SplitMix64::new(u64::from(value) ^ 0xA5A5_5A5A).next_u64();
         let head = self.first.get(&hash).copied().unwrap_or(NONE);
         let mut at = head;
         while at != NONE {
-            let e = self.entries[at as usize];
+            let e = &mut self.entries[at as usize];
             let beyond = &self.beyond[e.beyond_at..e.beyond_at + e.beyond_len as usize];
             if e.value == value && e.frontier == set.frontier && beyond == set.beyond.as_slice() {
-                return Ok(false);
+                let fewer = spent < e.spent;
+                e.spent = e.spent.min(spent);
+                return Ok(fewer);
             }
             at = e.next;
         }
@@ -122,6 +127,7 @@ impl Memo {
         }
         self.entries.push(Entry {
             value,
+            spent,
             frontier: set.frontier,
             beyond_at: self.beyond.len(),
             beyond_len: set.beyond.len() as u32,

@@ -54,6 +54,19 @@ impl Transition {
         }
     }
 
+    /// The value this transition requires to be current, if it requires one.
+    pub fn observes(self) -> Option<Value> {
+        match self {
+            Transition::Read(v) | Transition::Cas { expected: v, .. } => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Whether it replaces the current value (by another: values are unique).
+    pub fn overwrites(self) -> bool {
+        matches!(self, Transition::Write(_) | Transition::Cas { .. })
+    }
+
     /// The transition of `op`: from its result if it completed, else the effect it would
     /// have had (an indeterminate read has none: `None`). `Failed` ops have none either.
     pub fn of<'a>(op: &'a Op, values: &mut Interner<'a>) -> Option<Transition> {

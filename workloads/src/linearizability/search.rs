@@ -9,12 +9,22 @@
 //! time, so it undoes the last choice and tries the next one. Every (linearized set,
 //! register value) reached is cached ([`super::memo`]): reaching one again cannot lead
 //! anywhere new. The history is linearizable iff the list empties.
+//!
+//! One pruning rule specific to registers with unique values keeps the search from
+//! wandering: a value, once overwritten, is never current again, so an op may overwrite
+//! the current value only when every op that must still observe it (a read of it, a CAS
+//! rejected with it as current, a CAS applied from it) has been linearized. Any branch
+//! breaking the rule is bound to fail; without it, 16 clients on one key exhaust the cache.
+//!
+//! A rejected CAS of unknown current that expects the current value may be preceded by a
+//! spare ([`super::pruning`], *Spares*): choice 0 takes an interchangeable one, choice j
+//! referenced spare j − 1 (kept in the linearized set as op n + j − 1).
 
 use std::time::Instant;
 
 use super::memo::{LinSet, Memo, MemoFull};
-use super::model::{Value, ABSENT};
-use super::pruning::SearchOp;
+use super::model::{Transition, Value, ABSENT};
+use super::pruning::{SearchOp, Spares};
 
 /// How a key's search ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,46 +109,171 @@ impl Events {
 struct Frame {
     op: u32,
     before: Value,
-    /// 0: applied its transition; 1: linearized as a no-op (optional ops only).
-    choice: u8,
+    /// 0: as its transition says (for a rejection of unknown current expecting the current
+    /// value: after an interchangeable spare); j ≥ 1: after referenced spare j − 1.
+    choice: u32,
+    /// An interchangeable spare Write was used just before it.
+    spent: bool,
+}
+
+/// What linearizing an op with one choice does.
+struct Step {
+    after: Value,
+    spent: bool,
+    /// The referenced spare used (index into `Spares::referenced`).
+    spare: Option<u32>,
 }
 
 /// The search state of one key.
 struct Search<'a> {
     ops: &'a [SearchOp],
+    spares: &'a Spares,
+    /// Interchangeable spare Writes used so far.
+    spent: u32,
+    /// Referenced spares used so far.
+    used: Vec<bool>,
+    /// The value an unreferenced spare leaves current: no op observes or expects it.
+    spare_value: Value,
     events: Events,
     head: u32,
     value: Value,
     stack: Vec<Frame>,
+    /// Ops 0..n, then referenced spares as n + j.
     set: LinSet,
     memo: Memo,
+    /// Per value: ops still to be linearized that must observe it.
+    waiting: Vec<u32>,
 }
 
 impl Search<'_> {
+    /// Whether overwriting the current value would strand ops (other than `op` itself)
+    /// that still have to observe it.
+    fn strands_observers(&self, observer: Option<Value>) -> bool {
+        let own = u32::from(observer == Some(self.value));
+        self.waiting[self.value as usize] > own
+    }
+
+    /// Counts `op` as having observed (`done`) or as waiting to observe again (undo).
+    fn observed(&mut self, op: &SearchOp, done: bool) {
+        if let Some(v) = op.transition.observes() {
+            let waiting = &mut self.waiting[v as usize];
+            *waiting = if done { *waiting - 1 } else { *waiting + 1 };
+        }
+    }
+
+    /// The highest choice `op` has.
+    fn last_choice(&self, op: &SearchOp) -> u32 {
+        match op.transition {
+            Transition::NotEqual(_) => self.spares.referenced.len() as u32,
+            _ => 0,
+        }
+    }
+
+    /// Linearizing `op` with `choice` now, if the register allows it.
+    fn step(&self, op: &SearchOp, choice: u32) -> Option<Step> {
+        let t = op.transition;
+        if let Transition::NotEqual(expected) = t {
+            if expected == self.value {
+                return self.rescue(choice);
+            }
+        }
+        if choice > 0 || (t.overwrites() && self.strands_observers(t.observes())) {
+            return None;
+        }
+        let after = t.apply(self.value)?;
+        Some(Step {
+            after,
+            spent: false,
+            spare: None,
+        })
+    }
+
+    /// A spare replacing the current value just before a rejection expecting it: one
+    /// invoked before every completion still to be linearized (so placeable here).
+    /// Choice 0 takes an unreferenced spare (a CAS from the current value, which costs
+    /// nothing, else a Write); choice j a referenced one, unless a free one exists (which
+    /// leaves a value nobody can use and so is never worse).
+    fn rescue(&self, choice: u32) -> Option<Step> {
+        if self.strands_observers(None) {
+            return None;
+        }
+        let now = self.first_open_completion();
+        let free = self
+            .spares
+            .cas
+            .get(&self.value)
+            .is_some_and(|&invoke| invoke <= now);
+        if choice == 0 {
+            let invoked = self.spares.writes.partition_point(|&invoke| invoke <= now);
+            let spent = !free;
+            if spent && invoked <= self.spent as usize {
+                return None;
+            }
+            return Some(Step {
+                after: self.spare_value,
+                spent,
+                spare: None,
+            });
+        }
+        let j = choice - 1;
+        let (transition, invoke) = self.spares.referenced[j as usize];
+        if free || self.used[j as usize] || invoke > now {
+            return None;
+        }
+        let after = transition.apply(self.value)?;
+        Some(Step {
+            after,
+            spent: false,
+            spare: Some(j),
+        })
+    }
+
+    fn first_open_completion(&self) -> u64 {
+        let mut e = self.events.next[self.head as usize];
+        while e != END && e % 2 == 0 {
+            e = self.events.next[e as usize];
+        }
+        if e == END {
+            u64::MAX
+        } else {
+            self.ops[(e / 2) as usize].return_us
+        }
+    }
+
     /// Linearizes `op` with the first choice from `from` that the register allows and
     /// that reaches a configuration not yet cached.
-    fn try_linearize(&mut self, op: u32, from: u8) -> Result<bool, MemoFull> {
+    fn try_linearize(&mut self, op: u32, from: u32) -> Result<bool, MemoFull> {
         let search_op = &self.ops[op as usize];
-        let last_choice = u8::from(search_op.optional);
-        for choice in from..=last_choice {
-            let after = if choice == 0 {
-                search_op.transition.apply(self.value)
-            } else {
-                Some(self.value)
+        for choice in from..=self.last_choice(search_op) {
+            let Some(step) = self.step(search_op, choice) else {
+                continue;
             };
-            let Some(after) = after else { continue };
+            let spare_slot = step.spare.map(|j| self.ops.len() as u32 + j);
+            if let Some(slot) = spare_slot {
+                self.set.insert(slot);
+            }
             self.set.insert(op);
-            if self.memo.insert(&self.set, after)? {
+            let spent = self.spent + u32::from(step.spent);
+            if self.memo.insert(&self.set, step.after, spent)? {
                 self.stack.push(Frame {
                     op,
                     before: self.value,
                     choice,
+                    spent: step.spent,
                 });
-                self.value = after;
+                self.value = step.after;
+                self.spent = spent;
+                if let Some(j) = step.spare {
+                    self.used[j as usize] = true;
+                }
                 self.events.lift(op);
+                self.observed(search_op, true);
                 return Ok(true);
             }
             self.set.remove_last(op);
+            if let Some(slot) = spare_slot {
+                self.set.remove_last(slot);
+            }
         }
         Ok(false)
     }
@@ -150,7 +285,14 @@ impl Search<'_> {
             return Ok(None);
         };
         self.value = frame.before;
+        self.spent -= u32::from(frame.spent);
+        self.observed(&self.ops[frame.op as usize], false);
         self.set.remove_last(frame.op);
+        if frame.choice > 0 {
+            let j = frame.choice - 1;
+            self.used[j as usize] = false;
+            self.set.remove_last(self.ops.len() as u32 + j);
+        }
         self.events.unlift(frame.op);
         if self.try_linearize(frame.op, frame.choice + 1)? {
             return Ok(Some(self.events.next[self.head as usize]));
@@ -159,17 +301,24 @@ impl Search<'_> {
     }
 }
 
-/// Searches for a linearization of `ops` (in invoke order) from the absent register.
-pub fn search(ops: &[SearchOp], deadline: Instant) -> Outcome {
+/// Searches for a linearization of `ops` (in invoke order, with `spares` for rejections
+/// of unknown current) from the absent register.
+pub fn search(ops: &[SearchOp], spares: &Spares, deadline: Instant) -> Outcome {
     let (events, head) = Events::new(ops);
+    let waiting = waiting_observers(ops, spares);
     let mut s = Search {
         ops,
+        spares,
+        spent: 0,
+        spare_value: (waiting.len() - 1) as Value,
         events,
         head,
         value: ABSENT,
         stack: Vec::new(),
-        set: LinSet::new(ops.len()),
+        used: vec![false; spares.referenced.len()],
+        set: LinSet::new(ops.len() + spares.referenced.len()),
         memo: Memo::default(),
+        waiting,
     };
     let mut entry = s.events.next[head as usize];
     let (mut deepest, mut blocked) = (0, 0);
@@ -201,4 +350,24 @@ pub fn search(ops: &[SearchOp], deadline: Instant) -> Outcome {
         }
     }
     Outcome::Linearizable
+}
+
+/// Per value, how many ops that must be linearized observe it; the last slot is the spare
+/// value's.
+fn waiting_observers(ops: &[SearchOp], spares: &Spares) -> Vec<u32> {
+    let transitions = ops.iter().map(|op| op.transition);
+    let spare_transitions = spares.referenced.iter().map(|&(t, _)| t);
+    let values = transitions.chain(spare_transitions).map(|t| match t {
+        Transition::Read(v) | Transition::Write(v) | Transition::NotEqual(v) => v,
+        Transition::Cas { expected, new } => expected.max(new),
+        Transition::Impossible => ABSENT,
+    });
+    // One slot more, for the spare value (observed by nobody).
+    let mut waiting = vec![0; values.max().unwrap_or(ABSENT) as usize + 2];
+    for op in ops {
+        if let Some(v) = op.transition.observes() {
+            waiting[v as usize] += 1;
+        }
+    }
+    waiting
 }

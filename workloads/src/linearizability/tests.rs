@@ -145,7 +145,32 @@ fn a_stale_read_is_caught_and_its_excerpt_is_the_three_ops() {
         "{}",
         v.why
     );
-    assert_eq!(checked(&history).stale_reads, 1);
+    let c = checked(&history);
+    assert_eq!(c.stale_reads, 1);
+    let json = serde_json::to_value(&c.verdict).expect("a verdict serializes");
+    assert_eq!(json["verdict"], "not_linearizable");
+    assert_eq!(json["ops"].as_array().map(Vec::len), Some(3), "{json}");
+}
+
+#[test]
+fn an_excerpt_holds_the_producers_its_ops_depend_on() {
+    // The stale read of "b" depends on the CAS that wrote it, which depends on "a"'s write.
+    let mut history = vec![
+        write(0, 0, "a", (0, 10)),
+        cas(1, 1, Some("a"), "b", (20, 30), Ret::CasApplied),
+    ];
+    for i in 0..30 {
+        history.push(read(10 + i, 2, Some("b"), (40 + 10 * i, 45 + 10 * i)));
+    }
+    history.push(write(100, 3, "c", (400, 410)));
+    history.push(read(101, 2, Some("b"), (420, 430)));
+    let v = violation(&history);
+    assert_eq!(ids(&v), vec![0, 1, 100, 101], "{v:?}");
+    assert!(
+        v.why.contains("op #101") && v.why.contains("op #100"),
+        "{}",
+        v.why
+    );
 }
 
 #[test]
@@ -153,6 +178,17 @@ fn a_read_of_a_value_never_written_is_caught() {
     let v = violation(&[write(0, 0, "a", (0, 10)), read(1, 1, Some("zz"), (20, 30))]);
     assert_eq!(ids(&v), vec![1]);
     assert!(v.why.contains("no op on that key wrote"), "{}", v.why);
+}
+
+#[test]
+fn a_read_of_a_value_before_its_write_began_is_caught() {
+    let v = violation(&[read(0, 1, Some("a"), (0, 10)), write(1, 0, "a", (20, 30))]);
+    assert_eq!(ids(&v), vec![0, 1]);
+    assert!(
+        v.why.contains("before op #1, which wrote it, was invoked"),
+        "{}",
+        v.why
+    );
 }
 
 #[test]
@@ -317,6 +353,42 @@ fn an_unobserved_write_is_kept_when_a_rejection_of_unknown_current_needs_it() {
 }
 
 #[test]
+fn spares_explain_rejections_of_unknown_current_exactly() {
+    let rejected = |id, expected: &str, span| {
+        let new = format!("never{id}");
+        cas(
+            id,
+            1,
+            Some(expected),
+            &new,
+            span,
+            Ret::CasRejected { current: None },
+        )
+    };
+    // A timed-out CAS from "a" is the only thing that can have replaced "a".
+    let history = [
+        write(0, 0, "a", (0, 10)),
+        timed_out(cas(1, 2, Some("a"), "b", (20, 30), Ret::CasApplied)),
+        rejected(2, "a", (40, 50)),
+    ];
+    assert_linearizable(&history);
+    // "x" may replace "a" for the first rejection, but then the second, expecting "x",
+    // has nothing left to replace "x" ...
+    let mut history = vec![
+        write(0, 0, "a", (0, 10)),
+        timed_out(write(1, 2, "x", (5, 6))),
+        rejected(2, "a", (20, 30)),
+        rejected(3, "x", (40, 50)),
+    ];
+    assert!(!super::tests_random::brute_force_linearizable(&history));
+    violation(&history);
+    // ... until another timed-out write can.
+    history.push(timed_out(write(4, 3, "y", (5, 7))));
+    assert!(super::tests_random::brute_force_linearizable(&history));
+    assert_linearizable(&history);
+}
+
+#[test]
 fn the_budget_bounds_the_search() {
     let shape = Shape {
         keys: 1,
@@ -440,20 +512,20 @@ fn linearized_sets_stay_compact_and_compare_by_content() {
     assert_eq!(set.beyond_len(), 0, "ops 0..4 are a plain prefix");
     set.insert(6);
     assert_eq!(set.beyond_len(), 1);
-    assert!(memo.insert(&set, 5).unwrap());
-    assert!(!memo.insert(&set, 5).unwrap());
-    assert!(memo.insert(&set, 6).unwrap(), "another register value");
+    assert!(memo.insert(&set, 5, 0).unwrap());
+    assert!(!memo.insert(&set, 5, 0).unwrap());
+    assert!(memo.insert(&set, 6, 0).unwrap(), "another register value");
     // The same set built in another order is the same entry.
     let mut other = LinSet::new(10);
     for op in [6, 3, 2, 1, 0] {
         other.insert(op);
     }
-    assert!(!memo.insert(&other, 5).unwrap());
+    assert!(!memo.insert(&other, 5, 0).unwrap());
     // Undoing restores the earlier set exactly.
     other.remove_last(0);
     assert_eq!(other.beyond_len(), 4);
-    assert!(memo.insert(&other, 5).unwrap());
+    assert!(memo.insert(&other, 5, 0).unwrap());
     other.insert(0);
-    assert!(!memo.insert(&other, 5).unwrap());
+    assert!(!memo.insert(&other, 5, 0).unwrap());
     assert_eq!(memo.len(), 3);
 }

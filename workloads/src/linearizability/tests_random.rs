@@ -7,13 +7,15 @@ use std::time::{Duration, Instant};
 
 use super::generate::{corrupt_one_read, linearizable_history, Shape};
 use super::history::{Call, Op, Ret};
+use super::pruning::prepare;
+use super::search::{search, Outcome};
 use super::{check, Verdict, Violation};
 
 const ENOUGH: Duration = Duration::from_secs(60);
 
 /// Whether some order of `ops` (one key; indeterminate ops optional) respects real time
 /// and the register, by trying every order: for a handful of ops only.
-fn brute_force_linearizable(history: &[Op]) -> bool {
+pub(super) fn brute_force_linearizable(history: &[Op]) -> bool {
     let mut by_key: HashMap<&str, Vec<&Op>> = HashMap::new();
     for op in history.iter().filter(|op| !op.is_failed()) {
         by_key.entry(&op.key).or_default().push(op);
@@ -117,7 +119,7 @@ fn small(unknown_rejections: bool) -> Shape {
 
 #[test]
 fn small_histories_agree_with_brute_force() {
-    let (mut caught, mut corrupted) = (0, 0);
+    let (mut caught, mut corrupted, mut searched) = (0, 0, 0);
     for seed in 0..400u64 {
         let mut history = linearizable_history(seed, small(seed % 2 == 0));
         assert!(
@@ -134,6 +136,13 @@ fn small_histories_agree_with_brute_force() {
         }
         corrupted += 1;
         let expected = brute_force_linearizable(&history);
+        // The search alone, without the shortcuts for certain violations, must agree too.
+        assert_eq!(
+            search_alone(&history),
+            expected,
+            "seed {seed}: search alone: {history:?}"
+        );
+        searched += usize::from(!expected && !certain_violation(&history));
         match check(&history, ENOUGH).verdict {
             Verdict::Linearizable => {
                 assert!(expected, "seed {seed}: missed a violation: {history:?}")
@@ -148,11 +157,39 @@ fn small_histories_agree_with_brute_force() {
             Verdict::Unknown { reason } => panic!("seed {seed}: {reason}"),
         }
     }
-    // The corruption must usually bite, or this test proves little.
+    // The corruption must usually bite, or this test proves little; and some violations
+    // must be left for the search to find.
     assert!(
         caught * 2 > corrupted,
         "{caught} of {corrupted} corruptions caught"
     );
+    assert!(
+        searched >= 20,
+        "only {searched} violations needed the search"
+    );
+}
+
+/// Each key through pruning and the search only.
+fn search_alone(history: &[Op]) -> bool {
+    let mut keys: Vec<&str> = history.iter().map(|op| op.key.as_str()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter().all(|key| {
+        let ops: Vec<&Op> = history.iter().filter(|op| op.key == key).collect();
+        let prepared = prepare(&ops);
+        let far = Instant::now() + ENOUGH;
+        search(&prepared.ops, &prepared.spares, far) == Outcome::Linearizable
+    })
+}
+
+fn certain_violation(history: &[Op]) -> bool {
+    let mut keys: Vec<&str> = history.iter().map(|op| op.key.as_str()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter().any(|key| {
+        let ops: Vec<&Op> = history.iter().filter(|op| op.key == key).collect();
+        super::first_certain_violation(&ops).is_some()
+    })
 }
 
 #[test]
@@ -195,41 +232,91 @@ fn larger_histories_are_linearizable_and_corruptions_are_proven() {
     );
 }
 
-/// `cargo test -p coordbench-workloads --release --lib linearizability::tests_random::time_200k -- --ignored --nocapture`
+/// `cargo test -p coordbench-workloads --release --lib time_generated -- --ignored --nocapture`
 #[test]
-#[ignore = "timing: prints how long 200k ops take"]
-fn time_200k_ops() {
-    let shape = Shape {
-        keys: 8,
+#[ignore = "timing: prints how long 200k-500k op histories take"]
+fn time_generated_histories() {
+    let shape = |keys, ops, unknown_rejections| Shape {
+        keys,
         clients: 16,
-        ops: 200_000,
+        ops,
         indeterminate_per_mille: 2,
-        unknown_rejections: false,
+        unknown_rejections,
     };
-    let started = Instant::now();
-    let mut history = linearizable_history(42, shape);
-    println!("generated {} ops in {:?}", history.len(), started.elapsed());
-    let c = check(&history, Duration::from_secs(120));
-    println!(
-        "linearizable history: {:?} in {:?} ({} keys, {} indeterminate, {} pruned)",
-        matches!(c.verdict, Verdict::Linearizable),
-        c.elapsed,
-        c.keys,
-        c.indeterminate,
-        c.pruned
-    );
-    assert!(
-        matches!(c.verdict, Verdict::Linearizable),
-        "{:?}",
-        c.verdict
-    );
-    corrupt_one_read(&mut history, 42);
-    let c = check(&history, Duration::from_secs(120));
-    let outcome = match &c.verdict {
+    for shape in [
+        shape(8, 200_000, false),
+        shape(1, 200_000, false),
+        shape(4, 500_000, true),
+    ] {
+        let mut history = linearizable_history(42, shape);
+        let c = check(&history, Duration::from_secs(120));
+        println!(
+            "{} ops, {} keys, {} clients, {} indeterminate ({} pruned), unknown-current \
+             rejections {}: {} in {:?}",
+            c.ops,
+            c.keys,
+            shape.clients,
+            c.indeterminate,
+            c.pruned,
+            shape.unknown_rejections,
+            verdict_name(&c.verdict),
+            c.elapsed
+        );
+        assert!(
+            matches!(c.verdict, Verdict::Linearizable),
+            "{:?}",
+            c.verdict
+        );
+        let mut stale = history.clone();
+        corrupt_one_read(&mut history, 42);
+        let c = check(&history, Duration::from_secs(120));
+        println!(
+            "  one read corrupted: {} in {:?}",
+            verdict_name(&c.verdict),
+            c.elapsed
+        );
+        make_one_read_stale(&mut stale);
+        let c = check(&stale, Duration::from_secs(120));
+        println!(
+            "  one read made stale: {} in {:?}",
+            verdict_name(&c.verdict),
+            c.elapsed
+        );
+        // The search alone (no shortcut for the stale read) must exhaust every order of the
+        // ops before it: the worst case, for violations no shortcut recognizes.
+        let started = Instant::now();
+        let found = !search_alone(&stale);
+        println!(
+            "  the same, search alone: violation found {found} in {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+/// Makes a read in the middle return the value of a write that completed long before (on
+/// the generator's clock, 1,000 µs) instead.
+fn make_one_read_stale(history: &mut [Op]) {
+    let middle = history.len() / 2;
+    let read = (middle..history.len())
+        .find(|&i| matches!(history[i].ret, Some(Ret::Read { .. })))
+        .expect("a read");
+    let (key, invoked) = (history[read].key.clone(), history[read].invoke_us);
+    let long_before = |op: &&Op| op.complete_us.is_some_and(|c| c + 1_000 < invoked);
+    let old = history[..read]
+        .iter()
+        .rev()
+        .filter(|op| op.key == key && op.ret == Some(Ret::Written))
+        .find(long_before)
+        .and_then(|op| op.written_value().map(String::from));
+    history[read].ret = Some(Ret::Read { value: old });
+}
+
+fn verdict_name(verdict: &Verdict) -> String {
+    match verdict {
+        Verdict::Linearizable => "linearizable".into(),
         Verdict::NotLinearizable(v) => {
             format!("violation, excerpt of {} ops: {}", v.ops.len(), v.why)
         }
-        other => format!("{other:?}"),
-    };
-    println!("one read corrupted: {outcome} in {:?}", c.elapsed);
+        Verdict::Unknown { reason } => format!("unknown: {reason}"),
+    }
 }
