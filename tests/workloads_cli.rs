@@ -41,18 +41,7 @@ fn run(target: &str, args: &[&str]) -> HashMap<String, String> {
         status.success(),
         "coordbench {argv:?}: {status:?}\n{stderr}"
     );
-    summary_row(&out.join("summary.csv"))
-}
-
-fn summary_row(path: &Path) -> HashMap<String, String> {
-    let mut reader = csv::Reader::from_path(path).expect("summary.csv");
-    let headers = reader.headers().expect("header").clone();
-    let record = reader.records().next().expect("one row").expect("row");
-    headers
-        .iter()
-        .zip(record.iter())
-        .map(|(h, v)| (h.to_string(), v.to_string()))
-        .collect()
+    common::summary_row(&out.join("summary.csv"))
 }
 
 fn num(row: &HashMap<String, String>, column: &str) -> f64 {

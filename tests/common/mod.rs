@@ -363,6 +363,18 @@ pub fn assert_gone(pids: &[u32]) {
     }
 }
 
+/// The one row of a run's summary.csv, by column name.
+pub fn summary_row(path: &Path) -> std::collections::HashMap<String, String> {
+    let mut reader = csv::Reader::from_path(path).expect("summary.csv");
+    let headers = reader.headers().expect("header").clone();
+    let record = reader.records().next().expect("one row").expect("row");
+    headers
+        .iter()
+        .zip(record.iter())
+        .map(|(h, v)| (h.to_string(), v.to_string()))
+        .collect()
+}
+
 /// Runs the `coordbench` binary with `argv` in `cwd` and returns how it exited and its
 /// stderr; a run that outlives `bound` is killed and fails the test.
 pub fn run_coordbench(
