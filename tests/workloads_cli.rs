@@ -8,7 +8,6 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Start, 0.5 s warm-up, 2 s window, catching up and teardown, with room for a loaded
