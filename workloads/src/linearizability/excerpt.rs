@@ -283,11 +283,11 @@ fn stale_read(key: &str, excerpt: &[Op]) -> Option<String> {
             None => "on the absent key".to_string(),
         };
         return Some(format!(
-            "op #{} (client {}) read {:?} on key {key:?} at {} µs although op #{} had written \
+            "op #{} (client {}) read {} on key {key:?} at {} µs although op #{} had written \
              {:?} {overwrote}, completing at {} µs, before the read began",
             read.id,
             read.client,
-            value,
+            shown(value),
             read.invoke_us,
             over.id,
             over.written_value()?,
@@ -295,6 +295,14 @@ fn stale_read(key: &str, excerpt: &[Op]) -> Option<String> {
         ));
     }
     None
+}
+
+/// A register value as a sentence shows it: quoted, or "nothing" for the absent key.
+fn shown(value: &Option<String>) -> String {
+    match value {
+        Some(v) => format!("{v:?}"),
+        None => "nothing (the key absent)".into(),
+    }
 }
 
 fn double_cas(key: &str, excerpt: &[Op]) -> Option<String> {
@@ -308,9 +316,11 @@ fn double_cas(key: &str, excerpt: &[Op]) -> Option<String> {
     for (i, (a, expected)) in applied.iter().enumerate() {
         if let Some((b, _)) = applied[i + 1..].iter().find(|(_, e)| e == expected) {
             return Some(format!(
-                "ops #{} and #{} both applied a CAS from {expected:?} on key {key:?}, which \
+                "ops #{} and #{} both applied a CAS from {} on key {key:?}, which \
                  held that value only once",
-                a.id, b.id
+                a.id,
+                b.id,
+                shown(expected)
             ));
         }
     }
@@ -331,9 +341,13 @@ fn read_backwards(key: &str, excerpt: &[Op]) -> Option<String> {
     let before = first.complete_us.is_some_and(|c| c < second.invoke_us);
     (before && newer != older).then(|| {
         format!(
-            "op #{} (client {}) read {older:?} on key {key:?} after op #{} had already read \
-             {newer:?}, and no order of their writes explains both",
-            second.id, second.client, first.id
+            "op #{} (client {}) read {} on key {key:?} after op #{} had already read {}, and \
+             no order of their writes explains both",
+            second.id,
+            second.client,
+            shown(older),
+            first.id,
+            shown(newer)
         )
     })
 }
