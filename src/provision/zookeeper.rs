@@ -14,6 +14,7 @@ use super::disk::{self, DiskKind};
 use super::executable::find_executable;
 use super::process::Launch;
 use super::{ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
+use crate::netdelay::Ends;
 
 const TARGET: &str = "zookeeper";
 /// Debian's server jar; its manifest's Class-Path names the jars it depends on.
@@ -230,12 +231,13 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
                     (local(quorum), local(election))
                 } else {
                     let link = format!("zk{}->zk{}", j + 1, i + 1);
+                    let ends = Ends::Link { from: j, to: i };
                     (
                         cluster
-                            .peer_route(format!("{link}:quorum"), local(quorum))
+                            .peer_route(format!("{link}:quorum"), local(quorum), ends)
                             .await?,
                         cluster
-                            .peer_route(format!("{link}:election"), local(election))
+                            .peer_route(format!("{link}:election"), local(election), ends)
                             .await?,
                     )
                 };
