@@ -14,6 +14,12 @@ use std::fs;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// How long a socket no member holds is looked for again (pids are recorded just after
+/// the spawn, a member may dial sooner).
+pub const PID_WAIT: Duration = Duration::from_millis(200);
+const RETRY: Duration = Duration::from_millis(20);
 
 /// The pids of the members, by member index; updated when a member restarts.
 #[derive(Debug, Clone, Default)]
@@ -38,12 +44,23 @@ impl MemberPids {
     }
 
     /// The member whose process holds the socket connected from `dialer` to `listener`
-    /// (both ends as this host sees them), if any member does.
+    /// (both ends as this host sees them), if any member does. Blocks: a member may dial
+    /// before its launcher has recorded its pid, so a socket no member holds is looked for
+    /// again a few times over [`PID_WAIT`].
     pub fn dialer_of(&self, dialer: SocketAddr, listener: SocketAddr) -> Option<usize> {
         let inode = socket_inode(dialer, listener).ok().flatten()?;
-        self.snapshot()
-            .iter()
-            .position(|pid| pid.is_some_and(|pid| holds_socket(pid, inode)))
+        let tries = (PID_WAIT.as_millis() / RETRY.as_millis()) as usize;
+        for attempt in 0..=tries {
+            let holder = self
+                .snapshot()
+                .iter()
+                .position(|pid| pid.is_some_and(|pid| holds_socket(pid, inode)));
+            if holder.is_some() || attempt == tries {
+                return holder;
+            }
+            std::thread::sleep(RETRY);
+        }
+        None
     }
 }
 

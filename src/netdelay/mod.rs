@@ -247,6 +247,27 @@ async fn serve(listener: TcpListener, route: RouteContext) {
     }
 }
 
+/// How long a connection whose upstream refuses is held while the proxy tries again.
+/// The dialer's connect succeeded already (the proxy accepted it), so a refusal can only
+/// reach it as a close after the fact, which protocols treat as a broken connection, not
+/// as "not listening yet": ZooKeeper's followers dial the new leader's quorum port as the
+/// leader opens it, and one that sees its connection close goes back to electing.
+const UPSTREAM_WAIT: Duration = Duration::from_secs(1);
+const UPSTREAM_RETRY: Duration = Duration::from_millis(10);
+
+async fn connect_upstream(upstream: SocketAddr) -> Option<TcpStream> {
+    let deadline = tokio::time::Instant::now() + UPSTREAM_WAIT;
+    loop {
+        match TcpStream::connect(upstream).await {
+            Ok(s) => return Some(s),
+            Err(_) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(UPSTREAM_RETRY).await;
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
 /// One accepted connection: find its link, wait while the link is cut (the dialer's bytes
 /// wait unread, as behind a SYN that is not answered yet), then connect and forward.
 async fn connection(inbound: TcpStream, peer: SocketAddr, route: RouteContext) {
@@ -269,7 +290,7 @@ async fn connection(inbound: TcpStream, peer: SocketAddr, route: RouteContext) {
         Ends::Client => Gate::open(),
     };
     gate.wait_up().await;
-    let Ok(outbound) = TcpStream::connect(route.upstream).await else {
+    let Some(outbound) = connect_upstream(route.upstream).await else {
         return; // the member is down: the dialer sees the connection close
     };
     let _ = inbound.set_nodelay(true);

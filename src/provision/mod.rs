@@ -393,6 +393,24 @@ impl Cluster {
         Ok(())
     }
 
+    /// SIGKILLs members `members` at once (every signal is sent before any member is
+    /// reaped, so none outlives the others by a reap), as [`kill_member`](Self::kill_member)
+    /// does one.
+    pub fn kill_members(&mut self, members: &[usize]) -> Result<(), ProvisionError> {
+        for &i in members {
+            let m = self.member(i)?;
+            m.killed = true;
+            let name = m.name.clone();
+            m.process
+                .signal(libc::SIGKILL)
+                .map_err(|e| ProvisionError::io(format!("killing member {name}"), e))?;
+        }
+        for &i in members {
+            self.member(i)?.process.kill();
+        }
+        Ok(())
+    }
+
     /// Starts member `i` again after [`kill_member`](Self::kill_member), with the program,
     /// arguments and log file it was first started with; it keeps its data directory, so it
     /// rejoins with what it had persisted. Call from a long-lived thread (see
