@@ -18,6 +18,7 @@
 mod dialer;
 mod links;
 mod pipe;
+mod zk_election;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -95,6 +96,17 @@ pub enum Ends {
     Client,
 }
 
+/// What a route does to the first bytes of each connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handshake {
+    /// Nothing: every byte is forwarded as it is.
+    Plain,
+    /// ZooKeeper's election port: the dialer's own address in its handshake becomes the
+    /// route of the reverse link ([`zk_election`]), so a connection back goes through the
+    /// proxy too. Needs [`Ends::Link`].
+    ZooKeeperElection,
+}
+
 /// One listener and where it forwards to.
 #[derive(Debug)]
 pub struct Route {
@@ -114,9 +126,13 @@ pub struct Proxy {
     pids: MemberPids,
     /// Connections on [`Ends::AnyTo`] routes whose dialer was no member (never cut).
     unattributed: Arc<AtomicU64>,
+    /// [`Handshake::ZooKeeperElection`] routes by link, for the reverse of each.
+    election_routes: ElectionRoutes,
     cancel: CancellationToken,
     listeners: Vec<JoinHandle<()>>,
 }
+
+type ElectionRoutes = Arc<std::sync::Mutex<std::collections::HashMap<Link, SocketAddr>>>;
 
 /// What one route's connections share.
 #[derive(Clone)]
@@ -124,10 +140,12 @@ struct RouteContext {
     listen: SocketAddr,
     upstream: SocketAddr,
     ends: Ends,
+    handshake: Handshake,
     delay: NetDelay,
     links: Links,
     pids: MemberPids,
     unattributed: Arc<AtomicU64>,
+    election_routes: ElectionRoutes,
     cancel: CancellationToken,
 }
 
@@ -139,6 +157,7 @@ impl Proxy {
             links: Links::default(),
             pids: MemberPids::default(),
             unattributed: Arc::new(AtomicU64::new(0)),
+            election_routes: ElectionRoutes::default(),
             cancel: CancellationToken::new(),
             listeners: Vec::new(),
         }
@@ -156,16 +175,37 @@ impl Proxy {
         upstream: SocketAddr,
         ends: Ends,
     ) -> std::io::Result<SocketAddr> {
+        self.add_route_with(name, upstream, ends, Handshake::Plain)
+            .await
+    }
+
+    /// [`add_route`](Self::add_route) for a protocol whose first bytes the proxy must
+    /// adapt ([`Handshake`]).
+    pub async fn add_route_with(
+        &mut self,
+        name: impl Into<String>,
+        upstream: SocketAddr,
+        ends: Ends,
+        handshake: Handshake,
+    ) -> std::io::Result<SocketAddr> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let listen = listener.local_addr()?;
+        if let (Handshake::ZooKeeperElection, Ends::Link { from, to }) = (handshake, ends) {
+            self.election_routes
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert((from, to), listen);
+        }
         let context = RouteContext {
             listen,
             upstream,
             ends,
+            handshake,
             delay: self.delay,
             links: self.links.clone(),
             pids: self.pids.clone(),
             unattributed: self.unattributed.clone(),
+            election_routes: self.election_routes.clone(),
             cancel: self.cancel.clone(),
         };
         self.listeners.push(tokio::spawn(serve(listener, context)));
@@ -270,7 +310,7 @@ async fn connect_upstream(upstream: SocketAddr) -> Option<TcpStream> {
 
 /// One accepted connection: find its link, wait while the link is cut (the dialer's bytes
 /// wait unread, as behind a SYN that is not answered yet), then connect and forward.
-async fn connection(inbound: TcpStream, peer: SocketAddr, route: RouteContext) {
+async fn connection(mut inbound: TcpStream, peer: SocketAddr, route: RouteContext) {
     let mut gate = match route.ends {
         Ends::Link { from, to } => route.links.gate((from, to)),
         Ends::AnyTo(to) => {
@@ -289,13 +329,44 @@ async fn connection(inbound: TcpStream, peer: SocketAddr, route: RouteContext) {
         }
         Ends::Client => Gate::open(),
     };
+    let first = match first_bytes(&mut inbound, &route).await {
+        Ok(first) => first,
+        Err(_) => return, // the dialer went away or broke the protocol: close
+    };
     gate.wait_up().await;
-    let Some(outbound) = connect_upstream(route.upstream).await else {
+    let Some(mut outbound) = connect_upstream(route.upstream).await else {
         return; // the member is down: the dialer sees the connection close
     };
     let _ = inbound.set_nodelay(true);
     let _ = outbound.set_nodelay(true);
+    if !first.is_empty() {
+        gate.wait_up().await;
+        if tokio::io::AsyncWriteExt::write_all(&mut outbound, &first)
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
     pipe::forward(inbound, outbound, route.delay, &gate).await;
+}
+
+/// What a route's [`Handshake`] sends upstream before forwarding the rest as it is.
+async fn first_bytes(inbound: &mut TcpStream, route: &RouteContext) -> std::io::Result<Vec<u8>> {
+    let (Handshake::ZooKeeperElection, Ends::Link { from, to }) = (route.handshake, route.ends)
+    else {
+        return Ok(Vec::new());
+    };
+    let back = route
+        .election_routes
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&(to, from))
+        .copied();
+    match back {
+        Some(back) => zk_election::rewrite_handshake(inbound, back).await,
+        None => Ok(Vec::new()), // no reverse route: nothing better to name
+    }
 }
 
 #[cfg(test)]

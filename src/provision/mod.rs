@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::netdelay::{Ends, NetDelay, Proxy};
+use crate::netdelay::{Ends, Handshake, NetDelay, Proxy};
 use crate::syncfs::SyncFsMount;
 use disk::DataRoot;
 use process::{Launch, ManagedProcess};
@@ -206,9 +206,21 @@ impl Cluster {
         upstream: SocketAddr,
         ends: Ends,
     ) -> Result<SocketAddr, ProvisionError> {
+        self.peer_route_with(name, upstream, ends, Handshake::Plain)
+            .await
+    }
+
+    /// [`peer_route`](Self::peer_route) for a protocol whose handshake the proxy adapts.
+    pub(crate) async fn peer_route_with(
+        &mut self,
+        name: String,
+        upstream: SocketAddr,
+        ends: Ends,
+        handshake: Handshake,
+    ) -> Result<SocketAddr, ProvisionError> {
         match self.proxy.as_mut() {
             Some(proxy) => proxy
-                .add_route(name.clone(), upstream, ends)
+                .add_route_with(name.clone(), upstream, ends, handshake)
                 .await
                 .map_err(|e| ProvisionError::io(format!("opening proxy route {name}"), e)),
             None => Ok(upstream),

@@ -14,7 +14,7 @@ use super::disk::{self, DiskKind};
 use super::executable::find_executable;
 use super::process::Launch;
 use super::{ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
-use crate::netdelay::Ends;
+use crate::netdelay::{Ends, Handshake};
 
 const TARGET: &str = "zookeeper";
 /// Debian's server jar; its manifest's Class-Path names the jars it depends on.
@@ -220,7 +220,8 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
     let mut cluster = Cluster::provisioned(info, Some(root), spec);
     // server_lines[j]: the server.N lines of server j's zoo.cfg. Its own line is where it
     // listens; with a network delay every other line points at a proxy route of the link
-    // j -> i (each server has its own zoo.cfg, so every link gets its own route).
+    // j -> i (each server has its own zoo.cfg, so every link gets its own route). Election
+    // routes adapt the handshake, which names the dialer's own address for dialing back.
     let local = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let mut server_lines: Vec<Vec<String>> = vec![Vec::new(); spec.size];
     if spec.size > 1 {
@@ -237,7 +238,12 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
                             .peer_route(format!("{link}:quorum"), local(quorum), ends)
                             .await?,
                         cluster
-                            .peer_route(format!("{link}:election"), local(election), ends)
+                            .peer_route_with(
+                                format!("{link}:election"),
+                                local(election),
+                                ends,
+                                Handshake::ZooKeeperElection,
+                            )
                             .await?,
                     )
                 };
