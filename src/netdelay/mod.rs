@@ -497,7 +497,8 @@ mod tests {
         for addr in [client, shared] {
             let mut conn = TcpStream::connect(addr).await.unwrap();
             conn.write_all(b"x").await.unwrap();
-            let got = read_for(&mut conn, Duration::from_millis(300)).await;
+            // The shared route looks for the dialer among the members for a while first.
+            let got = read_for(&mut conn, dialer::PID_WAIT + Duration::from_millis(500)).await;
             assert_eq!(got.as_deref(), Some(&b"x"[..]), "{addr}");
         }
         // This test process is no member: the shared route could not attribute it.
