@@ -175,20 +175,23 @@ pub async fn run_with(
     // With --fault, the injector owns the cluster while the workload runs beside it.
     let faults_stop = stop.child_token();
     let window_began = tokio_util::sync::CancellationToken::new();
-    let mut fault_cluster = match config.fault {
+    let fault_plan = config.fault_plan();
+    let mut fault_cluster = match fault_plan {
         Some(_) => target.cluster.take(),
         None => None,
     };
+    let fault_target = fault::FaultTarget {
+        kind: config.target_kind,
+        zk_client: config.zk_client_kind,
+        coordinator: target.coordinator.clone(),
+    };
     let injector = async {
-        match (config.fault, config.fault_every_ms, fault_cluster.as_mut()) {
-            (Some(fault), Some(every), Some(cluster)) => Some(
+        match (&fault_plan, fault_cluster.as_mut()) {
+            (Some(plan), Some(cluster)) => Some(
                 fault::inject(
-                    fault,
-                    std::time::Duration::from_millis(every),
-                    config.target_kind,
+                    plan,
+                    &fault_target,
                     cluster,
-                    target.coordinator.clone(),
-                    config.seed,
                     window_began.clone(),
                     faults_stop.clone(),
                 )
@@ -221,11 +224,13 @@ pub async fn run_with(
         target.cluster = fault_cluster;
     }
     let mut fault_error = None;
-    if let Some((records, error)) = injected {
+    if let Some(injected) = injected {
         // Best effort: the summary in run.json keeps the figures if the file fails.
-        let _ = fault::write_csv(&out.join("failover.csv"), &records);
-        record.faults = Some(fault::FaultSummary::of(&records));
-        fault_error = error.map(|e| format!("fault injection: {e}"));
+        let _ = fault::write_csv(&out.join("failover.csv"), &injected.records);
+        let mut summary = fault::FaultSummary::of(&injected.records);
+        summary.lost_writes = injected.lost_writes;
+        record.faults = Some(summary);
+        fault_error = injected.error.map(|e| format!("fault injection: {e}"));
     }
     // The verdict in run.json stands without the file, but the run says what is missing.
     let history_error = workload

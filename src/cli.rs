@@ -399,14 +399,21 @@ pub struct RunArgs {
     #[arg(long, value_name = "CPUS")]
     pub pin_servers: Option<crate::affinity::CpuList>,
 
-    /// Inject a fault into the started cluster while the workload runs, again and again
-    /// (see --fault-every), and measure the failover around each: failover.csv.
-    #[arg(long, value_enum)]
-    pub fault: Option<FaultArg>,
+    /// Faults to inject into the started cluster while the workload runs, one after another,
+    /// measuring the failover around each (failover.csv): a comma-separated list of kinds,
+    /// used in rounds, each round the whole list in an order shuffled from --seed.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "KIND,...")]
+    pub fault: Vec<FaultArg>,
 
-    /// Time between one fault's recovery and the next fault (with --fault).
+    /// Period between fault starts (with --fault): a fault starts this long after the
+    /// previous one started, and not before the cluster is healthy again.
     #[arg(long, default_value = "3s", value_parser = parse_positive_duration)]
     pub fault_every: Duration,
+
+    /// How long each fault lasts (with --fault; default 1s, 10ms to 60s): killed members
+    /// stay down, paused ones stopped and partitions cut this long.
+    #[arg(long, value_parser = parse_positive_duration)]
+    pub fault_duration: Option<Duration>,
 
     /// No live status line.
     #[arg(long)]
@@ -425,12 +432,34 @@ pub enum ProtectArg {
 }
 
 /// A fault `--fault` injects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultArg {
-    /// SIGKILL the leader at a random point of a heartbeat interval; restart it once a new
-    /// leader is found (after it stayed down a while).
+    /// SIGKILL the leader; restart it on its data once a new leader leads and writes resumed
+    /// (and no sooner than --fault-duration).
     KillLeader,
+    /// SIGKILL a uniformly random member; restart it on its data after --fault-duration.
+    KillRandom,
+    /// SIGSTOP the leader for --fault-duration, then SIGCONT.
+    PauseLeader,
+    /// SIGSTOP a uniformly random member for --fault-duration, then SIGCONT.
+    PauseRandom,
+    /// Cut the leader off from every other member for --fault-duration (it keeps its
+    /// clients).
+    PartitionLeader,
+    /// Split the members into a random minority and majority for --fault-duration.
+    PartitionRandom,
+    /// SIGKILL every member at once; restart all on their data after --fault-duration.
+    RestartAll,
+}
+
+impl FaultArg {
+    /// The name users type (`kill-leader`).
+    pub fn name(self) -> String {
+        self.to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    }
 }
 
 fn parse_positive_duration(s: &str) -> Result<Duration, String> {

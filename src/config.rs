@@ -71,10 +71,14 @@ pub struct RunConfig {
     pub pin_client: Option<CpuList>,
     /// CPUs the started members are pinned to (`--pin-servers`), if any.
     pub pin_servers: Option<CpuList>,
-    /// The fault injected again and again during the run (`--fault`), if any.
-    pub fault: Option<FaultArg>,
-    /// Time between one fault's recovery and the next, ms.
+    /// The fault kinds injected during the run (`--fault`), as given (`kill-leader,...`).
+    pub fault: Option<String>,
+    /// Period between fault starts, ms.
     pub fault_every_ms: Option<u64>,
+    /// How long each fault lasts, ms (`--fault-duration`).
+    pub fault_duration_ms: Option<u64>,
+    #[serde(skip)]
+    pub fault_kinds: Vec<FaultArg>,
     #[serde(skip)]
     pub target_kind: TargetKind,
     #[serde(skip)]
@@ -107,6 +111,7 @@ impl RunConfig {
         let (workload_options, shape) = workload_options::resolve(args).map_err(ConfigError)?;
         validate_pinning(args)?;
         validate_cluster_emulation(args)?;
+        validate_faults(args)?;
         validate_binaries(args)?;
         if args.target == TargetKind::Null && !args.endpoints.is_empty() {
             return Err(ConfigError(
@@ -238,8 +243,14 @@ impl RunConfig {
             seed: args.seed,
             pin_client: args.pin_client.clone(),
             pin_servers: args.pin_servers.clone(),
-            fault: args.fault,
-            fault_every_ms: args.fault.map(|_| args.fault_every.as_millis() as u64),
+            fault: (!args.fault.is_empty()).then(|| {
+                let names: Vec<String> = args.fault.iter().map(|k| k.name()).collect();
+                names.join(",")
+            }),
+            fault_every_ms: (!args.fault.is_empty()).then(|| args.fault_every.as_millis() as u64),
+            fault_duration_ms: (!args.fault.is_empty())
+                .then(|| fault_duration(args).as_millis() as u64),
+            fault_kinds: args.fault.clone(),
             target_kind: args.target,
             workload_kind: args.workload,
             zk_client_kind,
@@ -252,6 +263,17 @@ impl RunConfig {
     /// True when the run uses a cluster the user runs.
     pub fn attached(&self) -> bool {
         !self.endpoints.is_empty()
+    }
+
+    /// The faults to inject (`--fault`), if any.
+    pub fn fault_plan(&self) -> Option<crate::fault::FaultPlan> {
+        let (every, duration) = (self.fault_every_ms?, self.fault_duration_ms?);
+        Some(crate::fault::FaultPlan {
+            kinds: self.fault_kinds.clone(),
+            every: Duration::from_millis(every),
+            duration: Duration::from_millis(duration),
+            seed: self.seed,
+        })
     }
 }
 
@@ -322,20 +344,69 @@ fn validate_cluster_emulation(args: &RunArgs) -> Result<(), ConfigError> {
             "--net-delay applies only to clusters coordbench starts; omit it with --endpoints or --target null".into(),
         ));
     }
-    if args.fault.is_some() && !started {
-        return Err(ConfigError(
-            "--fault applies only to clusters coordbench starts; omit it with --endpoints or --target null".into(),
-        ));
-    }
-    if args.fault.is_some() && args.cluster_size < 3 {
-        return Err(ConfigError(
-            "--fault kill-leader needs --cluster-size 3 or more (a smaller cluster has no majority left)".into(),
-        ));
-    }
     if args.net_delay_clients && args.net_delay.is_none() {
         return Err(ConfigError(
             "--net-delay-clients needs --net-delay DELAY".into(),
         ));
+    }
+    Ok(())
+}
+
+/// Shortest and longest `--fault-duration`.
+const FAULT_DURATION: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(60));
+
+/// `--fault-duration`, or its default.
+fn fault_duration(args: &RunArgs) -> Duration {
+    args.fault_duration.unwrap_or(Duration::from_secs(1))
+}
+
+/// `--fault` needs members coordbench starts (it kills, pauses and partitions them), each
+/// kind once, and enough members for the kind; `--fault-duration` goes with it, in bounds.
+fn validate_faults(args: &RunArgs) -> Result<(), ConfigError> {
+    if args.fault.is_empty() {
+        return match args.fault_duration {
+            Some(_) => Err(ConfigError(
+                "--fault-duration needs --fault KIND,... (it is how long each fault lasts)".into(),
+            )),
+            None => Ok(()),
+        };
+    }
+    if args.target == TargetKind::Null {
+        return Err(ConfigError(
+            "--fault needs a cluster to fault, and --target null has none; choose another --target"
+                .into(),
+        ));
+    }
+    if !args.endpoints.is_empty() {
+        return Err(ConfigError(
+            "--fault applies only to clusters coordbench starts (it kills, pauses and partitions members); omit it with --endpoints".into(),
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for &kind in &args.fault {
+        if !seen.insert(kind) {
+            return Err(ConfigError(format!(
+                "--fault lists {} twice; name each kind once",
+                kind.name()
+            )));
+        }
+        if (args.cluster_size as usize) < kind.min_members() {
+            return Err(ConfigError(format!(
+                "--fault {} needs --cluster-size {} or more (with fewer, the members left have no majority); restart-all works on any size",
+                kind.name(),
+                kind.min_members()
+            )));
+        }
+    }
+    let d = fault_duration(args);
+    let (shortest, longest) = FAULT_DURATION;
+    if d < shortest || d > longest {
+        return Err(ConfigError(format!(
+            "--fault-duration must be between {} and {}s (got {})",
+            humantime::format_duration(shortest),
+            longest.as_secs(),
+            humantime::format_duration(d)
+        )));
     }
     Ok(())
 }
@@ -459,8 +530,18 @@ mod tests {
             &["--target", "null", "--net-delay", "5ms"],
             &["--net-delay-clients"],
             &["--fault", "kill-leader", "--cluster-size", "1"],
+            &[
+                "--fault",
+                "restart-all,partition-random",
+                "--cluster-size",
+                "2",
+            ],
             &["--fault", "kill-leader", "--endpoints", "127.0.0.1:1"],
             &["--target", "null", "--fault", "kill-leader"],
+            &["--fault", "pause-leader,pause-leader"],
+            &["--fault-duration", "2s"],
+            &["--fault", "pause-random", "--fault-duration", "5ms"],
+            &["--fault", "pause-random", "--fault-duration", "2m"],
             &[
                 "--target",
                 "zookeeper",
@@ -622,6 +703,30 @@ mod tests {
             &["--target", "etcd", "--etcd-bin", "/nonexistent/etcd"],
             "/nonexistent/etcd",
         );
+    }
+
+    #[test]
+    fn fault_kinds_are_recorded_as_given_with_their_timing() {
+        let c = config(&[
+            "--fault",
+            "partition-leader,kill-leader",
+            "--fault-every",
+            "2s",
+        ])
+        .unwrap();
+        assert_eq!(c.fault.as_deref(), Some("partition-leader,kill-leader"));
+        assert_eq!(
+            c.fault_kinds,
+            [FaultArg::PartitionLeader, FaultArg::KillLeader]
+        );
+        assert_eq!(
+            (c.fault_every_ms, c.fault_duration_ms),
+            (Some(2000), Some(1000))
+        );
+        let one = config(&["--fault", "restart-all", "--cluster-size", "1"]).unwrap();
+        assert_eq!(one.fault_kinds, [FaultArg::RestartAll]);
+        let none = config(&[]).unwrap();
+        assert_eq!((none.fault, none.fault_duration_ms), (None, None));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use coordbench_drivers::Coordinator;
 
 use crate::cli::{TargetKind, ZkClientArg};
 use crate::config::RunConfig;
+use crate::netdelay::NetDelay;
 use crate::provision::{self, Cluster, ClusterSpec};
 
 /// How long connecting to a target may take before it counts as unreachable.
@@ -59,15 +60,18 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
                 };
                 provision::etcd::start(&cluster_spec(config, work_dir), &options).await?
             };
-            let etcd = EtcdConfig {
-                endpoints: cluster.endpoints(),
-                conns: config.conns,
-                connect_timeout: CONNECT_TIMEOUT,
-            };
-            let coordinator = EtcdCoordinator::connect(&etcd).await.context(name)?;
+            let coordinator = connect(
+                config.target_kind,
+                config.zk_client_kind,
+                cluster.endpoints(),
+                config.conns,
+                // Holder pauses freeze sessions through a relay each; others connect directly.
+                config.workload_options.holder_pause.is_some(),
+            )
+            .await?;
             let server_version = coordinator.server_version().await.context(name)?;
             Ok(ReadyTarget {
-                coordinator: Arc::new(coordinator),
+                coordinator,
                 cluster: Some(cluster),
                 server_version,
             })
@@ -85,25 +89,15 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
                 };
                 provision::zookeeper::start(&cluster_spec(config, work_dir), &options).await?
             };
-            let zk = ZkConfig {
-                endpoints: cluster.endpoints(),
-                connect_timeout: CONNECT_TIMEOUT,
-            };
-            let coordinator: Arc<dyn Coordinator> = match config.zk_client_kind {
-                ZkClientArg::Client => Arc::new(
-                    ZkCoordinator::connect(&zk)
-                        .await
-                        .context("zookeeper")?
-                        // Holder pauses freeze sessions through a relay each; others
-                        // connect directly.
-                        .with_freezable_sessions(config.workload_options.holder_pause.is_some()),
-                ),
-                ZkClientArg::Async => Arc::new(
-                    AsyncZkCoordinator::connect(&zk)
-                        .await
-                        .context("zookeeper (zookeeper-async)")?,
-                ),
-            };
+            let coordinator = connect(
+                config.target_kind,
+                config.zk_client_kind,
+                cluster.endpoints(),
+                config.conns,
+                // Holder pauses freeze sessions through a relay each; others connect directly.
+                config.workload_options.holder_pause.is_some(),
+            )
+            .await?;
             let server_version = coordinator.server_version().await.context("zookeeper")?;
             Ok(ReadyTarget {
                 coordinator,
@@ -112,6 +106,53 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
             })
         }
     }
+}
+
+/// The target's driver connected to `endpoints` with `conns` connections (etcd API; the
+/// ZooKeeper drivers keep one connection per session). Also how fault injection reaches
+/// one member alone.
+pub async fn connect(
+    kind: TargetKind,
+    zk_client: ZkClientArg,
+    endpoints: Vec<String>,
+    conns: usize,
+    freezable_sessions: bool,
+) -> anyhow::Result<Arc<dyn Coordinator>> {
+    Ok(match kind {
+        TargetKind::Null => Arc::new(NullCoordinator::new()),
+        TargetKind::Etcd | TargetKind::Raft => {
+            let etcd = EtcdConfig {
+                endpoints,
+                conns,
+                connect_timeout: CONNECT_TIMEOUT,
+            };
+            let name = if kind == TargetKind::Raft {
+                "raft"
+            } else {
+                "etcd"
+            };
+            Arc::new(EtcdCoordinator::connect(&etcd).await.context(name)?)
+        }
+        TargetKind::Zookeeper | TargetKind::Zab => {
+            let zk = ZkConfig {
+                endpoints,
+                connect_timeout: CONNECT_TIMEOUT,
+            };
+            match zk_client {
+                ZkClientArg::Client => Arc::new(
+                    ZkCoordinator::connect(&zk)
+                        .await
+                        .context("zookeeper")?
+                        .with_freezable_sessions(freezable_sessions),
+                ),
+                ZkClientArg::Async => Arc::new(
+                    AsyncZkCoordinator::connect(&zk)
+                        .await
+                        .context("zookeeper (zookeeper-async)")?,
+                ),
+            }
+        }
+    })
 }
 
 fn value_of(kind: TargetKind) -> &'static str {
@@ -138,7 +179,14 @@ fn cluster_spec(config: &RunConfig, work_dir: &Path) -> ClusterSpec {
         base_port: config.base_port,
         work_dir: work_dir.to_path_buf(),
         sync_delay: config.sync_delay_us.map(Duration::from_micros),
-        net_delay: config.net_delay,
+        // Partition faults cut links in the proxy: without a delay asked for, it runs at zero.
+        net_delay: config.net_delay.or_else(|| {
+            config
+                .fault_kinds
+                .iter()
+                .any(|k| k.is_partition())
+                .then(NetDelay::default)
+        }),
         net_delay_clients: config.net_delay_clients,
     }
 }

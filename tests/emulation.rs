@@ -1,7 +1,7 @@
 //! Emulated disks and networks, measured against real processes on 127.0.0.1: the
 //! sync-delay filesystem adds its configured delay to fdatasync and an etcd member runs on
 //! it; the delay proxy adds its one-way delay per direction, keeps byte order under jitter,
-//! can cut a link, and a 3-member Raft-engine cluster elects a leader and serves writes
+//! stalls a cut link until it is healed, and a 3-member Raft-engine cluster elects a leader and serves writes
 //! through it, slower than without; a run samples its servers into resources.csv.
 
 use std::io::{Read, Write};
@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use coordbench::netdelay::{NetDelay, Proxy};
+use coordbench::netdelay::{Ends, NetDelay, Proxy};
 use coordbench::provision::disk::probe_sync_latency;
 use coordbench::provision::etcd::{self, EtcdOptions};
 use coordbench::provision::raft::{self, RaftOptions};
@@ -156,7 +156,8 @@ async fn the_proxy_delays_each_direction_keeps_order_and_cuts_links() {
         delay: one_way,
         jitter: Duration::ZERO,
     });
-    let delayed = proxy.add_route("a->b", upstream).await.unwrap();
+    let link = Ends::Link { from: 0, to: 1 };
+    let delayed = proxy.add_route("a->b", upstream, link).await.unwrap();
     let (direct_rtt, rtt) =
         tokio::task::spawn_blocking(move || (median_rtt(upstream, 5), median_rtt(delayed, 7)))
             .await
@@ -169,7 +170,7 @@ async fn the_proxy_delays_each_direction_keeps_order_and_cuts_links() {
 
     // Jitter larger than the gap between writes must not reorder bytes.
     let mut jittery = Proxy::new("5ms,5ms".parse().unwrap());
-    let addr = jittery.add_route("j", upstream).await.unwrap();
+    let addr = jittery.add_route("j", upstream, link).await.unwrap();
     let sent: Vec<u8> = (0..2000u32).map(|i| (i % 251) as u8).collect();
     let echoed = tokio::task::spawn_blocking({
         let sent = sent.clone();
@@ -189,19 +190,29 @@ async fn the_proxy_delays_each_direction_keeps_order_and_cuts_links() {
     .unwrap();
     assert!(echoed == sent, "bytes reordered or lost");
 
-    // A cut link refuses new connections (they close at once); restored, it forwards again.
-    assert!(proxy.set_route_up("a->b", false));
-    let closed = tokio::task::spawn_blocking(move || {
+    // A cut link stalls a new connection (nothing comes back, it stays open); restored, the
+    // byte sent during the cut arrives and the link forwards again.
+    proxy.set_link_up(0, 1, false);
+    let (stalled, mut conn) = tokio::task::spawn_blocking(move || {
         let mut s = TcpStream::connect(delayed).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let _ = s.write_all(b"x");
+        s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        s.write_all(b"x").unwrap();
         let mut b = [0u8; 1];
-        matches!(s.read(&mut b), Ok(0) | Err(_))
+        let stalled = matches!(s.read(&mut b), Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut));
+        (stalled, s)
     })
     .await
     .unwrap();
-    assert!(closed, "a cut link still forwarded");
-    assert!(proxy.set_route_up("a->b", true));
+    assert!(stalled, "a cut link forwarded or closed");
+    proxy.heal();
+    let delivered = tokio::task::spawn_blocking(move || {
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut b = [0u8; 1];
+        conn.read_exact(&mut b).map(|()| b[0])
+    })
+    .await
+    .unwrap();
+    assert_eq!(delivered.ok(), Some(b'x'), "the byte sent during the cut");
     let rtt = tokio::task::spawn_blocking(move || median_rtt(delayed, 1))
         .await
         .unwrap();

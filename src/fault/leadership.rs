@@ -1,6 +1,7 @@
 //! Who leads, as each member of a running cluster says it: etcd's Maintenance.Status (our
-//! Raft engine answers it too) or ZooKeeper's `srvr` four-letter word (our Zab engine too).
-//! The failover figures (`fault`) poll it to time detection and the new leader.
+//! Raft engine answers it too) or ZooKeeper's `srvr` four-letter word (our Zab engine too),
+//! and what a set of answers means: a leader a majority follows, a healthy cluster. The
+//! failover figures (`fault`) poll it ([`super::views`]) to time detection and the new leader.
 //!
 //! A term (Raft) or epoch (Zab) has at most one leader, so "a member that a majority
 //! follows at a higher term" needs no leader ids: a leader at term t plus enough members
@@ -11,7 +12,6 @@ use std::time::Duration;
 
 use coordbench_drivers::zookeeper::four_letter::four_letter_word;
 use etcd_client::{Client, ConnectOptions};
-use futures::future::join_all;
 
 use crate::cli::TargetKind;
 
@@ -31,49 +31,62 @@ pub struct MemberView {
     pub term: u64,
 }
 
-/// Asks the members of one cluster, in member order.
-pub enum LeadershipProbe {
-    Etcd(Vec<Option<Client>>),
-    ZooKeeper(Vec<String>),
+/// Asks one member who leads.
+pub enum Asker {
+    /// etcd's Status through a client of this member alone (connected when first needed).
+    Etcd {
+        endpoint: String,
+        client: Option<Client>,
+    },
+    /// ZooKeeper's `srvr` at `host:port`.
+    ZooKeeper(String),
 }
 
-impl LeadershipProbe {
-    /// `endpoints` are the members' client endpoints in member order (etcd URLs or
-    /// ZooKeeper `host:port`). Fails for targets without members (null).
-    pub async fn new(kind: TargetKind, endpoints: &[String]) -> Option<Self> {
+impl Asker {
+    /// One asker per member; `endpoints` are the members' client endpoints in member order
+    /// (etcd URLs or ZooKeeper `host:port`). `None` for targets without members (null).
+    pub fn for_members(kind: TargetKind, endpoints: &[String]) -> Option<Vec<Asker>> {
         match kind {
-            TargetKind::Etcd | TargetKind::Raft => {
-                let clients = join_all(endpoints.iter().map(|e| connect(e))).await;
-                Some(Self::Etcd(clients))
-            }
-            TargetKind::Zookeeper | TargetKind::Zab => Some(Self::ZooKeeper(
-                endpoints.iter().map(|e| strip_scheme(e)).collect(),
-            )),
+            TargetKind::Etcd | TargetKind::Raft => Some(
+                endpoints
+                    .iter()
+                    .map(|e| Asker::Etcd {
+                        endpoint: e.clone(),
+                        client: None,
+                    })
+                    .collect(),
+            ),
+            TargetKind::Zookeeper | TargetKind::Zab => Some(
+                endpoints
+                    .iter()
+                    .map(|e| Asker::ZooKeeper(strip_scheme(e)))
+                    .collect(),
+            ),
             TargetKind::Null => None,
         }
     }
 
-    /// Every member's answer within `timeout` (`None`: no answer), asked concurrently.
-    pub async fn observe(&mut self, timeout: Duration) -> Vec<Option<MemberView>> {
+    /// The member's answer within `timeout`; `None`: no answer.
+    pub async fn ask(&mut self, timeout: Duration) -> Option<MemberView> {
         match self {
-            Self::Etcd(clients) => {
-                let asks = clients.iter_mut().map(|c| async move {
-                    let c = c.as_mut()?;
-                    let s = tokio::time::timeout(timeout, c.status()).await.ok()?.ok()?;
-                    let me = s.header().map(|h| h.member_id())?;
-                    Some(etcd_view(me, s.leader(), s.raft_term()))
-                });
-                join_all(asks).await
-            }
-            Self::ZooKeeper(addrs) => {
-                let asks = addrs.iter().map(|a| async move {
-                    let reply = tokio::time::timeout(timeout, four_letter_word(a, "srvr"))
+            Asker::Etcd { endpoint, client } => {
+                if client.is_none() {
+                    *client = tokio::time::timeout(timeout, connect(endpoint))
                         .await
-                        .ok()?
-                        .ok()?;
-                    srvr_view(&reply)
-                });
-                join_all(asks).await
+                        .ok()
+                        .flatten();
+                }
+                let c = client.as_mut()?;
+                let s = tokio::time::timeout(timeout, c.status()).await.ok()?.ok()?;
+                let me = s.header().map(|h| h.member_id())?;
+                Some(etcd_view(me, s.leader(), s.raft_term()))
+            }
+            Asker::ZooKeeper(addr) => {
+                let reply = tokio::time::timeout(timeout, four_letter_word(addr, "srvr"))
+                    .await
+                    .ok()?
+                    .ok()?;
+                srvr_view(&reply)
             }
         }
     }
@@ -149,6 +162,17 @@ pub fn agreed_leader(views: &[Option<MemberView>], size: usize) -> Option<(usize
     })
 }
 
+/// A healthy cluster: every member answered, none is electing, and a leader has a majority
+/// at its term. Returns the leader and its term.
+pub fn healthy(views: &[Option<MemberView>]) -> Option<(usize, u64)> {
+    let all_serving = views
+        .iter()
+        .all(|v| v.is_some_and(|v| v.role != Role::Electing));
+    all_serving
+        .then(|| agreed_leader(views, views.len()))
+        .flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +196,26 @@ mod tests {
         let views = [None, v(Leader, 3), v(Electing, 3), None, v(Follower, 3)];
         assert_eq!(agreed_leader(&views, 5), None);
         assert_eq!(agreed_leader(&[v(Leader, 1)], 1), Some((0, 1)));
+    }
+
+    #[test]
+    fn a_healthy_cluster_has_every_member_serving_under_one_leader() {
+        use Role::*;
+        assert_eq!(
+            healthy(&[v(Follower, 3), v(Leader, 3), v(Follower, 3)]),
+            Some((1, 3))
+        );
+        // A follower still at the previous epoch (ZooKeeper: no transaction of the new one
+        // applied yet) is back all the same.
+        assert_eq!(
+            healthy(&[v(Follower, 2), v(Leader, 3), v(Follower, 3)]),
+            Some((1, 3))
+        );
+        assert_eq!(healthy(&[None, v(Leader, 3), v(Follower, 3)]), None);
+        assert_eq!(
+            healthy(&[v(Electing, 4), v(Leader, 3), v(Follower, 3)]),
+            None
+        );
     }
 
     #[test]

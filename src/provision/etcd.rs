@@ -10,6 +10,7 @@ use super::disk::{self, DiskKind};
 use super::executable::find_executable;
 use super::process::Launch;
 use super::{ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
+use crate::netdelay::Ends;
 
 const TARGET: &str = "etcd";
 const INSTALL_HINT: &str =
@@ -156,12 +157,17 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
     let listen_peer = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i + 1]);
     // With a network delay every member reaches member i through one proxy route: etcd
     // derives member ids from the advertised peer URLs, so all must agree on them, which
-    // rules out a route per (from, to) link.
+    // rules out a route per (from, to) link. The proxy tells the dialers apart by the
+    // process holding each connection's other end (`netdelay::MemberPids`).
     let (mut client_urls, mut peer_urls) = (Vec::new(), Vec::new());
     for i in 0..spec.size {
         let local = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 1], port));
         let peer = cluster
-            .peer_route(format!("->m{}", i + 1), local(ports[2 * i + 1]))
+            .peer_route(
+                format!("->m{}", i + 1),
+                local(ports[2 * i + 1]),
+                Ends::AnyTo(i),
+            )
             .await?;
         let client = cluster
             .client_route(format!("client->m{}", i + 1), local(ports[2 * i]))

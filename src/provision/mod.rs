@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::netdelay::{NetDelay, Proxy};
+use crate::netdelay::{Ends, Handshake, NetDelay, Proxy};
 use crate::syncfs::SyncFsMount;
 use disk::DataRoot;
 use process::{Launch, ManagedProcess};
@@ -50,7 +50,8 @@ pub struct ClusterSpec {
     pub work_dir: PathBuf,
     /// Emulated kinds: the delay per sync instead of the profile's (`--sync-delay`).
     pub sync_delay: Option<Duration>,
-    /// Delay between members through the proxy (`--net-delay`); `None`: direct.
+    /// Delay between members through the proxy (`--net-delay`); `None`: direct. A zero
+    /// delay puts the proxy in the path only so that links can be cut ([`Cluster::partition`]).
     pub net_delay: Option<NetDelay>,
     /// Also delay clients' traffic to members (`--net-delay-clients`).
     pub net_delay_clients: bool,
@@ -167,7 +168,12 @@ impl Cluster {
         data_root: Option<DataRoot>,
         spec: &ClusterSpec,
     ) -> Cluster {
-        if let Some(d) = spec.net_delay {
+        if spec.net_delay == Some(NetDelay::default()) && !spec.net_delay_clients {
+            info.settings.push((
+                "peer-proxy".into(),
+                "members talk through coordbench's proxy at zero delay, so links can be cut (partitions)".into(),
+            ));
+        } else if let Some(d) = spec.net_delay {
             let between = if spec.net_delay_clients {
                 "members, clients-members"
             } else {
@@ -192,15 +198,29 @@ impl Cluster {
     }
 
     /// The address through which traffic to a member's peer port `upstream` goes: a new
-    /// delay-proxy route named `name` (e.g. `m1->m2`), or `upstream` itself without delay.
+    /// proxy route named `name` (e.g. `m1->m2`) between the members `ends` names, or
+    /// `upstream` itself without a proxy.
     pub(crate) async fn peer_route(
         &mut self,
         name: String,
         upstream: SocketAddr,
+        ends: Ends,
+    ) -> Result<SocketAddr, ProvisionError> {
+        self.peer_route_with(name, upstream, ends, Handshake::Plain)
+            .await
+    }
+
+    /// [`peer_route`](Self::peer_route) for a protocol whose handshake the proxy adapts.
+    pub(crate) async fn peer_route_with(
+        &mut self,
+        name: String,
+        upstream: SocketAddr,
+        ends: Ends,
+        handshake: Handshake,
     ) -> Result<SocketAddr, ProvisionError> {
         match self.proxy.as_mut() {
             Some(proxy) => proxy
-                .add_route(name.clone(), upstream)
+                .add_route_with(name.clone(), upstream, ends, handshake)
                 .await
                 .map_err(|e| ProvisionError::io(format!("opening proxy route {name}"), e)),
             None => Ok(upstream),
@@ -217,13 +237,42 @@ impl Cluster {
         if !self.proxy_clients {
             return Ok(upstream);
         }
-        self.peer_route(name, upstream).await
+        self.peer_route(name, upstream, Ends::Client).await
     }
 
-    /// The delay proxy between members, if the cluster has one (to cut links with
-    /// [`Proxy::set_route_up`]).
+    /// The proxy between members, if the cluster has one.
     pub fn proxy(&self) -> Option<&Proxy> {
         self.proxy.as_ref()
+    }
+
+    /// Cuts every link between members of different `groups` (0-based member indices;
+    /// every member in exactly one group, at least two groups): their connections stall
+    /// and new ones hang until [`heal`](Self::heal), while every member keeps its client
+    /// connections. Needs the members to talk through the proxy (a cluster started with a
+    /// network delay, zero included).
+    pub fn partition(&mut self, groups: &[Vec<usize>]) -> Result<(), ProvisionError> {
+        let count = self.members.len();
+        let Some(proxy) = self.proxy.as_ref() else {
+            return Err(ProvisionError::Unsupported(
+                "a partition needs the members to talk through coordbench's proxy; start the cluster with a network delay (zero is enough)".into(),
+            ));
+        };
+        let group_of = groups_of(groups, count).map_err(ProvisionError::Unsupported)?;
+        for from in 0..count {
+            for to in 0..count {
+                if group_of[from] != group_of[to] {
+                    proxy.set_link_up(from, to, false);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Restores every link [`partition`](Self::partition) cut. Idempotent.
+    pub fn heal(&mut self) {
+        if let Some(proxy) = self.proxy.as_ref() {
+            proxy.heal();
+        }
     }
 
     pub(crate) fn add_mount(&mut self, mount: SyncFsMount) {
@@ -232,6 +281,9 @@ impl Cluster {
 
     /// Records a member started with `launch`; `info.members[i]` must describe `members[i]`.
     pub(crate) fn add_member(&mut self, info: MemberInfo, launch: Launch, process: ManagedProcess) {
+        if let Some(proxy) = &self.proxy {
+            proxy.set_member_pid(self.members.len(), process.pid());
+        }
         self.members.push(Member {
             name: info.name.clone(),
             launch,
@@ -353,6 +405,24 @@ impl Cluster {
         Ok(())
     }
 
+    /// SIGKILLs members `members` at once (every signal is sent before any member is
+    /// reaped, so none outlives the others by a reap), as [`kill_member`](Self::kill_member)
+    /// does one.
+    pub fn kill_members(&mut self, members: &[usize]) -> Result<(), ProvisionError> {
+        for &i in members {
+            let m = self.member(i)?;
+            m.killed = true;
+            let name = m.name.clone();
+            m.process
+                .signal(libc::SIGKILL)
+                .map_err(|e| ProvisionError::io(format!("killing member {name}"), e))?;
+        }
+        for &i in members {
+            self.member(i)?.process.kill();
+        }
+        Ok(())
+    }
+
     /// Starts member `i` again after [`kill_member`](Self::kill_member), with the program,
     /// arguments and log file it was first started with; it keeps its data directory, so it
     /// rejoins with what it had persisted. Call from a long-lived thread (see
@@ -375,6 +445,9 @@ impl Cluster {
         m.process = process;
         m.killed = false;
         self.info.members[i].pid = Some(pid);
+        if let Some(proxy) = &self.proxy {
+            proxy.set_member_pid(i, pid);
+        }
         Ok(())
     }
 
@@ -419,8 +492,56 @@ impl Cluster {
     }
 }
 
+/// The group of each of `count` members, if `groups` puts every member in exactly one of
+/// at least two non-empty groups; otherwise what is wrong with them.
+fn groups_of(groups: &[Vec<usize>], count: usize) -> Result<Vec<usize>, String> {
+    let mut group_of = vec![None; count];
+    for (g, members) in groups.iter().enumerate() {
+        for &m in members {
+            match group_of.get_mut(m) {
+                None => {
+                    return Err(format!(
+                    "a partition names member {m}, but the cluster has {count} members (0-based)"
+                ))
+                }
+                Some(Some(_)) => return Err(format!("a partition names member {m} twice")),
+                Some(slot) => *slot = Some(g),
+            }
+        }
+    }
+    if let Some(m) = group_of.iter().position(Option::is_none) {
+        return Err(format!(
+            "a partition must place every member in a group; member {m} is in none"
+        ));
+    }
+    if groups.iter().filter(|g| !g.is_empty()).count() < 2 {
+        return Err("a partition needs at least two non-empty groups".into());
+    }
+    Ok(group_of.into_iter().flatten().collect())
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_groups_must_cover_every_member_once() {
+        assert_eq!(groups_of(&[vec![1], vec![0, 2]], 3), Ok(vec![1, 0, 1]));
+        for (groups, count) in [
+            (vec![vec![0], vec![1]], 3),
+            (vec![vec![0, 1], vec![1, 2]], 3),
+            (vec![vec![0, 1, 2]], 3),
+            (vec![vec![0, 1, 2], vec![]], 3),
+            (vec![vec![0], vec![1, 5]], 3),
+        ] {
+            let err = groups_of(&groups, count).unwrap_err();
+            assert!(!err.contains('\n'), "{groups:?}: {err}");
+        }
     }
 }

@@ -12,6 +12,7 @@ use super::disk::{self, DiskKind};
 use super::executable::find_executable;
 use super::process::Launch;
 use super::{etcd, ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
+use crate::netdelay::Ends;
 
 const TARGET: &str = "raft";
 
@@ -166,7 +167,11 @@ pub(super) async fn launch_members(
                 peer(i)
             } else {
                 cluster
-                    .peer_route(format!("m{}->m{}", j + 1, i + 1), peer(i))
+                    .peer_route(
+                        format!("m{}->m{}", j + 1, i + 1),
+                        peer(i),
+                        Ends::Link { from: j, to: i },
+                    )
                     .await?
             });
         }

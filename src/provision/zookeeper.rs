@@ -14,6 +14,7 @@ use super::disk::{self, DiskKind};
 use super::executable::find_executable;
 use super::process::Launch;
 use super::{ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
+use crate::netdelay::{Ends, Handshake};
 
 const TARGET: &str = "zookeeper";
 /// Debian's server jar; its manifest's Class-Path names the jars it depends on.
@@ -219,7 +220,8 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
     let mut cluster = Cluster::provisioned(info, Some(root), spec);
     // server_lines[j]: the server.N lines of server j's zoo.cfg. Its own line is where it
     // listens; with a network delay every other line points at a proxy route of the link
-    // j -> i (each server has its own zoo.cfg, so every link gets its own route).
+    // j -> i (each server has its own zoo.cfg, so every link gets its own route). Election
+    // routes adapt the handshake, which names the dialer's own address for dialing back.
     let local = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let mut server_lines: Vec<Vec<String>> = vec![Vec::new(); spec.size];
     if spec.size > 1 {
@@ -230,12 +232,18 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
                     (local(quorum), local(election))
                 } else {
                     let link = format!("zk{}->zk{}", j + 1, i + 1);
+                    let ends = Ends::Link { from: j, to: i };
                     (
                         cluster
-                            .peer_route(format!("{link}:quorum"), local(quorum))
+                            .peer_route(format!("{link}:quorum"), local(quorum), ends)
                             .await?,
                         cluster
-                            .peer_route(format!("{link}:election"), local(election))
+                            .peer_route_with(
+                                format!("{link}:election"),
+                                local(election),
+                                ends,
+                                Handshake::ZooKeeperElection,
+                            )
                             .await?,
                     )
                 };

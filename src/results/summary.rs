@@ -72,6 +72,8 @@ pub struct SummaryRow {
     pub stale_writes_failed: Option<u64>,
     pub lost_locks: Option<u64>,
     pub faults: Option<usize>,
+    /// `--fault`: acknowledged probe writes missing when read back at the end.
+    pub lost_writes: Option<u64>,
     pub detect_p50_us: Option<u64>,
     pub new_leader_p50_us: Option<u64>,
     pub new_leader_p99_us: Option<u64>,
@@ -172,6 +174,7 @@ impl SummaryRow {
             stale_writes_failed: fencing.map(|f| f.stale_writes_failed),
             lost_locks: fencing.map(|f| f.lost_locks),
             faults: faults.map(|f| f.faults),
+            lost_writes: faults.and_then(|f| f.lost_writes.as_ref()).map(|l| l.lost),
             detect_p50_us: faults.and_then(|f| f.detect_p50_us),
             new_leader_p50_us: faults.and_then(|f| f.new_leader_p50_us),
             new_leader_p99_us: faults.and_then(|f| f.new_leader_p99_us),
