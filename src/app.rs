@@ -324,6 +324,7 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
                     locks: config.locks,
                     hold: ms(config.hold_ms),
                     recipe: config.lock_recipe,
+                    session_ttl: config.plan.ttl,
                 },
                 clock,
             )?;
@@ -335,7 +336,6 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
                     pause: w.holder_pause,
                     protection: w.protection,
                     seed: config.seed,
-                    ttl: config.plan.ttl,
                 })?)
             }
         }

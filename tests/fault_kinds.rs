@@ -67,7 +67,7 @@ async fn every_kind_takes_effect_and_heals(kind: TargetKind) {
     )
     .await;
     let coordinator =
-        coordbench::targets::connect(kind, ZkClientArg::Client, cluster.endpoints(), 2)
+        coordbench::targets::connect(kind, ZkClientArg::Client, cluster.endpoints(), 2, false)
             .await
             .unwrap_or_else(|e| panic!("connecting to {kind:?}: {e:#}"));
     let target = FaultTarget {

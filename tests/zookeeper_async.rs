@@ -151,6 +151,7 @@ async fn standalone_kv_and_both_lock_recipes() {
             locks: 1,
             hold: Duration::ZERO,
             recipe,
+            session_ttl: Duration::from_secs(2),
         };
         let workload = Arc::new(LockWorkload::new(options, clock).expect("lock workload"));
         let plan = closed_plan(8, Duration::from_millis(300), Duration::from_secs(2));

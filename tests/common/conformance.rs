@@ -141,6 +141,7 @@ pub async fn lock_workload_is_safe(kind: TargetKind, size: usize) {
             locks: 1,
             hold: Duration::ZERO,
             recipe,
+            session_ttl: Duration::from_secs(2),
         };
         let workload = Arc::new(LockWorkload::new(options, clock).expect("lock workload"));
         let plan = closed_plan(8, Duration::ZERO, Duration::from_secs(3));

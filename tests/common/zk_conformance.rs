@@ -110,6 +110,7 @@ pub async fn lock_workload_is_safe(c: Arc<dyn Coordinator>) {
             locks: 1,
             hold: Duration::ZERO,
             recipe,
+            session_ttl: Duration::from_secs(2),
         };
         let workload = Arc::new(LockWorkload::new(options, clock).expect("lock workload"));
         let plan = closed_plan(8, Duration::from_millis(300), Duration::from_secs(2));

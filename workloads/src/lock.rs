@@ -34,6 +34,9 @@ pub struct LockOptions {
     pub locks: usize,
     pub hold: Duration,
     pub recipe: LockRecipe,
+    /// TTL of the session a client comes back with after its own expired (a pause or a
+    /// fault outlasted it).
+    pub session_ttl: Duration,
 }
 
 /// Holder pauses and the protected resource (both optional; without either the workload
@@ -44,8 +47,6 @@ pub struct FencingOptions {
     pub protection: Protection,
     /// The run's seed: the pause draw comes from it.
     pub seed: u64,
-    /// TTL of the sessions paused holders come back with.
-    pub ttl: Duration,
 }
 
 /// All sections of a run, shared by the actors.
@@ -131,7 +132,7 @@ impl Workload for LockWorkload {
             return Ok(());
         }
         let options = SessionOptions {
-            ttl: fencing.options.ttl,
+            ttl: self.options.session_ttl,
         };
         // A client id past the contenders', so drivers spread it like a client.
         let mut session = coordinator
@@ -148,10 +149,7 @@ impl Workload for LockWorkload {
     fn actor(&self, client: usize, session: Box<dyn Session>) -> Box<dyn Actor> {
         let lock = self.lock_name(client % self.options.locks);
         self.herd.join(&lock, client, session.counter_handle());
-        let ttl = self
-            .fencing
-            .as_ref()
-            .map_or(Duration::ZERO, |f| f.options.ttl);
+        let ttl = self.options.session_ttl;
         let pauses = self.fencing.as_ref().and_then(|f| {
             let pause = f.options.pause?;
             Some((
@@ -221,20 +219,21 @@ impl LockActor {
     }
 
     /// A previous operation was cancelled while holding: its section ends now (the latest
-    /// moment the client could have used the lock) and the lock is released. If it was
-    /// cancelled in a pause that outlasted the session, the client comes back with a new
+    /// moment the client could have used the lock) and the lock is released. If the session
+    /// expired meanwhile (a pause or a fault outlasted it), the client comes back with a new
     /// session on its next operation.
     async fn repair(&mut self) {
         if let Some(held) = self.held.take() {
             let released = self.release(held, self.clock.now()).await;
-            if self.fencing.is_some() && matches!(released, Err(DriverError::SessionExpired(_))) {
+            if matches!(released, Err(DriverError::SessionExpired(_))) {
                 self.session.crash();
             }
         }
     }
 
-    /// A client whose session expired (a pause outlasted it) comes back with a new one,
-    /// whose counters the herd accounting follows from then on.
+    /// A client whose session expired (a pause or a fault outlasted it) comes back with a
+    /// new one, as an application would, whose counters the herd accounting follows from
+    /// then on.
     async fn reopen(&mut self) -> Result<(), DriverError> {
         if self.session.reopen().await? {
             self.herd
@@ -339,8 +338,8 @@ impl Actor for LockActor {
         let guard = match acquired {
             Ok(guard) => guard,
             Err(e) => {
-                // A session a cancelled pause let expire: come back with a new one.
-                if self.fencing.is_some() && matches!(e, DriverError::SessionExpired(_)) {
+                // The session expired (a cancelled pause, a fault): come back with a new one.
+                if matches!(e, DriverError::SessionExpired(_)) {
                     self.session.crash();
                 }
                 return Err(e);
@@ -358,6 +357,12 @@ impl Actor for LockActor {
                         lock_log(&fencing.log).lost_locks += 1;
                     }
                     self.session.crash();
+                }
+                // The session expired under an unpaused holder (a fault outlasted it): an
+                // error, and a new session for the next operation.
+                Err(e @ DriverError::SessionExpired(_)) => {
+                    self.session.crash();
+                    return Err(e);
                 }
                 Err(e) => return Err(e),
             }
@@ -390,6 +395,7 @@ mod tests {
             locks: 2,
             hold: Duration::from_micros(200),
             recipe: LockRecipe::HerdFree,
+            session_ttl: Duration::from_secs(2),
         };
         let workload = Arc::new(LockWorkload::new(options, clock).unwrap());
         let mut tasks = Vec::new();
@@ -430,6 +436,7 @@ mod tests {
             locks: 1,
             hold: Duration::ZERO,
             recipe: LockRecipe::HerdFree,
+            session_ttl: Duration::from_secs(2),
         };
         let fencing = FencingOptions {
             pause: Some(HolderPause {
@@ -498,6 +505,7 @@ mod tests {
             locks: 1,
             hold: Duration::ZERO,
             recipe: LockRecipe::HerdFree,
+            session_ttl: Duration::from_secs(2),
         };
         let workload = LockWorkload::new(options, RunClock::start()).unwrap();
         let opts = SessionOptions {
@@ -518,6 +526,7 @@ mod tests {
             locks: 1,
             hold: Duration::ZERO,
             recipe: LockRecipe::HerdFree,
+            session_ttl: Duration::from_secs(2),
         };
         for (duration, ratio) in [(0, 0.5), (100, 0.0), (100, 1.5)] {
             let fencing = FencingOptions {
@@ -542,6 +551,7 @@ mod tests {
             locks: 1,
             hold: Duration::from_secs(60),
             recipe: LockRecipe::HerdFree,
+            session_ttl: Duration::from_secs(2),
         };
         let workload = LockWorkload::new(options, clock).unwrap();
         let opts = SessionOptions {

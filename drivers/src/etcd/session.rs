@@ -95,14 +95,16 @@ impl EtcdSession {
             .map_err(map_error)?;
         let id = granted.id();
         let expired = Arc::new(AtomicBool::new(false));
-        let keepalive = tokio::spawn(keep_alive(
-            self.client.clone(),
+        let keepalive = KeepAlive {
+            client: self.client.clone(),
             id,
-            self.ttl / 3,
-            self.counters.clone(),
-            expired.clone(),
-            self.freeze.clone(),
-        ));
+            interval: (self.ttl / 3).max(Duration::from_millis(100)),
+            counters: self.counters.clone(),
+            expired: expired.clone(),
+            freeze: self.freeze.clone(),
+        };
+        let granted_ttl = Duration::from_secs(granted.ttl().max(1) as u64);
+        let keepalive = tokio::spawn(keep_alive(keepalive, granted_ttl));
         self.lease = Some(Lease {
             id,
             keepalive,
@@ -122,39 +124,67 @@ impl EtcdSession {
     }
 }
 
-/// Refreshes the lease every `interval` until the task is aborted or the lease is gone.
-/// While `freeze` is shut nothing is sent; the first refresh after it reports the lease
-/// gone if the server expired it meanwhile.
-async fn keep_alive(
-    mut client: Client,
+/// Retry cadence of a keep-alive stream that broke.
+const KEEPALIVE_RETRY: Duration = Duration::from_millis(200);
+
+/// How one lease's keep-alives are sent.
+struct KeepAlive {
+    client: Client,
     id: i64,
+    /// Between refreshes while the stream works.
     interval: Duration,
     counters: CounterHandle,
+    /// Set when the lease is gone: the server said so, or its TTL passed unrefreshed.
     expired: Arc<AtomicBool>,
     freeze: FreezeGate,
-) {
-    let Ok((mut keeper, mut responses)) = client.lease_keep_alive(id).await else {
-        expired.store(true, Ordering::Relaxed);
-        return;
-    };
-    let mut tick = tokio::time::interval(interval.max(Duration::from_millis(100)));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+}
+
+/// Refreshes the lease every `interval` until the task is aborted or the lease is gone. A
+/// stream that breaks (its member went down) is reopened, through another member if need
+/// be, as etcd's clientv3 does: the lease counts as lost only when the server answers that
+/// it is (TTL 0) or when its TTL has passed since the last refresh the server acknowledged,
+/// not at the first broken stream, or every leader failover would end every session.
+async fn keep_alive(k: KeepAlive, granted_ttl: Duration) {
+    let mut deadline = tokio::time::Instant::now() + granted_ttl;
+    let mut stream = None;
     loop {
-        tick.tick().await;
-        freeze.thawed().await;
-        counters.keepalive();
-        if keeper.keep_alive().await.is_err() {
-            // The stream broke (member down); a later tick on a new stream may still succeed,
-            // but this simple client treats it as loss of the session, as etcd's Session does.
-            expired.store(true, Ordering::Relaxed);
+        let healthy = stream.is_some();
+        tokio::time::sleep(if healthy { k.interval } else { KEEPALIVE_RETRY }).await;
+        // A paused client sends nothing; it learns what the pause cost afterwards.
+        k.freeze.thawed().await;
+        let sent = tokio::time::Instant::now();
+        if sent >= deadline {
+            k.expired.store(true, Ordering::Relaxed);
             return;
         }
-        match responses.message().await {
-            Ok(Some(resp)) if resp.ttl() > 0 => {}
-            _ => {
-                expired.store(true, Ordering::Relaxed);
+        let bound = deadline - sent;
+        if stream.is_none() {
+            let mut client = k.client.clone();
+            stream = tokio::time::timeout(bound, client.lease_keep_alive(k.id))
+                .await
+                .ok()
+                .and_then(Result::ok);
+        }
+        let Some((keeper, responses)) = stream.as_mut() else {
+            continue;
+        };
+        k.counters.keepalive();
+        let answer = tokio::time::timeout(bound, async {
+            keeper.keep_alive().await.ok()?;
+            responses.message().await.ok().flatten()
+        })
+        .await
+        .ok()
+        .flatten();
+        match answer {
+            Some(resp) if resp.ttl() > 0 => {
+                deadline = sent + Duration::from_secs(resp.ttl() as u64);
+            }
+            Some(_) => {
+                k.expired.store(true, Ordering::Relaxed);
                 return;
             }
+            None => stream = None,
         }
     }
 }
