@@ -247,9 +247,9 @@ impl RunConfig {
                 let names: Vec<String> = args.fault.iter().map(|k| k.name()).collect();
                 names.join(",")
             }),
-            fault_every_ms: (!args.fault.is_empty()).then(|| args.fault_every.as_millis() as u64),
+            fault_every_ms: (!args.fault.is_empty()).then_some(args.fault_every.as_millis() as u64),
             fault_duration_ms: (!args.fault.is_empty())
-                .then(|| fault_duration(args).as_millis() as u64),
+                .then_some(fault_duration(args).as_millis() as u64),
             fault_kinds: args.fault.clone(),
             target_kind: args.target,
             workload_kind: args.workload,

@@ -38,7 +38,7 @@ const DOWN: Duration = Duration::from_millis(500);
 /// A fault that went wrong: what was measured of it (if it began) and why.
 #[derive(Debug)]
 pub struct FaultFailure {
-    pub record: Option<FaultRecord>,
+    pub record: Option<Box<FaultRecord>>,
     pub error: FaultError,
 }
 
@@ -152,7 +152,7 @@ impl<'a> Injector<'a> {
             let mut record = record;
             watch.fill(&mut record, &self.names);
             Err(FaultFailure {
-                record: Some(record),
+                record: Some(Box::new(record)),
                 error: FaultError::Cluster(error),
             })
         };

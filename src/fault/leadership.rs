@@ -36,7 +36,7 @@ pub enum Asker {
     /// etcd's Status through a client of this member alone (connected when first needed).
     Etcd {
         endpoint: String,
-        client: Option<Client>,
+        client: Option<Box<Client>>,
     },
     /// ZooKeeper's `srvr` at `host:port`.
     ZooKeeper(String),
@@ -74,7 +74,8 @@ impl Asker {
                     *client = tokio::time::timeout(timeout, connect(endpoint))
                         .await
                         .ok()
-                        .flatten();
+                        .flatten()
+                        .map(Box::new);
                 }
                 let c = client.as_mut()?;
                 let s = tokio::time::timeout(timeout, c.status()).await.ok()?.ok()?;

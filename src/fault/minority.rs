@@ -65,9 +65,10 @@ impl MinorityClient {
             let options = SessionOptions {
                 ttl: Duration::from_secs(10),
             };
-            let open = || coordinator.open_session(usize::MAX - 100, &options);
-            let writer = open().await.map_err(|e| e.to_string())?;
-            let reader = open().await.map_err(|e| e.to_string())?;
+            // Client numbers far from the workload's and the probes' (`usize::MAX - i`).
+            let open = |client: usize| coordinator.open_session(client, &options);
+            let writer = open(usize::MAX - 100).await.map_err(|e| e.to_string())?;
+            let reader = open(usize::MAX - 101).await.map_err(|e| e.to_string())?;
             Ok::<_, String>(MinorityClient {
                 coordinator: coordinator.clone(),
                 writer,

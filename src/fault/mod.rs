@@ -139,7 +139,7 @@ async fn run_faults(
             Ok(Some(record)) => records.push(record),
             Ok(None) => return (records, None),
             Err(FaultFailure { record, error }) => {
-                records.extend(record);
+                records.extend(record.map(|r| *r));
                 return (records, Some(error));
             }
         }
