@@ -436,7 +436,7 @@ mod tests {
             locks: 1,
             hold: Duration::ZERO,
             recipe: LockRecipe::HerdFree,
-            session_ttl: Duration::from_secs(2),
+            session_ttl: ttl,
         };
         let fencing = FencingOptions {
             pause: Some(HolderPause {
@@ -445,7 +445,6 @@ mod tests {
             }),
             protection,
             seed: 1,
-            ttl,
         };
         let workload = Arc::new(
             LockWorkload::new(options, RunClock::start())
