@@ -30,7 +30,7 @@ const SHORT: Duration = Duration::from_secs(1);
 /// at the 2 s TTL used here.
 const PARTITION: Duration = Duration::from_secs(6);
 /// Held by the test that runs its cluster (see the module doc).
-static ONE_CLUSTER_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// One fault: a healthy cluster (30 s bound), the fault, recovery (30 s bound).
 const FAULT_BOUND: Duration = Duration::from_secs(90);
@@ -65,10 +65,7 @@ async fn start(kind: TargetKind, work: &std::path::Path) -> Cluster {
 }
 
 async fn every_kind_takes_effect_and_heals(kind: TargetKind) {
-    // A test that failed holding it poisons it; the next one may still run.
-    let _alone = ONE_CLUSTER_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
     let work = tempfile::tempdir().expect("tempdir");
     let mut cluster = within(
         START_BOUND * 2,
