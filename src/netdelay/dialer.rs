@@ -43,25 +43,48 @@ impl MemberPids {
             .clone()
     }
 
-    /// The member whose process holds the socket connected from `dialer` to `listener`
-    /// (both ends as this host sees them), if any member does. Blocks: a member may dial
-    /// before its launcher has recorded its pid, so a socket no member holds is looked for
-    /// again a few times over [`PID_WAIT`].
-    pub fn dialer_of(&self, dialer: SocketAddr, listener: SocketAddr) -> Option<usize> {
-        let inode = socket_inode(dialer, listener).ok().flatten()?;
+    /// Who holds the socket connected from `dialer` to `listener` (both ends as this host
+    /// sees them). Blocks. Both look-ups are tried again a few times over [`PID_WAIT`]: a
+    /// member may dial before its launcher has recorded its pid, and the kernel's socket
+    /// table is read in pages, so a socket can be missed while other sockets come and go.
+    pub fn dialer_of(&self, dialer: SocketAddr, listener: SocketAddr) -> Dialer {
         let tries = (PID_WAIT.as_millis() / RETRY.as_millis()) as usize;
+        let mut found = false;
         for attempt in 0..=tries {
-            let holder = self
-                .snapshot()
-                .iter()
-                .position(|pid| pid.is_some_and(|pid| holds_socket(pid, inode)));
-            if holder.is_some() || attempt == tries {
-                return holder;
+            if let Some(inode) = socket_inode(dialer, listener).ok().flatten() {
+                found = true;
+                let holder = self
+                    .snapshot()
+                    .iter()
+                    .position(|pid| pid.is_some_and(|pid| holds_socket(pid, inode)));
+                if let Some(member) = holder {
+                    return Dialer::Member(member);
+                }
             }
-            std::thread::sleep(RETRY);
+            if attempt < tries {
+                std::thread::sleep(RETRY);
+            }
         }
-        None
+        // A socket no member held may have been closing (its process dying, say): only
+        // one that is still there belongs to a stranger.
+        let still_there = found && socket_inode(dialer, listener).ok().flatten().is_some();
+        if still_there {
+            Dialer::Stranger
+        } else {
+            Dialer::Gone
+        }
     }
+}
+
+/// Who dialed a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialer {
+    /// The member with this index.
+    Member(usize),
+    /// No socket holds the dialer's end any more: it was closed (or its process died).
+    Gone,
+    /// A process that is no member (a client, a tool) holds it.
+    Stranger,
 }
 
 /// The inode of the TCP socket whose local end is `local` and remote end `remote`.
@@ -167,14 +190,18 @@ mod tests {
         // Member 0 is some other process (pid 1, whose descriptors we may not even read);
         // member 1 is this test process, which dialed.
         pids.set(0, 1);
-        assert_eq!(pids.dialer_of(peer, listener.local_addr().unwrap()), None);
+        let listen = listener.local_addr().unwrap();
+        assert_eq!(pids.dialer_of(peer, listen), Dialer::Stranger);
         pids.set(1, std::process::id());
-        assert_eq!(
-            pids.dialer_of(peer, listener.local_addr().unwrap()),
-            Some(1)
-        );
+        assert_eq!(pids.dialer_of(peer, listen), Dialer::Member(1));
         // The same dialer address towards another listener is no connection at all.
         let other = TcpListener::bind("127.0.0.1:0").unwrap();
-        assert_eq!(pids.dialer_of(peer, other.local_addr().unwrap()), None);
+        assert_eq!(
+            pids.dialer_of(peer, other.local_addr().unwrap()),
+            Dialer::Gone
+        );
+        // Once the dialer closed its end, no process holds it.
+        drop(dialed);
+        assert_eq!(pids.dialer_of(peer, listen), Dialer::Gone);
     }
 }

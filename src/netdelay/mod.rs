@@ -32,7 +32,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use dialer::MemberPids;
+pub use dialer::{Dialer, MemberPids};
 pub use links::{Gate, Link, Links};
 
 /// One-way delay and jitter added per direction: `5ms` or `5ms,1ms` (each byte is held
@@ -317,11 +317,12 @@ async fn connection(mut inbound: TcpStream, peer: SocketAddr, route: RouteContex
             let (pids, listen) = (route.pids.clone(), route.listen);
             let dialer = tokio::task::spawn_blocking(move || pids.dialer_of(peer, listen))
                 .await
-                .ok()
-                .flatten();
+                .unwrap_or(Dialer::Gone);
             match dialer {
-                Some(from) => route.links.gate((from, to)),
-                None => {
+                Dialer::Member(from) => route.links.gate((from, to)),
+                // Its dialer closed it already (or died, killed): nothing to forward it to.
+                Dialer::Gone => return,
+                Dialer::Stranger => {
                     route.unattributed.fetch_add(1, Ordering::Relaxed);
                     Gate::open()
                 }
