@@ -273,7 +273,7 @@ impl Spec {
         for (t, location) in &targets {
             ctx.check(location, &["--target".into(), t.clone()])?;
         }
-        let workload = top_level_workload(&ctx, workload, &axes, &field)?;
+        let workload = top_level_workload(ctx, workload, &axes, &field)?;
 
         let repeats_location = repeats.as_ref().map_or(
             Location {
