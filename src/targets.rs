@@ -60,21 +60,7 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
                 };
                 provision::etcd::start(&cluster_spec(config, work_dir), &options).await?
             };
-            let coordinator = connect(
-                config.target_kind,
-                config.zk_client_kind,
-                cluster.endpoints(),
-                config.conns,
-                // Holder pauses freeze sessions through a relay each; others connect directly.
-                config.workload_options.holder_pause.is_some(),
-            )
-            .await?;
-            let server_version = coordinator.server_version().await.context(name)?;
-            Ok(ReadyTarget {
-                coordinator,
-                cluster: Some(cluster),
-                server_version,
-            })
+            ready(config, cluster, name).await
         }
         TargetKind::Zookeeper | TargetKind::Zab => {
             let cluster = if config.attached() {
@@ -89,23 +75,32 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
                 };
                 provision::zookeeper::start(&cluster_spec(config, work_dir), &options).await?
             };
-            let coordinator = connect(
-                config.target_kind,
-                config.zk_client_kind,
-                cluster.endpoints(),
-                config.conns,
-                // Holder pauses freeze sessions through a relay each; others connect directly.
-                config.workload_options.holder_pause.is_some(),
-            )
-            .await?;
-            let server_version = coordinator.server_version().await.context("zookeeper")?;
-            Ok(ReadyTarget {
-                coordinator,
-                cluster: Some(cluster),
-                server_version,
-            })
+            ready(config, cluster, "zookeeper").await
         }
     }
+}
+
+/// The run's driver connected to a started or attached `cluster`, and its server version
+/// (`name` says which target failed to answer).
+async fn ready(config: &RunConfig, cluster: Cluster, name: &str) -> anyhow::Result<ReadyTarget> {
+    let coordinator = connect(
+        config.target_kind,
+        config.zk_client_kind,
+        cluster.endpoints(),
+        config.conns,
+        // Holder pauses freeze sessions through a relay each; others connect directly.
+        config.workload_options.holder_pause.is_some(),
+    )
+    .await?;
+    let server_version = coordinator
+        .server_version()
+        .await
+        .context(name.to_string())?;
+    Ok(ReadyTarget {
+        coordinator,
+        cluster: Some(cluster),
+        server_version,
+    })
 }
 
 /// The target's driver connected to `endpoints` with `conns` connections (etcd API; the

@@ -141,12 +141,17 @@ pub trait Session: Send {
     /// Writes `value` under `key`.
     async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), DriverError>;
 
-    /// Reads `key`.
+    /// Reads `key` (by default: [`Session::read_versioned`] without the version).
     async fn get(
         &mut self,
         key: &str,
         consistency: Consistency,
-    ) -> Result<Option<Vec<u8>>, DriverError>;
+    ) -> Result<Option<Vec<u8>>, DriverError> {
+        Ok(self
+            .read_versioned(key, consistency)
+            .await?
+            .map(|v| v.value))
+    }
 
     /// Reads `key` with its version (for [`Session::compare_and_set`]).
     async fn read_versioned(

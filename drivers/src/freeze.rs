@@ -25,6 +25,12 @@ impl FreezeGate {
         *until = Some(until.map_or(end, |u| u.max(end)));
     }
 
+    /// Freezes the gate for `d` and waits it out: what a session's `freeze` does.
+    pub async fn pause(&self, d: Duration) {
+        self.freeze_for(d);
+        self.thawed().await;
+    }
+
     /// Whether traffic is frozen now.
     pub fn is_frozen(&self) -> bool {
         self.frozen_until().is_some()

@@ -159,11 +159,6 @@ impl Session for NullSession {
         Ok(())
     }
 
-    async fn get(&mut self, key: &str, _c: Consistency) -> Result<Option<Vec<u8>>, DriverError> {
-        self.counters.request();
-        Ok(self.shared.store.get(key).map(|v| v.value))
-    }
-
     async fn read_versioned(
         &mut self,
         key: &str,

@@ -197,16 +197,6 @@ impl Session for EtcdSession {
         Ok(())
     }
 
-    async fn get(
-        &mut self,
-        key: &str,
-        consistency: Consistency,
-    ) -> Result<Option<Vec<u8>>, DriverError> {
-        Ok(versioned::read(self, key, consistency)
-            .await?
-            .map(|v| v.value))
-    }
-
     async fn read_versioned(
         &mut self,
         key: &str,
@@ -237,8 +227,7 @@ impl Session for EtcdSession {
     }
 
     async fn freeze(&mut self, d: Duration) -> Result<(), DriverError> {
-        self.freeze.freeze_for(d);
-        tokio::time::sleep(d).await;
+        self.freeze.pause(d).await;
         Ok(())
     }
 

@@ -16,6 +16,21 @@ struct Keys {
     puts: u64,
 }
 
+impl Keys {
+    /// Stores `value` under `key` at the next revision.
+    fn write(&mut self, key: &str, value: &[u8]) {
+        self.revision += 1;
+        let version = self.revision;
+        self.values.insert(
+            key.to_string(),
+            Versioned {
+                value: value.to_vec(),
+                version,
+            },
+        );
+    }
+}
+
 #[derive(Default)]
 pub(super) struct Store {
     keys: Mutex<Keys>,
@@ -38,15 +53,7 @@ impl Store {
         if self.lose_every.is_some_and(|n| keys.puts % n == 0) {
             return;
         }
-        keys.revision += 1;
-        let version = keys.revision;
-        keys.values.insert(
-            key.to_string(),
-            Versioned {
-                value: value.to_vec(),
-                version,
-            },
-        );
+        keys.write(key, value);
     }
 
     pub(super) fn get(&self, key: &str) -> Option<Versioned> {
@@ -62,15 +69,7 @@ impl Store {
                 current: Some(current.map(|v| v.value.clone())),
             };
         }
-        keys.revision += 1;
-        let version = keys.revision;
-        keys.values.insert(
-            key.to_string(),
-            Versioned {
-                value: new.to_vec(),
-                version,
-            },
-        );
+        keys.write(key, new);
         CasOutcome::Applied
     }
 }

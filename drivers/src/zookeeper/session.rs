@@ -181,17 +181,6 @@ impl Session for ZkSession {
         }
     }
 
-    /// See [`versioned::read`].
-    async fn get(
-        &mut self,
-        key: &str,
-        consistency: Consistency,
-    ) -> Result<Option<Vec<u8>>, DriverError> {
-        Ok(versioned::read(self, key, consistency)
-            .await?
-            .map(|v| v.value))
-    }
-
     async fn read_versioned(
         &mut self,
         key: &str,
@@ -227,8 +216,7 @@ impl Session for ZkSession {
                 "freeze needs a session opened through the driver's relay (ZkCoordinator::with_freezable_sessions)".into(),
             )
         })?;
-        relay.gate().freeze_for(d);
-        tokio::time::sleep(d).await;
+        relay.gate().pause(d).await;
         Ok(())
     }
 
