@@ -48,9 +48,14 @@ impl KvStore {
             keys: &self.mvcc.keys,
             leases: self.lessor.leases().collect(),
         };
-        let mut out = MAGIC.to_vec();
-        out.push(FORMAT);
+        // Sized exactly first: a snapshot is as large as the whole history, and a Vec grown
+        // by doubling would hold up to twice that (and copy it) while it is built.
         // Cannot fail: all lengths are known and the Vec grows.
+        let size = postcard::experimental::serialized_size(&data)
+            .expect("postcard sizing of a snapshot is infallible");
+        let mut out = Vec::with_capacity(MAGIC.len() + 1 + size);
+        out.extend_from_slice(MAGIC);
+        out.push(FORMAT);
         postcard::to_extend(&data, out).expect("postcard serialisation of a snapshot is infallible")
     }
 
@@ -175,6 +180,17 @@ mod tests {
         assert_eq!(
             KvStore::from_snapshot(&KvStore::new().snapshot()).unwrap(),
             KvStore::new()
+        );
+    }
+
+    #[test]
+    fn snapshot_buffer_is_sized_exactly() {
+        let s = sample();
+        let bytes = s.snapshot();
+        assert_eq!(
+            bytes.capacity(),
+            bytes.len(),
+            "no slack from growing the buffer"
         );
     }
 

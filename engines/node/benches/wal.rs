@@ -89,7 +89,7 @@ impl Log {
             let snap = Snapshot {
                 index,
                 term: 1,
-                data: Vec::new(),
+                data: Vec::new().into(),
             };
             self.wal.save_snapshot(&snap, false).expect("snapshot");
             self.compacted = index;

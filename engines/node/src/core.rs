@@ -121,4 +121,8 @@ pub(crate) trait Core: Sized + Send + 'static {
     /// The state machine captured everything up to the applied `index` in `data`: drop
     /// the log up to there and return the snapshot to store.
     fn compact(&mut self, index: u64, data: Vec<u8>) -> Result<Snapshot, CompactFail>;
+    /// A snapshot `compact` returned is stored, its data now readable from its file
+    /// (mapped, not on the heap). A core that keeps its snapshot to catch followers up may
+    /// switch to this copy; the default keeps its own.
+    fn snapshot_stored(&mut self, _stored: Snapshot) {}
 }

@@ -34,6 +34,8 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bytes::Bytes;
+
 /// How a [`FileDisk`] makes writes durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DiskKind {
@@ -125,6 +127,12 @@ pub trait Disk: Send + Sync + fmt::Debug + 'static {
     fn list(&self) -> io::Result<Vec<String>>;
     /// The whole content of a file.
     fn read(&self, name: &str) -> io::Result<Vec<u8>>;
+    /// The whole file mapped read-only, if this disk can map files (`Ok(None)` otherwise):
+    /// its pages stay in the page cache and count towards a process's memory only while
+    /// read. Only for files never modified in place once written ([`Disk::write_atomic`]).
+    fn map(&self, _name: &str) -> io::Result<Option<Bytes>> {
+        Ok(None)
+    }
     /// Creates a new empty file (its existence is durable on return) open for appending.
     fn create(&self, name: &str) -> io::Result<Box<dyn DiskFile>>;
     /// Opens an existing file for appending at its end.
@@ -132,8 +140,9 @@ pub trait Disk: Send + Sync + fmt::Debug + 'static {
     /// Cuts a file to `len` bytes, durably.
     fn truncate(&self, name: &str, len: u64) -> io::Result<()>;
     /// Replaces (or creates) a whole file atomically and durably: after a crash it holds
-    /// either the old content or `data`.
-    fn write_atomic(&self, name: &str, data: &[u8]) -> io::Result<()>;
+    /// either the old content or `parts`, one after the other (so a caller framing a large
+    /// payload need not copy it behind its header).
+    fn write_atomic(&self, name: &str, parts: &[&[u8]]) -> io::Result<()>;
     /// Removes a file, durably.
     fn remove(&self, name: &str) -> io::Result<()>;
 }
@@ -248,6 +257,15 @@ impl Disk for FileDisk {
         fs::read(self.path(name)?)
     }
 
+    fn map(&self, name: &str) -> io::Result<Option<Bytes>> {
+        let file = File::open(self.path(name)?)?;
+        // SAFETY: the mapping is read-only and `map` is only used for files written whole
+        // through `write_atomic` (a temporary file renamed into place) and never modified
+        // afterwards; removing the file (unlink) leaves a live mapping valid.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        Ok(Some(Bytes::from_owner(map)))
+    }
+
     fn create(&self, name: &str) -> io::Result<Box<dyn DiskFile>> {
         let file = OpenOptions::new()
             .create_new(true)
@@ -272,12 +290,14 @@ impl Disk for FileDisk {
         Ok(())
     }
 
-    fn write_atomic(&self, name: &str, data: &[u8]) -> io::Result<()> {
+    fn write_atomic(&self, name: &str, parts: &[&[u8]]) -> io::Result<()> {
         let path = self.path(name)?;
         let tmp = self.path(&format!("{name}.tmp"))?;
         {
             let mut f = File::create(&tmp)?;
-            f.write_all(data)?;
+            for part in parts {
+                f.write_all(part)?;
+            }
             if self.kind.fsyncs() {
                 f.sync_all()?;
             }
@@ -456,16 +476,12 @@ impl Disk for MemDisk {
         Ok(())
     }
 
-    fn write_atomic(&self, name: &str, data: &[u8]) -> io::Result<()> {
+    fn write_atomic(&self, name: &str, parts: &[&[u8]]) -> io::Result<()> {
+        let data = parts.concat();
         let mut st = self.lock();
         st.syncs += 1;
-        st.files.insert(
-            name.to_string(),
-            MemFile {
-                data: data.to_vec(),
-                synced: data.len(),
-            },
-        );
+        let synced = data.len();
+        st.files.insert(name.to_string(), MemFile { data, synced });
         Ok(())
     }
 
@@ -570,7 +586,7 @@ mod tests {
         assert_eq!(d.read("seg")?, b"abcdef");
         d.truncate("seg", 2)?;
         assert_eq!(d.read("seg")?, b"ab");
-        d.write_atomic("snap", b"x")?;
+        d.write_atomic("snap", &[b"x"])?;
         assert_eq!(d.list()?, vec!["seg".to_string(), "snap".to_string()]);
         d.remove("seg")?;
         d.remove("seg")?;

@@ -44,9 +44,18 @@ pub(crate) struct Durable {
     pub snapshot: Option<Snapshot>,
 }
 
-/// What the writer reports to the loop: durable jobs in queue order, or the failure that
-/// stopped it (the member must stop: what it promised may not be on disk).
-pub(crate) type Report = Result<Vec<Durable>, WalError>;
+/// One group written: durable jobs in queue order, and the local snapshots it stored, with
+/// their data now mapped from the snapshot file (see [`Wal::mapped_snapshot`]) so the core
+/// can let go of the heap copy it keeps for followers.
+#[derive(Default)]
+pub(crate) struct Written {
+    pub durable: Vec<Durable>,
+    pub stored: Vec<Snapshot>,
+}
+
+/// What the writer reports to the loop: a group written, or the failure that stopped it
+/// (the member must stop: what it promised may not be on disk).
+pub(crate) type Report = Result<Written, WalError>;
 
 /// The loop's side of the writer thread.
 pub(crate) struct WalWriter<F: LogFormat> {
@@ -127,10 +136,10 @@ fn write_loop<F: LogFormat>(
             }
         }
         match write_group(&mut wal, group) {
-            Ok(durable) => {
-                if !durable.is_empty() {
+            Ok(written) => {
+                if !written.durable.is_empty() || !written.stored.is_empty() {
                     // The loop may be gone (stopping); the write stands either way.
-                    let _ = reports.send(Ok(durable));
+                    let _ = reports.send(Ok(written));
                 }
             }
             Err(e) => {
@@ -146,11 +155,11 @@ fn write_loop<F: LogFormat>(
 }
 
 /// Writes a group in order and syncs once if any job needs it.
-fn write_group<F: LogFormat>(
-    wal: &mut Wal<F>,
-    group: Vec<Job<F>>,
-) -> Result<Vec<Durable>, WalError> {
-    let mut durable = Vec::with_capacity(group.len());
+fn write_group<F: LogFormat>(wal: &mut Wal<F>, group: Vec<Job<F>>) -> Result<Written, WalError> {
+    let mut written = Written {
+        durable: Vec::with_capacity(group.len()),
+        stored: Vec::new(),
+    };
     let mut must_sync = false;
     for job in group {
         match job {
@@ -167,13 +176,18 @@ fn write_group<F: LogFormat>(
                 }
                 wal.append(truncate_after, &entries, hard_state.as_ref())?;
                 must_sync |= sync;
-                durable.push(Durable { seq, snapshot });
+                written.durable.push(Durable { seq, snapshot });
             }
-            Job::Compacted(snap) => wal.save_snapshot(&snap, false)?,
+            Job::Compacted(snap) => {
+                wal.save_snapshot(&snap, false)?;
+                if let Some(data) = wal.mapped_snapshot(&snap)? {
+                    written.stored.push(Snapshot { data, ..snap });
+                }
+            }
         }
     }
     if must_sync {
         wal.sync()?;
     }
-    Ok(durable)
+    Ok(written)
 }

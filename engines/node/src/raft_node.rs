@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use coordbench_raft::{
-    Entry, EntryKind, Error as RaftError, HardState, NodeId, PersistedState, RawNode, Role,
+    Bytes, Entry, EntryKind, Error as RaftError, HardState, NodeId, PersistedState, RawNode, Role,
 };
 use tokio::sync::mpsc;
 
@@ -252,6 +252,8 @@ impl Core for RaftCore {
     }
 
     fn compact(&mut self, index: u64, data: Vec<u8>) -> Result<Snapshot, CompactFail> {
+        // One buffer for the core (to catch followers up) and the snapshot file.
+        let data = Bytes::from(data);
         match self.0.compact(index, data.clone()) {
             Ok(()) => {}
             Err(RaftError::SnapshotInstallPending) => return Err(CompactFail::Pending),
@@ -262,6 +264,11 @@ impl Core for RaftCore {
             .term_at(index)
             .ok_or_else(|| CompactFail::Fatal(format!("no term at compacted index {index}")))?;
         Ok(Snapshot { index, term, data })
+    }
+
+    fn snapshot_stored(&mut self, stored: Snapshot) {
+        self.0
+            .replace_snapshot_data(stored.index, stored.term, stored.data);
     }
 }
 

@@ -28,7 +28,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use crate::config::NodeConfig;
 use crate::core::{CompactFail, Core, Entry, HardState, Position, Ready, Refused};
 use crate::envelope::{Envelope, Payload, Refusal};
-use crate::persist::{Durable, Job, Report, WalWriter};
+use crate::persist::{Durable, Job, Report, WalWriter, Written};
 use crate::seam::{NodeError, NodeRole, NodeStatus, StateMachine};
 use crate::transport::Transport;
 use crate::wal::{LogFormat, Snapshot, Wal, WalError};
@@ -654,7 +654,10 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
 
     /// The writer made more `Ready`s durable.
     fn on_durable(&mut self, report: Option<Report>) -> Result<(), RuntimeError> {
-        let durable = report.ok_or(RuntimeError::WriterGone)??;
+        let Written { durable, stored } = report.ok_or(RuntimeError::WriterGone)??;
+        for s in stored {
+            self.core.snapshot_stored(s);
+        }
         for Durable { seq, snapshot } in durable {
             let Some(f) = self.in_flight.iter_mut().find(|f| f.seq == Some(seq)) else {
                 return Err(RuntimeError::Task(format!(

@@ -4,6 +4,8 @@
 //! Both cores' snapshots are stored this way (a Zab snapshot's index is its zxid, its
 //! term 0).
 
+use bytes::Bytes;
+
 use crate::disk::Disk;
 use crate::wal::Snapshot;
 
@@ -35,16 +37,36 @@ fn checksum(index: u64, term: u64, data: &[u8]) -> u32 {
 
 /// Writes the snapshot durably; returns the file name.
 pub(crate) fn write(disk: &dyn Disk, snap: &Snapshot) -> std::io::Result<String> {
-    let mut buf = Vec::with_capacity(HEADER + snap.data.len());
+    let mut buf = Vec::with_capacity(HEADER);
     buf.extend_from_slice(MAGIC);
     buf.extend_from_slice(&snap.index.to_le_bytes());
     buf.extend_from_slice(&snap.term.to_le_bytes());
     buf.extend_from_slice(&(snap.data.len() as u64).to_le_bytes());
     buf.extend_from_slice(&checksum(snap.index, snap.term, &snap.data).to_le_bytes());
-    buf.extend_from_slice(&snap.data);
     let name = name(snap.index, snap.term);
-    disk.write_atomic(&name, &buf)?;
+    disk.write_atomic(&name, &[&buf, &snap.data])?;
     Ok(name)
+}
+
+/// The data of the snapshot file at (`index`, `term`) mapped from disk, if the disk maps
+/// files and the file's header names that snapshot with `len` bytes of data. The data's
+/// checksum is not verified here: that would read (and so bring into memory) every page;
+/// use it only for a file this member has just written and synced.
+pub(crate) fn map(
+    disk: &dyn Disk,
+    index: u64,
+    term: u64,
+    len: usize,
+) -> std::io::Result<Option<Bytes>> {
+    let Some(file) = disk.map(&name(index, term))? else {
+        return Ok(None);
+    };
+    let header_ok = file.len() == HEADER + len
+        && file[..4] == MAGIC[..]
+        && file[4..12] == index.to_le_bytes()
+        && file[12..20] == term.to_le_bytes()
+        && file[20..28] == (len as u64).to_le_bytes();
+    Ok(header_ok.then(|| file.slice(HEADER..)))
 }
 
 /// Decodes a snapshot file, or says why it is unusable.
@@ -71,7 +93,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Snapshot, &'static str> {
     Ok(Snapshot {
         index,
         term,
-        data: data.to_vec(),
+        data: Bytes::copy_from_slice(data),
     })
 }
 
@@ -86,7 +108,7 @@ mod tests {
         let s = Snapshot {
             index: 42,
             term: 7,
-            data: b"state".to_vec(),
+            data: Bytes::from_static(b"state"),
         };
         let n = write(&d, &s)?;
         assert_eq!(parse_name(&n), Some((42, 7)));
@@ -96,6 +118,31 @@ mod tests {
         bytes[last] ^= 1;
         assert_eq!(decode(&bytes), Err("checksum mismatch"));
         assert_eq!(parse_name("0001.wal"), None);
+        Ok(())
+    }
+
+    #[test]
+    fn maps_a_written_file_and_only_that_snapshot() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let d = crate::disk::FileDisk::open(dir.path(), crate::disk::DiskKind::NoFsync)?;
+        let s = Snapshot {
+            index: 42,
+            term: 7,
+            data: Bytes::from(vec![9u8; 10_000]),
+        };
+        write(&d, &s)?;
+        let mapped = map(&d, 42, 7, s.data.len())?.expect("a file disk maps files");
+        assert_eq!(mapped, s.data);
+        assert_ne!(mapped.as_ptr(), s.data.as_ptr(), "read from the file");
+        assert_eq!(map(&d, 42, 7, 9_999)?, None, "length differs");
+        assert!(map(&d, 43, 7, s.data.len()).is_err(), "no such file");
+        let mem = MemDisk::new();
+        write(&mem, &s)?;
+        assert_eq!(
+            map(&mem, 42, 7, s.data.len())?,
+            None,
+            "memory disks do not map"
+        );
         Ok(())
     }
 }

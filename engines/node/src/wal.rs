@@ -27,6 +27,7 @@
 use std::io;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -79,7 +80,8 @@ pub trait LogFormat: Send + 'static {
 pub struct Snapshot {
     pub index: u64,
     pub term: u64,
-    pub data: Vec<u8>,
+    /// Shared with the core's copy (Raft) rather than cloned: it is the whole state machine.
+    pub data: Bytes,
 }
 
 /// What was durable: what the core restarts from.
@@ -527,6 +529,19 @@ impl<F: LogFormat> Wal<F> {
         Ok(())
     }
 
+    /// `snap`'s data as mapped from its file once [`Wal::save_snapshot`] stored it, so the
+    /// caller can drop its heap copy; `None` when the disk does not map files or the file
+    /// is not (or no longer) that snapshot's.
+    pub fn mapped_snapshot(&self, snap: &Snapshot) -> Result<Option<Bytes>, WalError> {
+        let name = snapfile::name(snap.index, snap.term);
+        snapfile::map(self.disk.as_ref(), snap.index, snap.term, snap.data.len()).or_else(|e| {
+            match e.kind() {
+                io::ErrorKind::NotFound => Ok(None),
+                _ => Err(io_err(&name)(e)),
+            }
+        })
+    }
+
     fn current_name(&self) -> &str {
         self.segments.last().map_or("<none>", |s| s.name.as_str())
     }
@@ -721,7 +736,7 @@ mod tests {
         let snap = Snapshot {
             index: 150,
             term: 1,
-            data: b"sm@150".to_vec(),
+            data: b"sm@150".to_vec().into(),
         };
         wal.save_snapshot(&snap, false)?;
         assert!(wal.segment_count() < before, "old segments removed");
@@ -738,7 +753,7 @@ mod tests {
         let snap2 = Snapshot {
             index: 300,
             term: 3,
-            data: b"sm@300".to_vec(),
+            data: b"sm@300".to_vec().into(),
         };
         wal.save_snapshot(&snap2, true)?;
         wal.append(None, &[], Some(&hs(3, 300)))?;
@@ -771,7 +786,7 @@ mod tests {
         let s = Snapshot {
             index: 6,
             term: 1,
-            data: vec![],
+            data: Bytes::new(),
         };
         snapfile::write(&disk, &s).map_err(io_err("snap"))?;
         let (_, st) = RaftWal::open(Arc::new(disk.clone()), WalOptions::default())?;
@@ -779,7 +794,7 @@ mod tests {
         let s = Snapshot {
             index: 8,
             term: 2,
-            data: vec![],
+            data: Bytes::new(),
         };
         snapfile::write(&disk, &s).map_err(io_err("snap"))?;
         let (_, st) = RaftWal::open(Arc::new(disk), WalOptions::default())?;
@@ -801,7 +816,8 @@ mod tests {
         let first = RaftWal::segment_name(1);
         let mut bytes = disk.read(&first).map_err(io_err("read"))?;
         bytes[20] ^= 0xff;
-        disk.write_atomic(&first, &bytes).map_err(io_err("write"))?;
+        disk.write_atomic(&first, &[&bytes])
+            .map_err(io_err("write"))?;
         assert!(matches!(
             RaftWal::open(Arc::new(disk), small()),
             Err(WalError::Corrupt(_))
@@ -937,7 +953,7 @@ mod tests {
                                 let s = Snapshot {
                                     index: at,
                                     term: e.term,
-                                    data: at.to_le_bytes().to_vec(),
+                                    data: at.to_le_bytes().to_vec().into(),
                                 };
                                 wal.save_snapshot(&s, false)?;
                                 model.entries.retain(|e| e.index > at);
@@ -955,7 +971,7 @@ mod tests {
                             let s = Snapshot {
                                 index: last + 1 + rng.below(5),
                                 term,
-                                data: vec![7],
+                                data: vec![7].into(),
                             };
                             wal.save_snapshot(&s, true)?;
                             model.entries.clear();
@@ -1043,7 +1059,7 @@ mod tests {
             let snap = Snapshot {
                 index: Zxid::new(2, 10).0,
                 term: 0,
-                data: b"state".to_vec(),
+                data: b"state".to_vec().into(),
             };
             wal.save_snapshot(&snap, false)?;
             wal.sync()?;

@@ -108,7 +108,7 @@ impl Core for ZabCore {
             hard_state: state.hard_state,
             snapshot: state.snapshot.map(|s| coordbench_zab::Snapshot {
                 zxid: Zxid(s.index),
-                data: s.data,
+                data: Vec::from(s.data),
             }),
             entries: state.entries,
         };
@@ -178,7 +178,7 @@ impl Core for ZabCore {
             snapshot: rd.snapshot.take().map(|s| Snapshot {
                 index: s.zxid.0,
                 term: 0,
-                data: s.data,
+                data: s.data.into(),
             }),
             truncate_after: rd.truncate_after.map(|z| z.0),
             entries: std::mem::take(&mut rd.entries),
@@ -210,7 +210,7 @@ impl Core for ZabCore {
             Ok(()) => Ok(Snapshot {
                 index,
                 term: 0,
-                data,
+                data: data.into(),
             }),
             Err(ZabError::SnapshotInstallPending) => Err(CompactFail::Pending),
             Err(e) => Err(CompactFail::Refused(e.to_string())),

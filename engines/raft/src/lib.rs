@@ -30,6 +30,8 @@ mod ready;
 mod replication;
 mod rng;
 
+/// The shared byte buffer snapshots carry.
+pub use bytes::Bytes;
 pub use config::Config;
 pub use error::{ConfigError, Error};
 pub use message::{

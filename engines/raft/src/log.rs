@@ -7,6 +7,8 @@
 //! `s <= applied <= applying`, `applied <= committed <= last_index`,
 //! `persisted < unstable_from <= last_index + 1`.
 
+use bytes::Bytes;
+
 use crate::error::Error;
 use crate::message::{Entry, Snapshot};
 
@@ -208,7 +210,7 @@ impl RaftLog {
 
     /// Discards entries up to `index`, which the state machine captured in
     /// `data`. The runtime stores the snapshot itself.
-    pub(crate) fn compact(&mut self, index: u64, data: Vec<u8>) -> Result<(), Error> {
+    pub(crate) fn compact(&mut self, index: u64, data: Bytes) -> Result<(), Error> {
         if self.snapshot_unstable || self.snapshot_in_flight.is_some() {
             return Err(Error::SnapshotInstallPending);
         }
@@ -236,6 +238,21 @@ impl RaftLog {
         self.snap_term = term;
         self.snapshot = Some(Snapshot { index, term, data });
         Ok(())
+    }
+
+    /// See `RawNode::replace_snapshot_data`. A snapshot received from a leader and not
+    /// yet installed is never replaced.
+    pub(crate) fn replace_snapshot_data(&mut self, index: u64, term: u64, data: Bytes) -> bool {
+        if self.installing_snapshot() {
+            return false;
+        }
+        match &mut self.snapshot {
+            Some(s) if s.index == index && s.term == term && s.data.len() == data.len() => {
+                s.data = data;
+                true
+            }
+            _ => false,
+        }
     }
 
     pub(crate) fn has_unstable(&self) -> bool {
@@ -410,19 +427,50 @@ mod tests {
         let _ = l.take_next_committed();
         l.applied_to(3);
         assert!(matches!(
-            l.compact(4, vec![]),
+            l.compact(4, Bytes::new()),
             Err(Error::CompactBeyondApplied { .. })
         ));
-        l.compact(3, b"sm".to_vec()).unwrap();
+        l.compact(3, Bytes::from_static(b"sm")).unwrap();
         assert_eq!(l.first_index(), 4);
         assert_eq!(l.term(3), Some(2));
         assert_eq!(l.term(2), None);
         assert_eq!(l.entries_from(3, 10), vec![]);
         assert_eq!(l.entries_from(4, 10), vec![ent(4, 2)]);
         assert!(matches!(
-            l.compact(2, vec![]),
+            l.compact(2, Bytes::new()),
             Err(Error::AlreadyCompacted { .. })
         ));
+    }
+
+    #[test]
+    fn kept_snapshot_data_is_replaced_only_by_the_same_snapshot() {
+        let mut l = log_with(&[1, 1, 2]);
+        l.commit_to(3);
+        let _ = l.take_next_committed();
+        l.applied_to(3);
+        l.compact(3, Bytes::from(b"sm@3".to_vec())).unwrap();
+        let stored = Bytes::from(b"sm@3".to_vec());
+        assert!(
+            !l.replace_snapshot_data(2, 1, stored.clone()),
+            "other index"
+        );
+        assert!(!l.replace_snapshot_data(3, 1, stored.clone()), "other term");
+        assert!(
+            !l.replace_snapshot_data(3, 2, Bytes::from_static(b"sm")),
+            "other length"
+        );
+        assert!(l.replace_snapshot_data(3, 2, stored.clone()));
+        let kept = l.snapshot().map(|s| s.data.clone()).unwrap();
+        assert_eq!(kept.as_ptr(), stored.as_ptr(), "the stored copy is kept");
+        l.restore(Snapshot {
+            index: 9,
+            term: 3,
+            data: Bytes::from_static(b"sm@9"),
+        });
+        assert!(
+            !l.replace_snapshot_data(9, 3, Bytes::from_static(b"xx@9")),
+            "a received snapshot not yet installed stays"
+        );
     }
 
     #[test]
@@ -431,7 +479,7 @@ mod tests {
         l.restore(Snapshot {
             index: 10,
             term: 3,
-            data: vec![],
+            data: Bytes::new(),
         });
         assert_eq!((l.first_index(), l.last_index(), l.committed), (11, 10, 10));
         assert!(!l.has_next_committed());

@@ -1,6 +1,7 @@
 //! Wire and storage types: log entries, hard state, snapshots and the
 //! messages nodes exchange. All derive serde so a runtime can frame them.
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 /// Identifier of a node in the cluster.
@@ -33,13 +34,14 @@ pub struct HardState {
 }
 
 /// A state-machine snapshot covering every entry up to `index` (whose term
-/// is `term`). `data` is opaque to the core.
+/// is `term`). `data` is opaque to the core; it is shared, not copied, between the
+/// log, the runtime's snapshot file and every `InstallSnapshot` sent (a snapshot holds the
+/// whole state machine, so each copy would cost as much as the store itself).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
     pub index: u64,
     pub term: u64,
-    #[serde(with = "serde_bytes")]
-    pub data: Vec<u8>,
+    pub data: Bytes,
 }
 
 /// Where a leader should retry after a rejected AppendEntries: the follower's

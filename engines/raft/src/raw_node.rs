@@ -1,6 +1,8 @@
 //! [`RawNode`]: the public face of the core. Wraps the Raft state machine and
 //! turns its state changes into [`Ready`] batches for the runtime.
 
+use bytes::Bytes;
+
 use crate::config::Config;
 use crate::error::Error;
 use crate::log::RaftLog;
@@ -97,8 +99,16 @@ impl RawNode {
     /// applied) in `data`. The core discards log entries up to `index` and
     /// keeps the snapshot to catch up lagging followers. The runtime is
     /// responsible for storing the snapshot and trimming its stored log.
-    pub fn compact(&mut self, index: u64, data: Vec<u8>) -> Result<(), Error> {
+    pub fn compact(&mut self, index: u64, data: Bytes) -> Result<(), Error> {
         self.raft.log.compact(index, data)
+    }
+
+    /// The snapshot the core keeps (to catch followers up) is also available as `data`,
+    /// e.g. mapped from the file the runtime stored it in: keep that instead of the
+    /// buffer given to [`RawNode::compact`]. Ignored unless the kept snapshot is still the
+    /// one at (`index`, `term`) with as many bytes; returns whether it was taken.
+    pub fn replace_snapshot_data(&mut self, index: u64, term: u64, data: Bytes) -> bool {
+        self.raft.log.replace_snapshot_data(index, term, data)
     }
 
     pub fn has_ready(&self) -> bool {

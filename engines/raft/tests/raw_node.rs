@@ -712,7 +712,8 @@ fn compacted_log_sends_install_snapshot_then_resumes_appends() {
         process(&mut n);
     }
     assert_eq!(n.status().applied, 4);
-    n.compact(3, b"state@3".to_vec()).unwrap();
+    let state = coordbench_raft::Bytes::from(b"state@3".to_vec());
+    n.compact(3, state.clone()).unwrap();
     assert_eq!(n.status().snapshot_index, 3);
     // Follower 3 answers the initial probe: it has nothing.
     let reject = MessageBody::AppendResponse {
@@ -733,9 +734,17 @@ fn compacted_log_sends_install_snapshot_then_resumes_appends() {
             snapshot: Snapshot {
                 index: 3,
                 term,
-                data: b"state@3".to_vec()
+                data: b"state@3".to_vec().into()
             }
         }
+    );
+    let MessageBody::InstallSnapshot { snapshot } = &snaps[0].body else {
+        unreachable!("filtered above");
+    };
+    assert_eq!(
+        snapshot.data.as_ptr(),
+        state.as_ptr(),
+        "the snapshot sent shares the compacted state's buffer, not a copy"
     );
     // Nothing else goes to 3 while the snapshot is outstanding.
     n.propose(b"more".to_vec()).unwrap();
@@ -752,7 +761,7 @@ fn follower_installs_snapshot_before_applying_anything_after_it() {
     let snap = Snapshot {
         index: 10,
         term: 2,
-        data: b"sm".to_vec(),
+        data: b"sm".to_vec().into(),
     };
     n.step(msg(
         1,
@@ -794,7 +803,7 @@ fn restart_replays_committed_entries_after_the_snapshot() {
         snapshot: Some(Snapshot {
             index: 5,
             term: 2,
-            data: vec![],
+            data: Default::default(),
         }),
         entries: vec![normal(6, 3, b"f"), normal(7, 3, b"g"), normal(8, 3, b"h")],
     };
@@ -1169,7 +1178,7 @@ fn garbage_messages_never_panic() {
                 snapshot: Snapshot {
                     index: g.near(st.last_index, 5),
                     term: g.near(term, 1),
-                    data: vec![],
+                    data: Default::default(),
                 },
             },
             9 => MessageBody::SnapshotResponse {
@@ -1201,7 +1210,7 @@ fn garbage_messages_never_panic() {
                 let _ = n.read_index(round);
             }
             3 => {
-                let _ = n.compact(st.applied, vec![]);
+                let _ = n.compact(st.applied, Default::default());
             }
             _ => {}
         }

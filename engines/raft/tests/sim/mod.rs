@@ -451,7 +451,7 @@ fn compact(sim: &mut Cluster, id: u64) -> Result<(), String> {
     if index <= st.snapshot_index {
         return Ok(());
     }
-    let data = node.sm.encode(index);
+    let data = coordbench_raft::Bytes::from(node.sm.encode(index));
     match r.compact(index, data.clone()) {
         Ok(()) => {
             let term = r.term_at(index).ok_or("no term at compaction index")?;
