@@ -15,10 +15,12 @@ use coordbench_workloads::register::{RegisterOptions, RegisterWorkload};
 use coordbench_workloads::resource::Protection;
 use coordbench_workloads::{RunClock, Workload};
 
+use crate::affinity::CpuList;
 use crate::cli::{RunArgs, TargetKind, WorkloadKind};
 use crate::config::{family_of, RunConfig};
 use crate::console::{print_summary, StatusLine};
 use crate::environment::Environment;
+use crate::generator::{GeneratorMonitor, GeneratorUsage};
 use crate::provision::disk::{probe_engine_sync_latency, probe_sync_latency, SyncProbe};
 use crate::provision::Cluster;
 use crate::results::record::{end_reason_name, SCHEMA};
@@ -115,6 +117,8 @@ pub async fn run_with(
         cluster: None,
         sync_probe: None,
         resources: None,
+        generator: None,
+        generator_saturated: None,
         server_counters: None,
         faults: None,
         results: None,
@@ -170,6 +174,8 @@ pub async fn run_with(
         .cluster
         .as_ref()
         .and_then(|c| resources::Sampler::start(c.member_pids(), RESOURCE_SAMPLE_EVERY).ok());
+    // After pinning, so the cores it may use are the ones it is pinned to.
+    let generator_monitor = GeneratorMonitor::start(CpuList::available().cpus().len()).ok();
     // When the measured window began, from the first progress report inside it.
     let mut window_start: Option<std::time::Instant> = None;
     // With --fault, the injector owns the cluster while the workload runs beside it.
@@ -239,18 +245,26 @@ pub async fn run_with(
         .map(|e| format!("writing history.jsonl: {e}"));
     let run_ended = std::time::Instant::now();
     status.clear();
+    // The measured window on the monotonic clock, and the operations that succeeded in it.
+    let window = measured.as_ref().ok().map(|o| {
+        let from = window_start
+            .or_else(|| run_ended.checked_sub(o.window))
+            .unwrap_or(run_ended);
+        (from, from + o.window, o.total.ops)
+    });
+    if let (Some(monitor), Some((from, to, ops))) = (generator_monitor, window) {
+        let usage = monitor.stop(from, to, ops);
+        // A sweep says so on the point's own line instead.
+        if usage.generator_saturated && console == Console::Full {
+            eprintln!("{}", saturation_warning(&usage));
+        }
+        record.generator_saturated = Some(usage.generator_saturated);
+        record.generator = Some(usage);
+    }
     if let Some(sampler) = sampler {
         let samples = sampler.stop();
-        if let Ok(o) = &measured {
-            let from = window_start
-                .or_else(|| run_ended.checked_sub(o.window))
-                .unwrap_or(run_ended);
-            record.resources = Some(resources::summarize(
-                &samples,
-                from,
-                from + o.window,
-                o.total.ops,
-            ));
+        if let Some((from, to, ops)) = window {
+            record.resources = Some(resources::summarize(&samples, from, to, ops));
         }
         // Best effort: a missing resources.csv must not cost the run's other results.
         let _ = resources::write_csv(&out.join("resources.csv"), &samples);
@@ -380,6 +394,17 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
             clock,
         )?),
     })
+}
+
+/// The one-line warning a saturated generator prints.
+fn saturation_warning(usage: &GeneratorUsage) -> String {
+    format!(
+        "warning: the load generator was saturated (it used or waited for over {:.0}% of its {} core(s) for {:.1} s of the window): \
+         its figures understate the target; give it cores of its own (--pin-client, --pin-servers) or fewer clients",
+        crate::generator::SATURATED_UTIL * 100.0,
+        usage.cores,
+        usage.saturated_s
+    )
 }
 
 fn ms(v: f64) -> std::time::Duration {

@@ -217,8 +217,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub clients: u32,
 
-    /// Connections shared by the clients (default: one per client; zookeeper: always one
-    /// session per client). config-watch, discovery: the sessions the watchers are spread
+    /// Connections shared by the clients (etcd API default: one per 64 clients, each balanced
+    /// over every endpoint; zookeeper: always one session per client). config-watch, discovery: the sessions the watchers are spread
     /// over (config-watch default: min(watchers, 16); discovery: one per watcher).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub conns: Option<u32>,

@@ -490,7 +490,20 @@ mod tests {
             (c.target.as_str(), c.workload.as_str(), c.recipe.as_str()),
             ("raft", "lock", "etcd-mutex")
         );
-        assert_eq!((c.mode.as_str(), c.clients, c.conns), ("closed", 16, 16));
+        assert_eq!((c.mode.as_str(), c.clients, c.conns), ("closed", 16, 1));
+    }
+
+    #[test]
+    fn etcd_api_clients_share_connections_by_default_zookeeper_clients_do_not() {
+        let conns = |args: &[&str]| config(args).unwrap().conns;
+        assert_eq!(conns(&["--target", "etcd", "--clients", "64"]), 1);
+        assert_eq!(conns(&["--target", "raft", "--clients", "65"]), 2);
+        assert_eq!(
+            conns(&["--target", "raft", "--clients", "64", "--conns", "64"]),
+            64
+        );
+        assert_eq!(conns(&["--target", "zab", "--clients", "64"]), 64);
+        assert_eq!(conns(&["--target", "null", "--clients", "8"]), 8);
     }
 
     #[test]

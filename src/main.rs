@@ -26,10 +26,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    // A generator pinned to fewer cores than the machine has gets one worker per core:
+    // idle workers sharing a core would be woken to steal every task and switch in vain.
+    if let Command::Run(args) = &cli.command {
+        if let Some(cpus) = &args.pin_client {
+            builder.worker_threads(cpus.cpus().len().max(1));
+        }
+    }
+    let runtime = match builder.build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

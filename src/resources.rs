@@ -126,7 +126,9 @@ pub fn summarize(samples: &[Sample], from: Instant, to: Instant, ops: u64) -> Re
     let (mut cpu, mut written) = (0.0, 0.0);
     for pid in pids {
         let mine: Vec<&Sample> = samples.iter().filter(|s| s.pid == pid).collect();
-        let at = |t: Instant, f: &dyn Fn(&Sample) -> f64| interpolate(&mine, t, f);
+        let at = |t: Instant, f: &dyn Fn(&Sample) -> f64| {
+            crate::cumulative::at(&mine, t, |s| s.at, |s| f(s))
+        };
         cpu += at(to, &|s| s.cpu_s) - at(from, &|s| s.cpu_s);
         written +=
             at(to, &|s| s.disk_written_bytes as f64) - at(from, &|s| s.disk_written_bytes as f64);
@@ -136,26 +138,6 @@ pub fn summarize(samples: &[Sample], from: Instant, to: Instant, ops: u64) -> Re
         cpu_s: Some(cpu),
         cpu_us_per_op: (ops > 0).then(|| cpu * 1e6 / ops as f64),
         disk_written_bytes: Some(written.round() as u64),
-    }
-}
-
-/// A cumulative counter at `t`, linear between the samples around it, clamped to the first
-/// and last sample outside them. `samples` are in time order.
-fn interpolate(samples: &[&Sample], t: Instant, value: &dyn Fn(&Sample) -> f64) -> f64 {
-    let after = samples.iter().position(|s| s.at >= t);
-    match after {
-        None => samples.last().map_or(0.0, |s| value(s)),
-        Some(0) => value(samples[0]),
-        Some(i) => {
-            let (a, b) = (samples[i - 1], samples[i]);
-            let span = (b.at - a.at).as_secs_f64();
-            let frac = if span > 0.0 {
-                (t - a.at).as_secs_f64() / span
-            } else {
-                1.0
-            };
-            value(a) + (value(b) - value(a)) * frac
-        }
     }
 }
 

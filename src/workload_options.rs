@@ -3,6 +3,7 @@
 //! shape the load plan (clients, rate, op budget, connections). Stored in run.json beside
 //! the rest of the configuration.
 
+use coordbench_drivers::ApiFamily;
 use coordbench_workloads::pause::HolderPause;
 use coordbench_workloads::resource::Protection;
 use serde::Serialize;
@@ -121,7 +122,7 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
     let mut options = WorkloadOptions::default();
     let mut shape = Shape {
         clients: args.clients as usize,
-        conns: default_conns.unwrap_or(args.clients as usize),
+        conns: default_conns.unwrap_or_else(|| shared_conns(args)),
         rate: args.rate,
         max_ops: args.ops,
     };
@@ -194,6 +195,22 @@ fn holder_pause(args: &RunArgs) -> Result<Option<HolderPause>, String> {
         (None, Some(_)) => Err(
             "--holder-pause-ratio needs --holder-pause D: how long a paused holder freezes".into(),
         ),
+    }
+}
+
+/// Clients that share one gRPC connection when `--conns` is not given (etcd API).
+pub const CLIENTS_PER_CONN: usize = 64;
+
+/// The default connection count of the clients: on the etcd API one connection (balanced
+/// over every endpoint) per [`CLIENTS_PER_CONN`] clients, as etcd's own benchmark tool shares
+/// one. A connection per client costs the generator a write and a read syscall per request
+/// (HTTP/2 can batch only the streams of one connection), about half its CPU per op; the
+/// ZooKeeper drivers keep one session, so one connection, per client, and null has none.
+fn shared_conns(args: &RunArgs) -> usize {
+    let clients = args.clients as usize;
+    match crate::config::family_of(args.target) {
+        ApiFamily::Etcd => clients.div_ceil(CLIENTS_PER_CONN),
+        ApiFamily::ZooKeeper | ApiFamily::Null => clients,
     }
 }
 
@@ -281,9 +298,6 @@ mod tests {
         assert_eq!(o.protect, Some("none"));
         let (o, s) = resolved(&["--workload", "lock"]).unwrap();
         assert_eq!((o.holder_pause, o.protect), (None, None));
-        assert_eq!(
-            (s.clients, s.conns, s.rate, s.max_ops),
-            (16, 16, None, None)
-        );
+        assert_eq!((s.clients, s.conns, s.rate, s.max_ops), (16, 1, None, None));
     }
 }

@@ -331,6 +331,18 @@ fn null_open_loop_run_writes_every_result_file() {
     assert_eq!(row["mode"], "open");
     assert_eq!(row["complete"], "true");
     assert!(num(row, "p50_us") <= num(row, "p99_us"));
+    // The generator accounts for itself, and for its schedule.
+    assert!(num(row, "client_cpu_us_per_op") > 0.0, "{row:?}");
+    let util = num(row, "client_cpu_util");
+    assert!(util > 0.0 && util <= 1.0, "{row:?}");
+    assert!(num(row, "client_peak_rss_mb") > 0.0, "{row:?}");
+    assert!(num(row, "schedule_lag_p50_us") <= num(row, "schedule_lag_p99_us"));
+    assert!(num(row, "schedule_lag_p99_us") <= num(row, "schedule_lag_max_us"));
+    assert!(
+        num(row, "schedule_lag_max_us") <= num(row, "max_us"),
+        "{row:?}"
+    );
+    assert!(num(row, "schedule_dropped") <= 0.05 * 40000.0, "{row:?}");
 
     let record = read_json(&out.join("run.json"));
     assert_eq!(record["complete"], true, "{record:#}");
@@ -348,6 +360,57 @@ fn null_open_loop_run_writes_every_result_file() {
     assert_eq!(intervals[1]["second"], "1");
     let hlog = std::fs::metadata(out.join("latency.hlog")).expect("latency.hlog");
     assert!(hlog.len() > 0, "latency.hlog is empty");
+}
+
+/// A closed loop on the null target never waits: pinned to one core, the generator uses all
+/// of it (or waits for it), so the run must call itself saturated and say so.
+#[test]
+fn a_generator_pinned_to_a_busy_core_reports_saturation() {
+    let dir = tempdir();
+    let out = dir.path().join("out");
+    let f = run(
+        dir.path(),
+        &[
+            "run",
+            "--target",
+            "null",
+            "--workload",
+            "kv-put",
+            "--clients",
+            "4",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0s",
+            "--pin-client",
+            "0",
+            "--out",
+            path_str(&out),
+            "--quiet",
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(f.status.code(), Some(0), "{}", f.describe());
+    assert!(
+        f.stderr
+            .contains("warning: the load generator was saturated"),
+        "{}",
+        f.describe()
+    );
+    let rows = read_csv(&out.join("summary.csv"));
+    assert_eq!(rows[0]["generator_saturated"], "true", "{:?}", rows[0]);
+    assert!(
+        num(&rows[0], "generator_saturated_s") > 0.0,
+        "{:?}",
+        rows[0]
+    );
+    assert!(
+        rows[0]["schedule_lag_p99_us"].is_empty(),
+        "closed loop has no schedule"
+    );
+    let record = read_json(&out.join("run.json"));
+    assert_eq!(record["generator_saturated"], true, "{record:#}");
+    assert_eq!(record["generator"]["cores"], 1, "{record:#}");
 }
 
 /// A 3 s lock run with 16 clients on one lock, on a 3-member etcd cluster on tmpfs.

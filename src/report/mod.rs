@@ -358,6 +358,7 @@ impl<'a> Markdown<'a> {
             ("sync_p99_us", "sync p99 (ms)", 1e-3),
             ("server_peak_rss_mb", "server peak RSS (MB)", 1.0),
             ("server_cpu_us_per_op", "server CPU (µs / op)", 1.0),
+            ("client_cpu_us_per_op", "generator CPU (µs / op)", 1.0),
         ]
         .into_iter()
         // Only columns some charted row has a value in.
@@ -379,17 +380,24 @@ impl<'a> Markdown<'a> {
             rule.push_str("---|");
         }
         let _ = writeln!(s, "\n{rule}");
+        let mut any_saturated = false;
         for se in series {
             for p in &se.points {
                 let m = |c: &str, scale: f64| {
                     mean(self.table, &p.rows, c).map_or("–".into(), |v| number(v * scale))
                 };
+                let saturated = p
+                    .rows
+                    .iter()
+                    .any(|&r| self.table.rows[r].get("generator_saturated") == Some("true"));
+                any_saturated |= saturated;
                 let _ = write!(
                     s,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {}{} | {} | {} | {} | {} | {} |",
                     se.target,
                     if se.key.is_empty() { "–" } else { &se.key },
                     p.x_text,
+                    if saturated { " ⚠ saturated" } else { "" },
                     p.rows.len(),
                     m("throughput_ops_s", 1.0),
                     m("p50_us", 1e-3),
@@ -401,6 +409,14 @@ impl<'a> Markdown<'a> {
                 }
                 s.push('\n');
             }
+        }
+        if any_saturated {
+            let _ = writeln!(
+                s,
+                "\n⚠ saturated: the load generator of at least one run of the point was \
+                 saturated or starved of CPU (`generator_saturated` in summary.csv, RESULTS.md), \
+                 so its figures understate the target."
+            );
         }
         let _ = writeln!(self.text, "## Charts\n\n{}", self.charts);
         let _ = writeln!(self.text, "## Figures\n\n{s}");

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::config::RunConfig;
 use crate::environment::Environment;
+use crate::generator::GeneratorUsage;
 use crate::provision::disk::SyncProbe;
 use crate::provision::ClusterInfo;
 use crate::resources::ResourceSummary;
@@ -44,6 +45,11 @@ pub struct RunRecord {
     /// Server processes' peak RSS and CPU time in the window (provisioned clusters only;
     /// per-second samples in resources.csv).
     pub resources: Option<ResourceSummary>,
+    /// The load generator's own CPU and memory in the window (this process).
+    pub generator: Option<GeneratorUsage>,
+    /// Whether the generator was saturated (see `generator`): its figures then understate
+    /// the target.
+    pub generator_saturated: Option<bool>,
     /// Server-side counters around the run, where the target exposes them.
     pub server_counters: Option<ServerCounters>,
     /// Failover figures over the faults injected (`--fault`; one row each in failover.csv).
@@ -92,6 +98,11 @@ pub struct MeasuredResults {
     pub latency: LatencySummary,
     /// From actual send to completion.
     pub service_time: LatencySummary,
+    /// Open loop: from intended start to actual send (the generator's own delay, plus the
+    /// wait for a client the server kept busy). `None` in closed loop.
+    pub schedule_lag: Option<LatencySummary>,
+    /// Open loop: intended starts in the window never sent before it ended.
+    pub schedule_dropped: Option<u64>,
     pub errors: u64,
     pub errors_by_kind: BTreeMap<String, u64>,
     /// Safety violations found by the workload's checker.
@@ -135,6 +146,10 @@ impl MeasuredResults {
             },
             latency: LatencySummary::of(&outcome.total.latency),
             service_time: LatencySummary::of(&outcome.total.service),
+            schedule_lag: outcome
+                .schedule_dropped
+                .map(|_| LatencySummary::of(&outcome.total.schedule_lag)),
+            schedule_dropped: outcome.schedule_dropped,
             errors: outcome.total.errors_total(),
             errors_by_kind: outcome
                 .total

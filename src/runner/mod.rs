@@ -10,6 +10,7 @@
 
 pub mod pacer;
 pub mod recorder;
+pub mod timer;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use pacer::{LoadMode, Pacer};
 pub use recorder::{Aggregator, ClientRecorder, IntervalStats};
+pub use timer::PreciseTimer;
 
 /// How much load, for how long.
 #[derive(Debug, Clone)]
@@ -61,6 +63,10 @@ pub struct RunOutcome {
     /// of its loop, and over the workload's background sessions during the window:
     /// requests and notifications attributable to the measured window.
     pub counters: ClientCounters,
+    /// Open loop: intended starts in the window (up to `recorder::SCHEDULE_GRACE` before its
+    /// end) never sent before it ended: the generator fell behind its schedule. `None` in
+    /// closed loop.
+    pub schedule_dropped: Option<u64>,
 }
 
 /// Failures that prevent measuring at all.
@@ -72,6 +78,8 @@ pub enum RunError {
     Session { client: usize, source: DriverError },
     #[error("interrupted before measuring began")]
     InterruptedDuringSetup,
+    #[error("cannot start the open-loop timer (timerfd): {0}")]
+    Timer(std::io::Error),
 }
 
 /// A callback the runner calls about once per interval with the time since measuring began
@@ -106,6 +114,11 @@ pub async fn run(
     ));
     let aggregator = Aggregator::new(pacer.measure_start(), plan.interval);
     let done = CancellationToken::new();
+    // Closed loop never waits for a start time, so it needs no timer.
+    let timer = match plan.mode {
+        LoadMode::Open { .. } => Some(Arc::new(PreciseTimer::start().map_err(RunError::Timer)?)),
+        LoadMode::Closed => None,
+    };
     let tasks: Vec<_> = actors
         .into_iter()
         .map(|actor| {
@@ -113,7 +126,10 @@ pub async fn run(
             tokio::spawn(client_loop(
                 actor,
                 recorder,
-                pacer.clone(),
+                Schedule {
+                    pacer: pacer.clone(),
+                    timer: timer.clone(),
+                },
                 done.clone(),
                 plan.op_timeout,
             ))
@@ -179,6 +195,14 @@ pub async fn run(
     }
     let check = workload.check((clock.at(pacer.measure_start()), clock.at(window_end)));
     let counters = measured.into_iter().fold(background, |sum, c| sum + c);
+    let schedule_dropped = timer.as_ref().map(|_| {
+        let due = window_end
+            .checked_sub(recorder::SCHEDULE_GRACE)
+            .unwrap_or(window_end);
+        pacer
+            .slots_in_window(due)
+            .saturating_sub(aggregator.starts())
+    });
     Ok(RunOutcome {
         end_reason,
         window,
@@ -186,6 +210,7 @@ pub async fn run(
         total,
         check,
         counters,
+        schedule_dropped,
     })
 }
 
@@ -210,44 +235,85 @@ async fn open_actors(
 /// hot loop of instant failures (which would also swamp the error counts).
 const ERROR_BACKOFF: Duration = Duration::from_millis(10);
 
+/// Where a client takes its start times from, and what it waits on for them.
+struct Schedule {
+    pacer: Arc<Pacer>,
+    /// Open loop only.
+    timer: Option<Arc<PreciseTimer>>,
+}
+
+impl Schedule {
+    /// Waits until `intended` (`now` is a recent reading of the clock); false if the run
+    /// ended first.
+    async fn wait(&self, intended: Instant, now: Instant, done: &CancellationToken) -> bool {
+        let Some(timer) = &self.timer else {
+            return !done.is_cancelled();
+        };
+        if intended <= now {
+            return !done.is_cancelled();
+        }
+        tokio::select! {
+            biased;
+            _ = timer.sleep_until(intended) => true,
+            _ = done.cancelled() => false,
+        }
+    }
+}
+
 async fn client_loop(
     mut actor: Box<dyn Actor>,
     mut recorder: ClientRecorder,
-    pacer: Arc<Pacer>,
+    schedule: Schedule,
     done: CancellationToken,
     op_timeout: Duration,
 ) -> (Box<dyn Actor>, ClientCounters) {
+    let pacer = &schedule.pacer;
     // Counters when this client's first measured operation began.
     let mut at_measure_start = None;
-    while let Some(intended) = pacer.next(Instant::now()) {
-        if intended > Instant::now() {
-            tokio::select! {
-                _ = tokio::time::sleep_until(intended.into()) => {}
-                _ = done.cancelled() => break,
-            }
+    // The clock is read as little as possible: at a million operations a second, reading
+    // it was a quarter of the generator's CPU.
+    let mut now = Instant::now();
+    while let Some(intended) = pacer.next(now) {
+        if !schedule.wait(intended, now, &done).await {
+            break;
         }
         let started = Instant::now();
         if at_measure_start.is_none() && started >= pacer.measure_start() {
             at_measure_start = Some(actor.counters());
         }
-        let result = tokio::select! {
-            r = tokio::time::timeout(op_timeout, actor.run_op()) => r,
-            _ = done.cancelled() => break,
+        let mut op = std::pin::pin!(actor.run_op());
+        // An operation that completes at once (the null target) needs neither a timeout
+        // timer nor a registration with the token; the rest are bounded by both.
+        let result = match futures::poll!(op.as_mut()) {
+            std::task::Poll::Ready(r) => Ok(r),
+            std::task::Poll::Pending => tokio::select! {
+                biased;
+                r = tokio::time::timeout(op_timeout, op) => r,
+                _ = done.cancelled() => break,
+            },
         };
         let completed = Instant::now();
+        now = completed;
         // Open loop: the wait between the intended and the actual start is the server's
         // fault too (it kept this client busy), so it is part of the latency.
         let queued = started.saturating_duration_since(intended);
+        let lag = schedule.timer.is_some().then(|| {
+            recorder.started(intended, started);
+            queued
+        });
         match result {
             Ok(Ok(op)) => {
                 let service = op.latency.unwrap_or(completed - started);
-                recorder.record_ok(completed, queued + service, service);
+                recorder.record_ok(completed, queued + service, service, lag);
             }
             Ok(Err(error)) => {
-                recorder.record_error(completed, error.kind(), None);
+                recorder.record_error(completed, error.kind(), None, lag);
                 tokio::time::sleep(ERROR_BACKOFF).await;
+                now = Instant::now();
             }
-            Err(_elapsed) => recorder.record_error(completed, "timeout", Some(queued + op_timeout)),
+            Err(_elapsed) => {
+                recorder.record_error(completed, "timeout", Some(queued + op_timeout), lag)
+            }
         }
     }
     recorder.flush();

@@ -60,6 +60,19 @@ impl Pacer {
         self.measure_end
     }
 
+    /// Open loop: how many intended starts fall in the measured window up to `end`
+    /// (within the operation budget). Zero in closed loop.
+    pub fn slots_in_window(&self, end: Instant) -> u64 {
+        let LoadMode::Open { rate } = self.mode else {
+            return 0;
+        };
+        let end = end.min(self.measure_end);
+        let before_end =
+            (end.saturating_duration_since(self.t0).as_secs_f64() * rate).ceil() as u64;
+        let in_window = before_end.saturating_sub(self.warmup_slots);
+        self.max_ops.map_or(in_window, |max| in_window.min(max))
+    }
+
     /// The intended start of the caller's next operation, or `None` when the run is over
     /// (the window has ended or the operation budget is spent).
     pub fn next(&self, now: Instant) -> Option<Instant> {
@@ -105,6 +118,8 @@ mod tests {
         );
         let slots: Vec<_> = std::iter::from_fn(|| p.next(t0)).collect();
         assert_eq!(slots.len(), 10);
+        assert_eq!(p.slots_in_window(t0 + Duration::from_secs(1)), 10);
+        assert_eq!(p.slots_in_window(t0 + Duration::from_micros(4500)), 5);
         assert_eq!(slots[3] - slots[2], Duration::from_millis(1));
     }
 

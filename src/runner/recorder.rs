@@ -20,6 +20,9 @@ pub struct IntervalStats {
     pub latency: Histogram<u64>,
     /// Time from the actual send to completion, µs.
     pub service: Histogram<u64>,
+    /// Open loop: time from the intended start to the actual send, µs: the generator's
+    /// own delay plus the wait for a client the server kept busy. Empty in closed loop.
+    pub schedule_lag: Histogram<u64>,
     pub errors: BTreeMap<&'static str, u64>,
 }
 
@@ -29,6 +32,7 @@ impl IntervalStats {
             ops: 0,
             latency: latency_histogram(),
             service: latency_histogram(),
+            schedule_lag: latency_histogram(),
             errors: BTreeMap::new(),
         }
     }
@@ -42,6 +46,7 @@ impl IntervalStats {
         // Same bounds on both sides, so adding cannot fail.
         let _ = self.latency.add(&other.latency);
         let _ = self.service.add(&other.service);
+        let _ = self.schedule_lag.add(&other.schedule_lag);
         for (kind, n) in &other.errors {
             *self.errors.entry(kind).or_default() += n;
         }
@@ -67,6 +72,9 @@ pub struct Aggregator {
     /// Live totals for the status line (counted per operation, not per interval).
     ops: AtomicU64,
     errors: AtomicU64,
+    /// Open loop: operations whose intended start fell in the window and that were sent
+    /// before it ended (handed in by each client at its end).
+    starts: AtomicU64,
 }
 
 impl Aggregator {
@@ -77,6 +85,7 @@ impl Aggregator {
             intervals: Mutex::new(BTreeMap::new()),
             ops: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            starts: AtomicU64::new(0),
         })
     }
 
@@ -110,11 +119,20 @@ impl Aggregator {
         (!all.is_empty()).then(|| all.value_at_quantile(0.99))
     }
 
+    /// Open-loop starts in the window so far (see [`ClientRecorder::started`]).
+    pub fn starts(&self) -> u64 {
+        self.starts.load(Ordering::Relaxed)
+    }
+
     /// All intervals, by index from the start of measurement.
     pub fn intervals(&self) -> BTreeMap<u64, IntervalStats> {
         self.table().clone()
     }
 }
+
+/// A start intended this close to the end of the window may still be on its way when the
+/// window ends; it is not counted as dropped.
+pub const SCHEDULE_GRACE: Duration = Duration::from_millis(1);
 
 /// One client's recorder. Completions outside [measure_start, measure_end) are dropped:
 /// warm-up and drain do not count.
@@ -123,6 +141,7 @@ pub struct ClientRecorder {
     measure_end: Instant,
     current_index: u64,
     current: IntervalStats,
+    starts: u64,
 }
 
 impl ClientRecorder {
@@ -132,6 +151,19 @@ impl ClientRecorder {
             measure_end,
             current_index: 0,
             current: IntervalStats::new(),
+            starts: 0,
+        }
+    }
+
+    /// Open loop: an operation intended at `intended` was sent at `sent`. Counted if it
+    /// was intended in the window more than [`SCHEDULE_GRACE`] before its end and sent
+    /// before the end: the slots left over are the schedule the generator dropped.
+    pub fn started(&mut self, intended: Instant, sent: Instant) {
+        if intended >= self.sink.measure_start
+            && intended + SCHEDULE_GRACE < self.measure_end
+            && sent < self.measure_end
+        {
+            self.starts += 1;
         }
     }
 
@@ -149,9 +181,16 @@ impl ClientRecorder {
         true
     }
 
-    /// A successful operation.
-    pub fn record_ok(&mut self, completed: Instant, latency: Duration, service: Duration) {
+    /// A successful operation; `lag` is its schedule lag (open loop only).
+    pub fn record_ok(
+        &mut self,
+        completed: Instant,
+        latency: Duration,
+        service: Duration,
+        lag: Option<Duration>,
+    ) {
         if self.select(completed) {
+            self.record_lag(lag);
             self.current.ops += 1;
             self.current.latency.saturating_record(micros(latency));
             self.current.service.saturating_record(micros(service));
@@ -167,8 +206,10 @@ impl ClientRecorder {
         completed: Instant,
         kind: &'static str,
         latency: Option<Duration>,
+        lag: Option<Duration>,
     ) {
         if self.select(completed) {
+            self.record_lag(lag);
             *self.current.errors.entry(kind).or_default() += 1;
             if let Some(latency) = latency {
                 self.current.latency.saturating_record(micros(latency));
@@ -177,8 +218,18 @@ impl ClientRecorder {
         }
     }
 
-    /// Hands the current interval to the aggregator.
+    fn record_lag(&mut self, lag: Option<Duration>) {
+        if let Some(lag) = lag {
+            // A send on time (lag under 1 µs) lands in the lowest bucket.
+            self.current.schedule_lag.saturating_record(micros(lag));
+        }
+    }
+
+    /// Hands the current interval (and the starts counted so far) to the aggregator.
     pub fn flush(&mut self) {
+        self.sink
+            .starts
+            .fetch_add(std::mem::take(&mut self.starts), Ordering::Relaxed);
         if !self.current.is_empty() {
             self.sink.absorb(self.current_index, &self.current);
             self.current = IntervalStats::new();
@@ -207,12 +258,16 @@ mod tests {
         let agg = Aggregator::new(start, Duration::from_secs(1));
         let mut r = ClientRecorder::new(agg.clone(), start + Duration::from_secs(3));
         let ms = Duration::from_millis;
-        r.record_ok(start - ms(10), ms(1), ms(1)); // warm-up
-        r.record_ok(start + ms(10), ms(2), ms(1));
-        r.record_ok(start + ms(1500), ms(3), ms(1));
-        r.record_error(start + ms(1600), "timeout", Some(ms(5000)));
-        r.record_error(start + ms(2100), "unreachable", None);
-        r.record_ok(start + ms(3000), ms(1), ms(1)); // drain
+        r.record_ok(start - ms(10), ms(1), ms(1), None); // warm-up
+        r.record_ok(start + ms(10), ms(2), ms(1), Some(ms(1)));
+        r.record_ok(start + ms(1500), ms(3), ms(1), None);
+        r.record_error(start + ms(1600), "timeout", Some(ms(5000)), None);
+        r.record_error(start + ms(2100), "unreachable", None, Some(ms(3)));
+        r.record_ok(start + ms(3000), ms(1), ms(1), None); // drain
+        r.started(start - ms(1), start + ms(1)); // intended in warm-up
+        r.started(start + ms(1), start + ms(2));
+        r.started(start + ms(2990), start + ms(3001)); // sent after the window
+        r.started(start + Duration::from_micros(2_999_500), start + ms(2999)); // within grace
         drop(r);
         let iv = agg.intervals();
         assert_eq!(iv.keys().copied().collect::<Vec<_>>(), vec![0, 1, 2]);
@@ -226,7 +281,10 @@ mod tests {
         );
         assert_eq!(iv[&2].errors["unreachable"], 1);
         assert_eq!(iv[&2].latency.len(), 0, "fast failures are not");
+        assert_eq!(iv[&0].schedule_lag.max(), 1000);
+        assert_eq!(iv[&2].schedule_lag.len(), 1, "a failure's lag counts too");
         assert_eq!(agg.live_totals(), (2, 2));
+        assert_eq!(agg.starts(), 1);
     }
 
     #[test]
@@ -240,6 +298,7 @@ mod tests {
                     start + Duration::from_millis(5),
                     Duration::from_micros(100),
                     Duration::from_micros(100),
+                    None,
                 );
             }
         }

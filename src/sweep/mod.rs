@@ -174,10 +174,13 @@ pub async fn run_point(
         Ok(Outcome::Interrupted) => ("interrupted", None),
         Err(e) => ("failed", Some(e.0)),
     };
-    let shown = match &error {
+    let mut shown = match &error {
         Some(e) => format!("{status}: {e}"),
         None => status.to_string(),
     };
+    if figures.generator_saturated {
+        shown.push_str(", generator saturated");
+    }
     progress.end(&point_line(
         &label,
         &shown,

@@ -115,6 +115,8 @@ pub struct PointFigures {
     pub throughput: Option<f64>,
     pub p99_us: Option<u64>,
     pub error: Option<String>,
+    /// The run's load generator was saturated (run.json `generator_saturated`).
+    pub generator_saturated: bool,
 }
 
 pub fn point_figures(dir: &Path) -> PointFigures {
@@ -133,5 +135,6 @@ pub fn point_figures(dir: &Path) -> PointFigures {
             .and_then(|r| r.pointer("/latency/p99_us"))
             .and_then(serde_json::Value::as_u64),
         error: v.get("error").and_then(|e| e.as_str()).map(str::to_string),
+        generator_saturated: v.get("generator_saturated") == Some(&serde_json::Value::Bool(true)),
     }
 }
