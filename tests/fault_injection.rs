@@ -138,6 +138,20 @@ fn kill_leader_run(target: &str, window: &str) {
         run["faults"]["by_kind"]["kill-leader"]["faults"],
         faults.len()
     );
+
+    // The report of the run draws its failover CDF.
+    let report = ["report", out.to_str().expect("utf-8 path")];
+    let (status, stderr) = common::run_coordbench(&report, &out, Duration::from_secs(60));
+    assert!(status.success(), "{target}: report: {stderr}");
+    let svg = std::fs::read_to_string(out.join("charts/failover-cdf.svg")).expect("failover chart");
+    let elected = faults
+        .iter()
+        .filter(|f| num(f, "new_leader_us").is_some())
+        .count();
+    assert!(
+        svg.contains(&format!("{target}: new leader ({elected} faults)")),
+        "{target}: legend of the failover chart"
+    );
 }
 
 #[test]

@@ -111,6 +111,8 @@ fn a_tiny_sweep_writes_summary_charts_and_report_and_resumes() {
     for stem in [
         "throughput-vs-clients",
         "p99-vs-clients",
+        "spectrum-clients=1",
+        "spectrum-clients=4",
         "cdf-raft",
         "cdf-zab",
     ] {
@@ -123,6 +125,13 @@ fn a_tiny_sweep_writes_summary_charts_and_report_and_resumes() {
         svg.contains("throughput (ops/s)") && svg.contains("zab"),
         "axis label and legend"
     );
+    // Every target at one point, on the percentile axis.
+    let svg = std::fs::read_to_string(out.join("charts/spectrum-clients=4.svg")).unwrap();
+    for needle in ["raft", "zab", "99.9%", "latency (ms)"] {
+        assert!(svg.contains(needle), "{needle} in the spectrum chart");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Latency by percentile: clients=4"), "{html}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
         report.contains("charts/throughput-vs-clients.png"),
@@ -154,6 +163,26 @@ fn a_tiny_sweep_writes_summary_charts_and_report_and_resumes() {
     );
     assert_eq!(complete(&redo), Some(true));
     assert_eq!(csv_rows(&out.join("summary.csv")).1.len(), 4);
+
+    // A rerun with nothing left to run reports when the sweep's points really ran.
+    let times = |dir: &Path| {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap())
+                .unwrap();
+        (
+            v["started_at"].as_str().unwrap().to_string(),
+            v["finished_at"].as_str().unwrap().to_string(),
+        )
+    };
+    let before = times(&out);
+    let point = |name: &str| times(&out.join(name));
+    assert_eq!(before.0, point("raft-clients=1-r1").0);
+    assert_eq!(before.1, point("zab-clients=1-r1").1, "the point run last");
+    let third = sweep(&spec, &out);
+    assert!(third.status.success(), "{}", describe(&third));
+    assert_eq!(times(&out), before);
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains(&format!("Started {}", before.0)), "{report}");
 }
 
 #[test]
@@ -222,11 +251,15 @@ fn a_report_on_a_hand_made_summary_puts_published_figures_beside_ours() {
     );
     for (target, base) in [("etcd", 9000.0), ("zookeeper", 5000.0)] {
         for (size, factor) in [(3, 1.0), (5, 0.85), (7, 0.7)] {
-            csv.push_str(&format!(
-                "{target},kv-put,,{size},32,1,{},900,{},0,1,,true\n",
-                base * factor,
-                2000 * size
-            ));
+            // etcd's points are repeated three times, ±10% around the same mean.
+            let repeats: &[f64] = if target == "etcd" { &[0.9, 1.0, 1.1] } else { &[1.0] };
+            for spread in repeats {
+                csv.push_str(&format!(
+                    "{target},kv-put,,{size},32,1,{},900,{},0,1,,true\n",
+                    base * factor * spread,
+                    2000 * size
+                ));
+            }
         }
     }
     csv.push_str("zookeeper,kv-put,,9,32,1,1,1,1,0,1,,false\n");
@@ -245,9 +278,18 @@ fn a_report_on_a_hand_made_summary_puts_published_figures_beside_ours() {
             .join(format!("{stem}.svg"))
             .exists());
     }
+    // The spread of etcd's repeats: a bar per point, whose mid-point mark is r=5 (the
+    // line's own markers are r=4).
+    let svg = std::fs::read_to_string(tmp.path().join("charts/throughput-vs-cluster_size.svg"))
+        .unwrap();
+    assert_eq!(svg.matches("r=\"5\"").count(), 3, "one bar per etcd point");
+    let html = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+    assert_eq!(html.matches("<svg").count(), 2, "both charts inline");
+    assert!(html.contains("<table>") && !html.contains(".png"), "{html}");
     let report = std::fs::read_to_string(tmp.path().join("report.md")).unwrap();
     for needle in [
-        "6 of 7 runs complete",
+        "12 of 13 runs complete",
         "ZooKeeper paper, Table 1",
         "| 3 | 21k | 1.00 | 9000 | 1.00 | 5000 | 1.00 |",
         "| 13 | 8000 | 0.38 |",

@@ -1,5 +1,5 @@
 //! Faults injected into a cluster coordbench started, while a workload runs (`--fault`),
-//! and the failover figures of RESULTS.md around each one (metrics.md, "Failover"): when
+//! and the failover figures of RESULTS.md around each one (defined in RESULTS.md, "How figures are measured"): when
 //! the fault showed, time to detect, time to a new leader, time to the first write, longest
 //! gap between acknowledged writes, time until every member is back, and what a
 //! partitioned minority's clients were served.

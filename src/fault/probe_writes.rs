@@ -1,7 +1,8 @@
 //! Probe writes around a fault: a few sessions put small keys in a closed loop, each at
-//! most every 10 ms (>= 100 Hz together, as metrics.md asks) with a short timeout, and
-//! record when each acknowledged put was issued and answered. The failover figures read the
-//! time to the first write after a fault and the longest gap between acknowledgements.
+//! most every 10 ms (>= 100 Hz together, as RESULTS.md's definition of failover asks) with
+//! a short timeout, and record when each acknowledged put was issued and answered. The
+//! failover figures read the time to the first write after a fault and the longest gap
+//! between acknowledgements.
 //! Every put writes a key of its own (`{prefix}/{probe}/{n}`), so the lost-write check
 //! ([`super::lost_writes`]) can read back every acknowledged one at the end.
 

@@ -1,5 +1,5 @@
 //! Latency CDFs from a run's latency.hlog: every interval histogram merged, then read back
-//! as (latency, fraction of operations at or below it).
+//! as (latency, fraction of operations at or below it); one CDF chart per target.
 
 use std::path::Path;
 
@@ -7,6 +7,10 @@ use base64::Engine;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
+
+use super::chart::{shade, target_color, Line, LineChart, XScale};
+use super::groups::{Series, XAxis, XKind};
+use super::table::Table;
 
 /// Adds every interval of `path` into `into`.
 pub fn merge_log(path: &Path, into: &mut Histogram<u64>) -> Result<(), String> {
@@ -29,6 +33,17 @@ pub fn merge_log(path: &Path, into: &mut Histogram<u64>) -> Result<(), String> {
     Ok(())
 }
 
+/// The latency.hlog of every row of `rows` (a point's repeats) merged ([`Table::run_dir`]
+/// says where each is). A run without its log (a copied summary, a failed write) is left
+/// out.
+pub fn merged(dir: &Path, table: &Table, rows: &[usize]) -> Histogram<u64> {
+    let mut h = Histogram::<u64>::new(3).expect("3 significant digits is valid");
+    for run_dir in rows.iter().filter_map(|&r| table.run_dir(dir, r)) {
+        let _ = merge_log(&run_dir.join("latency.hlog"), &mut h);
+    }
+    h
+}
+
 /// (latency in ms, fraction ≤ it), one point per recorded value bucket.
 pub fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
     if h.is_empty() {
@@ -42,4 +57,74 @@ pub fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
             )
         })
         .collect()
+}
+
+/// One CDF chart per target: a line per x value (and per other axis value), from the
+/// merged latency.hlog of its repeats.
+pub fn charts(
+    dir: &Path,
+    table: &Table,
+    x: &XAxis,
+    series: &[Series],
+) -> Vec<(String, LineChart)> {
+    let mut targets: Vec<&str> = Vec::new();
+    for s in series {
+        if !targets.contains(&s.target.as_str()) {
+            targets.push(&s.target);
+        }
+    }
+    let x_name = match &x.kind {
+        XKind::Axis(axis, _) => axis.name(),
+        _ => "",
+    };
+    let mut charts = Vec::new();
+    for target in targets {
+        let mut lines = Vec::new();
+        let of_target: Vec<&Series> = series.iter().filter(|s| s.target == target).collect();
+        let count: usize = of_target.iter().map(|s| s.points.len()).sum();
+        for s in of_target {
+            for p in &s.points {
+                let points = points(&merged(dir, table, &p.rows));
+                if points.is_empty() {
+                    continue;
+                }
+                let mut label = if x_name.is_empty() {
+                    target.to_string()
+                } else {
+                    format!("{x_name}={}", p.x_text)
+                };
+                if !s.key.is_empty() {
+                    label = format!("{label} {}", s.key);
+                }
+                let t = if count > 1 {
+                    lines.len() as f64 / (count - 1) as f64
+                } else {
+                    0.0
+                };
+                lines.push(Line {
+                    label,
+                    color: shade(target_color(target), t),
+                    dashed: s.variant % 2 == 1,
+                    markers: false,
+                    points,
+                    bars: Vec::new(),
+                });
+            }
+        }
+        if lines.is_empty() {
+            continue;
+        }
+        charts.push((
+            target.to_string(),
+            LineChart {
+                title: format!("Latency CDF: {target}"),
+                x_label: "latency (ms, log scale)".into(),
+                y_label: "fraction of operations at or below".into(),
+                x_scale: XScale::Log10,
+                y_range: Some((0.0, 1.02)),
+                lines,
+            },
+        ));
+    }
+    charts
 }

@@ -17,6 +17,9 @@ pub enum XScale {
     /// Powers of two evenly spaced (waiters 1, 2, 4, ...).
     Log2,
     Log10,
+    /// Percentiles as fractions (0.5 … 0.9999) placed at log10(1 / (1 − p)), HdrHistogram's
+    /// percentile-spectrum axis: 90%, 99%, 99.9% and 99.99% evenly spaced, so tails show.
+    Percentile,
     /// Names evenly spaced in this order; x values are indices.
     Categories(Vec<String>),
 }
@@ -41,6 +44,7 @@ impl XScale {
             XScale::Linear | XScale::Categories(_) => x,
             XScale::Log2 => x.log2(),
             XScale::Log10 => x.log10(),
+            XScale::Percentile => (1.0 / (1.0 - x)).log10(),
         }
     }
 
@@ -55,6 +59,8 @@ impl XScale {
             // Decades only: 0.1, 1, 10, 100.
             XScale::Log10 if !whole => String::new(),
             XScale::Log10 => number(10f64.powf(placed)),
+            XScale::Percentile if !whole || placed < 0.5 => String::new(),
+            XScale::Percentile => format!("{}%", trim(100.0 - 100.0 / 10f64.powf(placed), 2)),
             XScale::Categories(names) => {
                 let i = placed.round();
                 if (placed - i).abs() > 1e-6 || i < 0.0 {
@@ -73,6 +79,18 @@ pub struct Line {
     pub dashed: bool,
     pub markers: bool,
     pub points: Vec<(f64, f64)>,
+    /// Spread drawn as a vertical bar at x from low to high (the min and max of repeats).
+    pub bars: Vec<Bar>,
+}
+
+/// The spread of one point: x (unplaced), the lowest and highest value, and the point's
+/// own value (the mean) between them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bar {
+    pub x: f64,
+    pub low: f64,
+    pub mid: f64,
+    pub high: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -155,10 +173,13 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &LineChart) -> 
     let pad = if x1 > x0 { (x1 - x0) * 0.05 } else { 0.5 };
     let (x0, x1) = match &chart.x_scale {
         XScale::Categories(names) => (-0.5, names.len() as f64 - 0.5),
+        // p50 .. p99.99 with room for the end labels (placed at 0.3 and 4).
+        XScale::Percentile => (0.2, 4.25),
         _ => (x0 - pad, x1 + pad),
     };
     let (y0, y1) = chart.y_range.unwrap_or_else(|| {
-        let max = placed.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
+        let bars = chart.lines.iter().flat_map(|l| &l.bars).map(|b| b.high);
+        let max = placed.iter().flatten().map(|p| p.1).chain(bars).fold(0.0, f64::max);
         (0.0, if max > 0.0 { max * 1.2 } else { 1.0 })
     });
 
@@ -173,7 +194,7 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &LineChart) -> 
         XScale::Categories(names) => names.len().max(1) * 2 + 1,
         XScale::Linear => 10,
         // Enough candidate ticks that whole powers are among them.
-        XScale::Log2 | XScale::Log10 => 20,
+        XScale::Log2 | XScale::Log10 | XScale::Percentile => 20,
     };
     let integers = chart
         .lines
@@ -210,6 +231,12 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &LineChart) -> 
             ctx.draw_series(points.iter().map(|p| Circle::new(*p, 4, style.filled())))
                 .map_err(e)?;
         }
+        let bar_style = ShapeStyle::from(&line.color).stroke_width(1);
+        ctx.draw_series(line.bars.iter().map(|b| {
+            let x = chart.x_scale.place(b.x);
+            ErrorBar::new_vertical(x, b.low, b.mid, b.high, bar_style, 10)
+        }))
+        .map_err(e)?;
     }
     ctx.configure_series_labels()
         .position(legend_position(&placed))

@@ -227,6 +227,19 @@ pub fn mean(table: &Table, rows: &[usize], column: &str) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
+/// The lowest and highest `column` over `rows`; `None` unless at least two rows have it.
+pub fn spread(table: &Table, rows: &[usize], column: &str) -> Option<(f64, f64)> {
+    let values: Vec<f64> = rows
+        .iter()
+        .filter_map(|&r| table.rows[r].num(column))
+        .collect();
+    (values.len() > 1).then(|| {
+        let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (low, high)
+    })
+}
+
 fn distinct<'a>(values: impl Iterator<Item = &'a str>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for v in values {

@@ -1,4 +1,4 @@
-//! Published figures (shared/reference/published-figures.md) put beside ours where a sweep
+//! Published figures (docs/published-figures.md, with their sources) put beside ours where a sweep
 //! measures the same thing. Absolute numbers come from other hardware and years; what must
 //! reproduce is the shape, so each table also shows values relative to a common base.
 

@@ -2,7 +2,7 @@
 //! are `coordbench run` summary rows.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::ReportError;
 
@@ -66,5 +66,17 @@ impl Table {
 
     pub fn has(&self, column: &str) -> bool {
         self.columns.iter().any(|c| c == column)
+    }
+
+    /// The run directory of `row` in the report directory `dir`: a sweep's summary.csv
+    /// names each point's directory in its `point` column; a run's own summary.csv has one
+    /// row and no such column, and the run directory is `dir` itself. Other tables (rows put
+    /// together by hand) have no run directories.
+    pub fn run_dir(&self, dir: &Path, row: usize) -> Option<PathBuf> {
+        match self.rows[row].get("point") {
+            Some(point) => Some(dir.join(point)),
+            None if !self.has("point") && self.rows.len() == 1 => Some(dir.to_path_buf()),
+            None => None,
+        }
     }
 }

@@ -111,7 +111,7 @@ pub async fn run(args: SweepArgs) -> Result<Outcome, UsageError> {
     Ok(Outcome::Complete)
 }
 
-/// Charts and report.md for a sweep (or gate side) directory. With failed points a report
+/// Charts, report.md and report.html for a sweep (or gate side) directory. With failed points a report
 /// that cannot be drawn (no point has results) is a warning: the failure is what the exit
 /// code must say.
 pub fn write_report(out: &Path, record: &SweepRecord) -> Result<(), UsageError> {
@@ -119,8 +119,9 @@ pub fn write_report(out: &Path, record: &SweepRecord) -> Result<(), UsageError> 
     match report::write(out, Path::new(report::font::DEFAULT_FONT)) {
         Ok(written) => {
             println!(
-                "report:  {} ({} chart files, SVG and PNG)",
+                "report:  {} and {} ({} chart files, SVG and PNG)",
                 written.markdown.display(),
+                written.html.display(),
                 written.charts.len()
             );
             Ok(())
@@ -205,6 +206,12 @@ pub fn finish(
         .iter()
         .all(|p| p.status == "complete" || p.status == "skipped");
     record.finished_at = now_rfc3339();
+    // The sweep ran from its first point's start to its last point's finish, whichever
+    // invocations ran them (a rerun that skipped every point ran nothing).
+    if let Some((started, finished)) = record::points_span(points) {
+        record.started_at = started;
+        record.finished_at = finished;
+    }
     record.write(out)?;
     Ok(rows)
 }

@@ -20,6 +20,8 @@ pub struct SweepRecord {
     /// True when every point's run is complete.
     pub complete: bool,
     pub interrupted: bool,
+    /// The first point's start and the last point's finish (see [`points_span`]); the
+    /// invocation's own times when no point ran.
     pub started_at: String,
     pub finished_at: String,
     pub spec_file: String,
@@ -107,6 +109,31 @@ pub fn point_complete(dir: &Path) -> bool {
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .and_then(|v| v.get("complete").and_then(serde_json::Value::as_bool))
         .unwrap_or(false)
+}
+
+/// When the sweep really ran: the earliest start and latest finish in its points' run.json
+/// files, so a resumed sweep (even one whose rerun skipped every point) reports the span of
+/// the runs it holds rather than the last invocation's. RFC 3339 UTC times of one format
+/// order as strings. `None` when no point has both.
+pub fn points_span(points: &[Point]) -> Option<(String, String)> {
+    let mut span: Option<(String, String)> = None;
+    for point in points {
+        let Some(v) = std::fs::read(point.dir.join("run.json"))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        else {
+            continue;
+        };
+        let time = |k: &str| v.get(k).and_then(|t| t.as_str()).filter(|t| !t.is_empty());
+        let (Some(started), Some(finished)) = (time("started_at"), time("finished_at")) else {
+            continue;
+        };
+        span = Some(match span {
+            None => (started.to_string(), finished.to_string()),
+            Some((s, f)) => (s.min(started.to_string()), f.max(finished.to_string())),
+        });
+    }
+    span
 }
 
 /// What a point's run.json says it measured, for the progress line.

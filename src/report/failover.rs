@@ -1,0 +1,154 @@
+//! The failover chart: when runs injected faults (`--fault`, failover.csv in their run
+//! directories), the time to a new leader and to the first acknowledged write after each
+//! fault, as a CDF over the faults, one pair of lines per target (and fault kind, when
+//! several ran). The figures are defined in RESULTS.md ("failover.csv columns").
+
+use std::path::Path;
+
+use super::chart::{shade, target_color, Line, LineChart, XScale};
+use super::groups::Series;
+use super::table::Table;
+
+/// Faults of one target and kind: the two figures in ms, each where it was measured.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Faults {
+    new_leader_ms: Vec<f64>,
+    first_write_ms: Vec<f64>,
+}
+
+/// The failover chart, when any run of `series` has a failover.csv with figures.
+pub fn chart(dir: &Path, table: &Table, series: &[Series]) -> Option<LineChart> {
+    // (target, kind) in first-seen order.
+    let mut groups: Vec<((String, String), Faults)> = Vec::new();
+    for s in series {
+        for row in s.points.iter().flat_map(|p| &p.rows) {
+            let Some(run_dir) = table.run_dir(dir, *row) else {
+                continue;
+            };
+            for (kind, new_leader, first_write) in read(&run_dir.join("failover.csv")) {
+                let key = (s.target.clone(), kind);
+                let i = match groups.iter().position(|(k, _)| *k == key) {
+                    Some(i) => i,
+                    None => {
+                        groups.push((key, Faults::default()));
+                        groups.len() - 1
+                    }
+                };
+                let faults = &mut groups[i].1;
+                faults.new_leader_ms.extend(new_leader);
+                faults.first_write_ms.extend(first_write);
+            }
+        }
+    }
+    let kinds = {
+        let mut k: Vec<&str> = groups.iter().map(|((_, kind), _)| kind.as_str()).collect();
+        k.dedup();
+        k.len()
+    };
+    let mut lines = Vec::new();
+    for (i, ((target, kind), faults)) in groups.iter().enumerate() {
+        let name = if kinds > 1 {
+            format!("{target} {kind}")
+        } else {
+            target.clone()
+        };
+        let color = if kinds > 1 {
+            shade(target_color(target), i as f64 / groups.len() as f64)
+        } else {
+            target_color(target)
+        };
+        for (values, what, dashed) in [
+            (&faults.new_leader_ms, "new leader", false),
+            (&faults.first_write_ms, "first write", true),
+        ] {
+            if values.is_empty() {
+                continue;
+            }
+            lines.push(Line {
+                label: format!("{name}: {what} ({} faults)", values.len()),
+                color,
+                dashed,
+                markers: true,
+                points: cdf(values),
+                bars: Vec::new(),
+            });
+        }
+    }
+    (!lines.is_empty()).then(|| LineChart {
+        title: "Failover: time to a new leader and to the first write".into(),
+        x_label: "time after the fault (ms)".into(),
+        y_label: "fraction of faults at or below".into(),
+        x_scale: XScale::Linear,
+        y_range: Some((0.0, 1.02)),
+        lines,
+    })
+}
+
+/// A failover.csv's rows as (kind, new_leader ms, first_write ms); nothing if it is absent
+/// or unreadable (a run without faults has none).
+fn read(path: &Path) -> Vec<(String, Option<f64>, Option<f64>)> {
+    let Ok(mut reader) = csv::Reader::from_path(path) else {
+        return Vec::new();
+    };
+    let Ok(headers) = reader.headers().cloned() else {
+        return Vec::new();
+    };
+    let column = |name: &str| headers.iter().position(|h| h == name);
+    let (Some(kind), new_leader, first_write) = (
+        column("fault"),
+        column("new_leader_us"),
+        column("first_write_us"),
+    ) else {
+        return Vec::new();
+    };
+    let ms = |record: &csv::StringRecord, i: Option<usize>| {
+        record.get(i?)?.parse::<f64>().ok().map(|us| us / 1000.0)
+    };
+    reader
+        .records()
+        .filter_map(Result::ok)
+        .map(|r| {
+            (
+                r.get(kind).unwrap_or_default().to_string(),
+                ms(&r, new_leader),
+                ms(&r, first_write),
+            )
+        })
+        .collect()
+}
+
+/// (value, fraction of values at or below it), sorted.
+fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len() as f64;
+    sorted
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (*v, (i + 1) as f64 / n))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failover_csv_rows_become_a_cdf_per_figure() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("failover.csv");
+        std::fs::write(
+            &path,
+            "fault,at_s,new_leader_us,first_write_us\n\
+             kill-leader,1.0,300000,350000\n\
+             kill-leader,3.0,100000,120000\n\
+             pause-leader,5.0,,900000\n",
+        )
+        .unwrap();
+        let rows = read(&path);
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[2], ("pause-leader".into(), None, Some(900.0)));
+        assert_eq!(cdf(&[300.0, 100.0]), vec![(100.0, 0.5), (300.0, 1.0)]);
+        assert!(read(&dir.path().join("none.csv")).is_empty());
+    }
+}
