@@ -4,18 +4,24 @@
 # dependencies, a Java runtime), the protobuf compiler and headers (for gRPC code
 # generation) and the DejaVu fonts (text in the report's PNG charts). Safe to run
 # repeatedly: it installs nothing that is already there.
+# Usage: scripts/install-deps.sh [build]   (build: only what building and reports need,
+# for the built-in engines alone; no etcd, ZooKeeper or Java)
 set -euo pipefail
 
 # command-that-proves-it-is-installed:debian-package
 wanted=(
-  etcd:etcd-server
-  etcdctl:etcd-client
-  /usr/share/java/zookeeper.jar:zookeeper
-  java:default-jre-headless
   protoc:protobuf-compiler
   /usr/include/google/protobuf/descriptor.proto:libprotobuf-dev
   /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:fonts-dejavu-core
 )
+if [[ ${1:-} != build ]]; then
+  wanted+=(
+    etcd:etcd-server
+    etcdctl:etcd-client
+    /usr/share/java/zookeeper.jar:zookeeper
+    java:default-jre-headless
+  )
+fi
 
 missing=()
 for pair in "${wanted[@]}"; do

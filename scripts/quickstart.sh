@@ -1,18 +1,44 @@
 #!/usr/bin/env bash
-# One command from a fresh Debian machine to a first comparison: installs prerequisites,
-# builds coordbench, and compares lock recipes (herd-free vs naive) on a local 3-member etcd
-# cluster and a local 3-server ZooKeeper ensemble that coordbench starts and tears down.
+# One command to a first comparison (workloads/quickstart.toml): lock recipes, herd-free
+# against naive, 16 clients on one lock, 3 members. First on the built-in Raft and Zab
+# engines, which need nothing but this build; then on real etcd and ZooKeeper, installed
+# from Debian's packages when missing (sudo when not root), started on 127.0.0.1 and torn
+# down by coordbench. Ends with one report of every target that ran (report.md and
+# report.html) and prints where it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+bin=./target/release/coordbench
+out=${1:-results/quickstart-$(date -u +%Y%m%dT%H%M%SZ)}
+
+# table SUMMARY: the columns that matter when comparing recipes, picked by name.
+table() {
+  awk -F, -v want="target,recipe,clients,throughput_ops_s,p99_us,handover_p50_us,handover_p99_us,notifications_per_release,requests_per_release,violations" '
+    NR == 1 { n = split(want, w, ","); for (i = 1; i <= NF; i++) col[$i] = i }
+    { line = ""
+      for (j = 1; j <= n; j++) line = line (j > 1 ? "," : "") (w[j] in col ? $(col[w[j]]) : "")
+      print line }' "$1" | { command -v column >/dev/null && column -s, -t || cat; }
+}
+
+echo "== building coordbench (release)" >&2
+scripts/install-deps.sh build
 cargo build --release --quiet
-out=results/quickstart-$(date -u +%Y%m%dT%H%M%SZ)
-for pair in etcd:etcd-mutex etcd:naive zookeeper:zk-recipe zookeeper:naive; do
-  target=${pair%%:*} recipe=${pair##*:}
-  ./target/release/coordbench run --target "$target" --cluster-size 3 --workload lock \
-    --recipe "$recipe" --clients 16 --duration 10s --out "$out/$target-$recipe"
-done
+
+echo "== 1/2: the built-in engines (raft, zab): nothing to install" >&2
+"$bin" sweep workloads/quickstart.toml --quick --out "$out"
 echo
-echo "side by side:"
-{ head -n 1 "$out/etcd-etcd-mutex/summary.csv"; tail -q -n +2 "$out"/*/summary.csv; } |
-  cut -d, -f1-5,14-16,18,23-26 | { command -v column >/dev/null && column -s, -t || cat; }
+table "$out/summary.csv"
+echo
+
+echo "== 2/2: real etcd and ZooKeeper beside them" >&2
+if scripts/install-deps.sh; then
+  "$bin" sweep workloads/quickstart.toml --out "$out"
+  echo
+  table "$out/summary.csv"
+  echo
+else
+  echo "etcd and ZooKeeper could not be installed; the report has the built-in engines only" >&2
+fi
+
+echo "notifications_per_release and requests_per_release are the herd effect: about 1 per"
+echo "release herd-free, about one per waiter (15 here) naive. Definitions: RESULTS.md."
+echo "report: $out/report.html (one file, charts inline) and $out/report.md"
