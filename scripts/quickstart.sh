@@ -10,12 +10,19 @@ cd "$(dirname "$0")/.."
 bin=./target/release/coordbench
 out=${1:-results/quickstart-$(date -u +%Y%m%dT%H%M%SZ)}
 
-# table SUMMARY: the columns that matter when comparing recipes, picked by name.
+# table SUMMARY: the columns that matter when comparing recipes, picked by name; µs shown
+# as ms, fractions to two decimals.
 table() {
   awk -F, -v want="target,recipe,clients,throughput_ops_s,p99_us,handover_p50_us,handover_p99_us,notifications_per_release,requests_per_release,violations" '
+    function shown(name, v) {
+      if (NR == 1) return name ~ /_us$/ ? substr(name, 1, length(name) - 3) "_ms" : name
+      if (v == "" || v !~ /^-?[0-9.]+$/) return v
+      if (name ~ /_us$/) return sprintf("%.1f", v / 1000)
+      return v ~ /\./ ? sprintf("%.2f", v) : v
+    }
     NR == 1 { n = split(want, w, ","); for (i = 1; i <= NF; i++) col[$i] = i }
     { line = ""
-      for (j = 1; j <= n; j++) line = line (j > 1 ? "," : "") (w[j] in col ? $(col[w[j]]) : "")
+      for (j = 1; j <= n; j++) line = line (j > 1 ? "," : "") shown(w[j], w[j] in col ? $(col[w[j]]) : "")
       print line }' "$1" | { command -v column >/dev/null && column -s, -t || cat; }
 }
 

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use crate::app::{Outcome, UsageError};
 use crate::cli::ReportArgs;
 use crate::sweep::axis::Axis;
+use crate::sweep::spec::HERD_FREE;
 use chart::{target_color, Bar, Line, LineChart};
 use groups::{choose_x, group, mean, spread, waiters_axis, Series, XAxis, XKind};
 use sections::Sections;
@@ -68,14 +69,17 @@ pub fn run(args: &ReportArgs) -> Result<Outcome, UsageError> {
 /// `dir/summary.csv`.
 pub fn write(dir: &Path, font_file: &Path) -> Result<Written, ReportError> {
     font::load(font_file)?;
-    let table = Table::read(&dir.join("summary.csv"))?;
+    let mut table = Table::read(&dir.join("summary.csv"))?;
+    let meta = read_meta(dir);
+    if swept_herd_free(meta.as_ref()) {
+        table.name_herd_free_recipes();
+    }
     let charts_dir = dir.join("charts");
     std::fs::create_dir_all(&charts_dir)
         .map_err(|e| ReportError::Write(format!("{}: {e}", charts_dir.display())))?;
     let rows: Vec<usize> = (0..table.rows.len())
         .filter(|&i| table.rows[i].complete())
         .collect();
-    let meta = read_meta(dir);
     let swept = swept_axes(meta.as_ref());
     let (x, others) = choose_x(&table, &rows, swept.as_deref());
     let series = group(&table, &rows, &x, &others);
@@ -204,6 +208,20 @@ fn read_meta(dir: &Path) -> Option<serde_json::Value> {
     std::fs::read(dir.join("run.json"))
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+}
+
+/// True when a sweep's run.json lists `herd-free` among its recipe axis values: each
+/// target ran its own herd-free recipe, and the report compares them as one point.
+fn swept_herd_free(meta: Option<&serde_json::Value>) -> bool {
+    let Some(axes) = meta.and_then(|m| m.get("axes")?.as_array()) else {
+        return false;
+    };
+    axes.iter().any(|a| {
+        a.get(0).and_then(|n| n.as_str()) == Some(Axis::Recipe.name())
+            && a.get(1)
+                .and_then(|v| v.as_array())
+                .is_some_and(|v| v.iter().any(|v| v.as_str() == Some(HERD_FREE)))
+    })
 }
 
 /// The axes a sweep's run.json says it swept; `None` when `meta` is not a sweep's.

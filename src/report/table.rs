@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use coordbench_drivers::ApiFamily;
+
 use super::ReportError;
+use crate::sweep::spec::HERD_FREE;
 
 /// One row: column → value as written.
 #[derive(Debug, Clone, Default)]
@@ -62,6 +65,21 @@ impl Table {
             }
         }
         Ok(Table { columns, rows })
+    }
+
+    /// Renames every family's herd-free recipe (`etcd-mutex`, `zk-recipe`, `mutex`) to
+    /// `herd-free` in the `recipe` column, so that targets of different API families that
+    /// each ran their own herd-free recipe share a point.
+    pub fn name_herd_free_recipes(&mut self) {
+        let names = [ApiFamily::Etcd, ApiFamily::ZooKeeper, ApiFamily::Null]
+            .map(ApiFamily::herd_free_name);
+        for row in &mut self.rows {
+            if let Some(recipe) = row.0.get_mut("recipe") {
+                if names.contains(&recipe.as_str()) {
+                    *recipe = HERD_FREE.to_string();
+                }
+            }
+        }
     }
 
     pub fn has(&self, column: &str) -> bool {
