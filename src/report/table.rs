@@ -98,3 +98,20 @@ impl Table {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn herd_free_recipes_of_every_family_share_one_name() {
+        let row = |recipe: &str| Row([("recipe".to_string(), recipe.to_string())].into());
+        let mut table = Table {
+            columns: vec!["recipe".into()],
+            rows: vec![row("etcd-mutex"), row("zk-recipe"), row("naive"), row("mutex")],
+        };
+        table.name_herd_free_recipes();
+        let names: Vec<_> = table.rows.iter().map(|r| r.get("recipe").unwrap()).collect();
+        assert_eq!(names, ["herd-free", "herd-free", "naive", "herd-free"]);
+    }
+}
