@@ -16,6 +16,7 @@ clears outputs and execution counts in place (notebooks are committed without th
 """
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -112,7 +113,7 @@ def main(argv):
         args.output.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, args.output)
     if failed is not None:
-        last = str(failed).strip().splitlines()[-1]
+        last = re.sub(r"\x1b\[[0-9;]*m", "", str(failed).strip().splitlines()[-1])
         print(f"error: {args.notebook}: a cell failed: {last}", file=sys.stderr)
         return 1
     return 0

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Makes results/reference/ (committed; the notebooks' default input): three short sweeps,
 # workloads/reference-{kv,herd,failover}.toml, each into results/reference/<part>/, with a
-# release build. Server logs are dropped afterwards (they are most of the size and nothing
-# reads them); every directory stays an ordinary sweep directory.
+# release build. Then it drops what is most of the size: server logs (nothing reads them),
+# charts and reports (`coordbench report DIR` redraws them; results/reference/.gitignore
+# keeps them out of git), and ZooKeeper points' run.json `server_counters`, every mntr value
+# of every member (50-150 KB a point; set to null, as for the other targets; the figures
+# summary.csv takes from them stay). Every directory stays an ordinary sweep directory.
 #
 #   scripts/reference-results.sh [--base-port N] [PART...]     (parts: kv herd failover)
 #
@@ -37,5 +40,15 @@ for part in "${parts[@]}"; do
   fi
   "$bin" sweep "$spec" --out "results/reference/$part"
   find "results/reference/$part" -mindepth 2 -maxdepth 2 -type d -name logs -exec rm -rf {} +
+  rm -rf "results/reference/$part/charts" "results/reference/$part/report.md" \
+    "results/reference/$part/report.html"
+  python3 - "results/reference/$part" <<'PY'
+import json, pathlib, sys
+for path in pathlib.Path(sys.argv[1]).glob("*/run.json"):
+    record = json.loads(path.read_text())
+    if record.get("server_counters") is not None:
+        record["server_counters"] = None
+        path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+PY
 done
 du -sh --apparent-size results/reference
