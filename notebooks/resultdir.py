@@ -100,3 +100,10 @@ def target_order(targets):
 
 def colour(target):
     return TARGET_COLOURS.get(target, "#9467bd")
+
+
+def style_key(columns, values):
+    """What a line's dash follows: the split axes' values, with every target's herd-free
+    recipe (`etcd-mutex`, `zk-recipe`) as one, so naive lines are dashed on every target."""
+    return tuple("naive" if v == "naive" else "herd-free" if c == "recipe" else str(v)
+                 for c, v in zip(columns, values))
