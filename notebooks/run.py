@@ -102,7 +102,9 @@ def main(argv):
     except (OSError, ValueError, nbformat.reader.NotJSONError) as e:
         print(f"error: {args.notebook}: {e}", file=sys.stderr)
         return 2
+    # The kernel listens on 127.0.0.1 only; its warning about unencrypted TCP is noise here.
     client = NotebookClient(notebook, timeout=args.timeout, kernel_name="python3",
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"],
                             resources={"metadata": {"path": str(args.notebook.parent.resolve())}})
     failed = None
     try:
