@@ -2,11 +2,15 @@
 # Installs what coordbench's build, tests and runs need, when missing, from Debian's
 # packages: etcd (server and etcdctl), ZooKeeper (its server jar and, through its
 # dependencies, a Java runtime), the protobuf compiler and headers (for gRPC code
-# generation) and the DejaVu fonts (text in the report's PNG charts). Safe to run
-# repeatedly: it installs nothing that is already there.
-# Usage: scripts/install-deps.sh [build]   (build: only what building and reports need,
-# for the built-in engines alone; no etcd, ZooKeeper or Java)
+# generation) and the DejaVu fonts (text in the report's PNG charts); then the notebooks'
+# Python virtual environment, target/notebooks-venv, with notebooks/requirements.txt in it
+# (Python 3's venv module; Debian's python3-venv where it lacks one). Safe to run
+# repeatedly: it installs nothing that is already there, and rebuilds the venv only when
+# requirements.txt changed since it was made.
+# Usage: scripts/install-deps.sh [build]   (build: only what building, reports and notebooks
+# need, for the built-in engines alone; no etcd, ZooKeeper or Java)
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 # command-that-proves-it-is-installed:debian-package
 wanted=(
@@ -24,6 +28,10 @@ if [[ ${1:-} != build ]]; then
 fi
 
 missing=()
+# python3 with venv and ensurepip (Debian splits them off into python3-venv).
+if ! command -v python3 >/dev/null 2>&1; then missing+=(python3 python3-venv)
+elif ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then missing+=(python3-venv)
+fi
 for pair in "${wanted[@]}"; do
   probe=${pair%%:*} package=${pair##*:}
   if [[ $probe == /* ]]; then [[ -e $probe ]] && continue
@@ -32,18 +40,29 @@ for pair in "${wanted[@]}"; do
   missing+=("$package")
 done
 
-if ((${#missing[@]} == 0)); then
-  exit 0
+if ((${#missing[@]} > 0)); then
+  as_root=()
+  if ((EUID != 0)); then
+    if command -v sudo >/dev/null 2>&1; then as_root=(sudo); else
+      echo "error: need root (or sudo) to install: ${missing[*]}" >&2
+      exit 2
+    fi
+  fi
+  echo "installing: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  "${as_root[@]}" apt-get update -q >/dev/null
+  "${as_root[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-as_root=()
-if ((EUID != 0)); then
-  if command -v sudo >/dev/null 2>&1; then as_root=(sudo); else
-    echo "error: need root (or sudo) to install: ${missing[*]}" >&2
-    exit 2
-  fi
+# The notebooks' venv. The stamp holds a hash of the requirements it was made from, and is
+# written last, so an interrupted install is redone next time.
+venv=target/notebooks-venv
+requirements=notebooks/requirements.txt
+want=$(sha256sum "$requirements" | cut -d' ' -f1)
+if [[ $(cat "$venv/.requirements.sha256" 2>/dev/null) != "$want" ]]; then
+  echo "creating $venv from $requirements" >&2
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
+  echo "$want" >"$venv/.requirements.sha256"
 fi
-echo "installing: ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-"${as_root[@]}" apt-get update -q >/dev/null
-"${as_root[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null

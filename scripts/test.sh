@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs what the tests need, then runs every test of the workspace.
+# The test command: installs what the tests need, then runs every test of the workspace,
+# then executes every notebook on results/reference/ (scripts/test-notebooks.sh).
 # Integration tests start (and stop) their own etcd clusters on 127.0.0.1 from Debian's
 # etcd-server package, so nothing else needs to be running.
 set -euo pipefail
@@ -8,3 +9,4 @@ scripts/install-deps.sh
 # A one-shot build gains nothing from incremental caches, which would double target/ on disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 cargo test --workspace --all-targets "$@"
+scripts/test-notebooks.sh
