@@ -9,7 +9,7 @@ use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 
 use super::chart::{shade, target_color, Line, LineChart, XScale};
-use super::groups::{Series, XAxis, XKind};
+use super::groups::{point_label, Series, XAxis};
 use super::table::Table;
 
 /// Adds every interval of `path` into `into`.
@@ -73,10 +73,6 @@ pub fn charts(
             targets.push(&s.target);
         }
     }
-    let x_name = match &x.kind {
-        XKind::Axis(axis, _) => axis.name(),
-        _ => "",
-    };
     let mut charts = Vec::new();
     for target in targets {
         let mut lines = Vec::new();
@@ -88,13 +84,9 @@ pub fn charts(
                 if points.is_empty() {
                     continue;
                 }
-                let mut label = if x_name.is_empty() {
-                    target.to_string()
-                } else {
-                    format!("{x_name}={}", p.x_text)
-                };
-                if !s.key.is_empty() {
-                    label = format!("{label} {}", s.key);
+                let mut label = point_label(x, s, p);
+                if label.is_empty() {
+                    label = target.to_string();
                 }
                 let t = if count > 1 {
                     lines.len() as f64 / (count - 1) as f64

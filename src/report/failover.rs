@@ -40,19 +40,16 @@ pub fn chart(dir: &Path, table: &Table, series: &[Series]) -> Option<LineChart> 
             }
         }
     }
-    let kinds = {
-        let mut k: Vec<&str> = groups.iter().map(|((_, kind), _)| kind.as_str()).collect();
-        k.dedup();
-        k.len()
-    };
+    let first_kind = groups.first().map(|((_, kind), _)| kind);
+    let several_kinds = groups.iter().any(|((_, kind), _)| Some(kind) != first_kind);
     let mut lines = Vec::new();
     for (i, ((target, kind), faults)) in groups.iter().enumerate() {
-        let name = if kinds > 1 {
+        let name = if several_kinds {
             format!("{target} {kind}")
         } else {
             target.clone()
         };
-        let color = if kinds > 1 {
+        let color = if several_kinds {
             shade(target_color(target), i as f64 / groups.len() as f64)
         } else {
             target_color(target)

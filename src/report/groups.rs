@@ -218,21 +218,33 @@ pub fn group(table: &Table, rows: &[usize], x: &XAxis, others: &[(Axis, String)]
     series
 }
 
+/// The values of `column` in `rows` that have one.
+fn values(table: &Table, rows: &[usize], column: &str) -> Vec<f64> {
+    rows.iter()
+        .filter_map(|&r| table.rows[r].num(column))
+        .collect()
+}
+
 /// The mean of `column` over `rows` (the repeats of one point); `None` if none has it.
 pub fn mean(table: &Table, rows: &[usize], column: &str) -> Option<f64> {
-    let values: Vec<f64> = rows
-        .iter()
-        .filter_map(|&r| table.rows[r].num(column))
-        .collect();
+    let values = values(table, rows, column);
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// How a chart names one point of a series: `clients=4`, `clients=4 naive`, or empty when
+/// nothing but the target varies.
+pub fn point_label(x: &XAxis, series: &Series, point: &GroupPoint) -> String {
+    let at = match &x.kind {
+        XKind::Axis(axis, _) => format!("{}={}", axis.name(), point.x_text),
+        XKind::Waiters => format!("waiters={}", point.x_text),
+        XKind::Target => String::new(),
+    };
+    format!("{at} {}", series.key).trim().to_string()
 }
 
 /// The lowest and highest `column` over `rows`; `None` unless at least two rows have it.
 pub fn spread(table: &Table, rows: &[usize], column: &str) -> Option<(f64, f64)> {
-    let values: Vec<f64> = rows
-        .iter()
-        .filter_map(|&r| table.rows[r].num(column))
-        .collect();
+    let values = values(table, rows, column);
     (values.len() > 1).then(|| {
         let low = values.iter().copied().fold(f64::INFINITY, f64::min);
         let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);

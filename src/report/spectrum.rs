@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 
 use super::cdf;
 use super::chart::{target_color, Line, LineChart, XScale};
-use super::groups::{Series, XAxis, XKind};
+use super::groups::{point_label, Series, XAxis};
 use super::table::Table;
 
 /// Percentiles drawn per line, evenly spaced on the spectrum's axis.
@@ -29,24 +29,12 @@ pub struct PointChart {
 
 /// One chart per point that has a latency log, in series order.
 pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<PointChart> {
-    let x_name = match &x.kind {
-        XKind::Axis(axis, _) => axis.name(),
-        // Nothing varies but the target: every target's run is the one point.
-        XKind::Target => "",
-        XKind::Waiters => "waiters",
-    };
     // (point label, its targets' rows) in first-seen order.
     let mut points: Vec<(String, Vec<TargetRows>)> = Vec::new();
     for s in series {
         for p in &s.points {
-            let mut label = if x_name.is_empty() {
-                String::new()
-            } else {
-                format!("{x_name}={}", p.x_text)
-            };
-            if !s.key.is_empty() {
-                label = format!("{label} {}", s.key).trim().to_string();
-            }
+            // Nothing varies but the target: every target's run is the one point.
+            let label = point_label(x, s, p);
             match points.iter_mut().find(|(l, _)| *l == label) {
                 Some((_, lines)) => lines.push((&s.target, &p.rows)),
                 None => points.push((label, vec![(&s.target, &p.rows)])),
