@@ -77,6 +77,16 @@ pub struct ServeArgs {
     /// zab: largest session timeout granted (default 20 x --session-tick).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub max_session_timeout: Option<Duration>,
+
+    /// zab: connections one client address may hold at once (ZooKeeper's maxClientCnxns);
+    /// 0: unlimited.
+    #[arg(long, default_value_t = 60)]
+    pub max_client_cnxns: usize,
+
+    /// Largest snapshot a member accepts from a peer, in bytes; a snapshot travels in chunks
+    /// of at most the peer frame size and is reassembled up to this bound.
+    #[arg(long, default_value_t = coordbench_node::TcpOptions::default().max_snapshot_bytes)]
+    pub max_snapshot_bytes: u64,
 }
 
 /// `id=host:port` pairs, ordered by id.
@@ -134,6 +144,7 @@ fn member(args: &ServeArgs) -> anyhow::Result<Member> {
     config.election_ticks_min = args.election_ticks_min;
     config.election_ticks_max = args.election_ticks_max;
     config.snapshot_every = args.snapshot_every;
+    config.tcp.max_snapshot_bytes = args.max_snapshot_bytes;
     Ok(Member {
         config,
         client_addr: clients[&args.id],
@@ -200,6 +211,7 @@ pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
         tick_time: args.session_tick,
         min_session_timeout: args.min_session_timeout,
         max_session_timeout: args.max_session_timeout,
+        max_client_cnxns: args.max_client_cnxns,
         ..Default::default()
     };
     let listener = bind_clients(client_addr).await?;

@@ -18,6 +18,8 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
         format!("--session-tick={}ms", timing.tick_ms),
         format!("--min-session-timeout={}ms", timing.min_session_timeout_ms),
         format!("--max-session-timeout={}ms", timing.max_session_timeout_ms),
+        // Every client connects from 127.0.0.1, as for ZooKeeper (maxClientCnxns=0).
+        "--max-client-cnxns=0".to_string(),
     ];
     // ZooKeeper clients take plain host:port connect strings.
     let mut cluster = launch_members(spec, opts, TARGET, &session_args, str::to_string).await?;

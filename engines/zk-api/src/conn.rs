@@ -41,8 +41,9 @@ pub(crate) async fn serve<R: Replicator<TreeStateMachine>>(
     peer: SocketAddr,
 ) {
     let _ = stream.set_nodelay(true);
-    let (rd, mut wr) = stream.into_split();
-    let mut rd = BufReader::new(rd);
+    // Unbuffered until the handshake is done: a connection that never completes one holds
+    // no read buffer (see `frame::read_payload`).
+    let (mut rd, mut wr) = stream.into_split();
     let io = core.options.io_timeout;
     let max = core.options.max_frame_bytes;
 
@@ -103,6 +104,7 @@ pub(crate) async fn serve<R: Replicator<TreeStateMachine>>(
     };
 
     let session = response.session_id;
+    let mut rd = BufReader::new(rd);
     let (tx, rx) = mpsc::channel(core.options.outbound_queue.max(2));
     let close = core.shutdown.child_token();
     // The response goes first: nothing else is queued before registration.

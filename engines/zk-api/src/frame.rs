@@ -58,18 +58,27 @@ pub async fn read_prefix<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<[u8; 
     Ok(Some(raw))
 }
 
-/// Reads a frame's payload of `len` bytes.
+/// The first allocation for a payload; it doubles as bytes arrive.
+const FIRST_CHUNK: usize = 256;
+
+/// Reads a frame's payload of `len` bytes, growing its buffer only as bytes arrive, so a
+/// client that announced a large frame and went quiet costs a few hundred bytes, not `len`.
 pub async fn read_payload<R: AsyncRead + Unpin>(
     r: &mut R,
     len: usize,
 ) -> Result<Vec<u8>, FrameError> {
-    let mut payload = vec![0; len];
-    r.read_exact(&mut payload)
-        .await
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => FrameError::Truncated,
-            _ => FrameError::Io(e),
-        })?;
+    let mut payload = Vec::new();
+    while payload.len() < len {
+        let missing = len - payload.len();
+        if payload.len() == payload.capacity() {
+            payload.reserve_exact(missing.min(payload.len().max(FIRST_CHUNK)));
+        }
+        // `take` keeps the read inside this frame; the buffer has room for at least a byte.
+        let n = (&mut *r).take(missing as u64).read_buf(&mut payload).await?;
+        if n == 0 {
+            return Err(FrameError::Truncated);
+        }
+    }
     Ok(payload)
 }
 
@@ -104,6 +113,24 @@ mod tests {
         assert!(opening([0, 0x10, 0, 1], 1 << 20).is_err());
     }
 
+    /// A payload larger than the first chunk arrives in small pieces and comes out whole,
+    /// without the bytes of the next frame.
+    #[tokio::test]
+    async fn large_payloads_grow_as_they_arrive() {
+        let body: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        let (mut client, mut server) = tokio::io::duplex(64);
+        let sent = body.clone();
+        let writer = tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            client.write_all(&(sent.len() as u32).to_be_bytes()).await?;
+            client.write_all(&sent).await?;
+            client.write_all(&[0, 0, 0, 1, 9]).await
+        });
+        assert_eq!(read_frame(&mut server, 1 << 20).await.unwrap(), Some(body));
+        assert_eq!(read_frame(&mut server, 1 << 20).await.unwrap(), Some(vec![9]));
+        writer.await.unwrap().unwrap();
+    }
+
     #[tokio::test]
     async fn frames_and_truncation() {
         let mut ok: &[u8] = &[0, 0, 0, 2, 7, 8, 0, 0, 0, 0];
@@ -120,6 +147,9 @@ mod tests {
             read_frame(&mut half, 16).await,
             Err(FrameError::Truncated)
         ));
+        let mut two: &[u8] = &[0, 0, 0, 3, 1, 2, 3, 0, 0, 0, 1, 4];
+        assert_eq!(read_frame(&mut two, 16).await.unwrap(), Some(vec![1, 2, 3]));
+        assert_eq!(read_frame(&mut two, 16).await.unwrap(), Some(vec![4]));
         let mut big: &[u8] = &[0, 0, 1, 0];
         assert!(matches!(
             read_frame(&mut big, 16).await,

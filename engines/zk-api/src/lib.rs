@@ -21,6 +21,7 @@
 //! Start a member's server with [`serve`] (on a listener, until a shutdown future) or
 //! [`spawn`] (in the background, with a [`ServerHandle`]).
 
+mod client_cap;
 mod conn;
 mod core;
 pub mod four_letter;

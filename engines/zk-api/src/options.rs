@@ -29,6 +29,9 @@ pub struct ServeOptions {
     pub outbound_queue: usize,
     /// How long a client may take to send its ConnectRequest, and a reply write may take.
     pub io_timeout: Duration,
+    /// Connections one client address may hold at once (ZooKeeper's `maxClientCnxns`, 60);
+    /// further ones are closed as they are accepted. 0: unlimited.
+    pub max_client_cnxns: usize,
 }
 
 impl Default for ServeOptions {
@@ -44,6 +47,7 @@ impl Default for ServeOptions {
             max_frame_bytes: 1 << 20,
             outbound_queue: 1024,
             io_timeout: Duration::from_secs(30),
+            max_client_cnxns: 60,
         }
     }
 }

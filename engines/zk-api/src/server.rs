@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
+use crate::client_cap::ClientCap;
 use crate::conn;
 use crate::core::Core;
 use crate::leader;
@@ -48,6 +49,7 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     let token = CancellationToken::new();
+    let cap = ClientCap::new(options.max_client_cnxns);
     let core = Arc::new(Core::new(replicator, options, token.clone()));
     let mut tasks = JoinSet::new();
     tasks.spawn(sessions::run_touches(core.clone()));
@@ -57,9 +59,21 @@ where
         tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    tasks.spawn(conn::serve(core.clone(), stream, peer));
-                }
+                Ok((stream, peer)) => match cap.admit(peer.ip()) {
+                    Some(slot) => {
+                        let core = core.clone();
+                        tasks.spawn(async move {
+                            conn::serve(core, stream, peer).await;
+                            drop(slot);
+                        });
+                    }
+                    // Dropping the stream closes it, as ZooKeeper does.
+                    None => tracing::warn!(
+                        "Too many connections from /{} - max is {}",
+                        peer.ip(),
+                        cap.max()
+                    ),
+                },
                 Err(e) => {
                     // Out of descriptors and the like: back off rather than spin.
                     tracing::warn!(error = %e, "accept failed");
