@@ -19,6 +19,7 @@
 //! [`NodeTask`] to stop it. [`ZabNode::start`] does the same for a Zab member (the Zab core,
 //! a [`ZabWal`], the same transports, handle and envelopes).
 
+mod chunk;
 mod config;
 mod core;
 pub mod disk;

@@ -3,8 +3,11 @@
 //! Each node listens on its own address and keeps one outbound connection per peer, fed
 //! by a bounded queue (full: the message is dropped) and re-established with exponential
 //! backoff when it breaks; while a peer is unreachable its queue is discarded rather than
-//! replayed late. Frames are `[len: u32 BE][postcard Envelope]`; a frame above the size
-//! limit or one that does not decode closes that connection only.
+//! replayed late. Frames are `[len: u32 BE][tag][body]` (see `chunk`): an envelope that does
+//! not fit one frame (a snapshot install) goes as a run of chunks, interleaved with the
+//! connection's other messages so heartbeats keep flowing, and is reassembled by the
+//! receiver up to `max_snapshot_bytes`. A frame above the size limit or one that does not
+//! decode closes that connection only.
 
 use std::collections::HashMap;
 use std::io;
@@ -17,14 +20,18 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::chunk::{self, Frame, Outgoing, Reassembly};
 use crate::envelope::{Envelope, Payload};
 use crate::transport::Transport;
 
 /// Tuning of [`TcpTransport`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpOptions {
-    /// Largest frame sent or accepted (snapshots travel in one frame).
+    /// Largest frame sent or accepted; larger envelopes travel in chunks of this size.
     pub max_frame_bytes: usize,
+    /// Largest envelope reassembled from chunks (a snapshot install); a larger one is
+    /// discarded by the receiver, and not sent by the sender.
+    pub max_snapshot_bytes: u64,
     /// Outbound queue per peer, in messages.
     pub queue_capacity: usize,
     pub connect_timeout: Duration,
@@ -38,6 +45,7 @@ impl Default for TcpOptions {
     fn default() -> Self {
         Self {
             max_frame_bytes: 64 << 20,
+            max_snapshot_bytes: 4 << 30,
             queue_capacity: 4096,
             connect_timeout: Duration::from_secs(1),
             backoff_min: Duration::from_millis(10),
@@ -135,7 +143,7 @@ async fn accept_loop(listener: TcpListener, inbox: mpsc::Sender<Envelope>, opts:
                     continue;
                 }
                 let _ = stream.set_nodelay(true);
-                readers.spawn(reader(stream, addr, inbox.clone(), opts.max_frame_bytes));
+                readers.spawn(reader(stream, addr, inbox.clone(), opts));
             }
             Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
@@ -149,10 +157,15 @@ async fn accept_loop(listener: TcpListener, inbox: mpsc::Sender<Envelope>, opts:
     }
 }
 
-async fn reader(stream: TcpStream, addr: SocketAddr, inbox: mpsc::Sender<Envelope>, max: usize) {
+async fn reader(
+    stream: TcpStream,
+    addr: SocketAddr,
+    inbox: mpsc::Sender<Envelope>,
+    opts: TcpOptions,
+) {
     // Once a peer has spoken on this connection, its end is news: the peer's process died
     // or the link broke (or it stopped). Cores may act on that before their timeouts do.
-    if let Some((from, to)) = read_frames(stream, addr, &inbox, max).await {
+    if let Some((from, to)) = read_frames(stream, addr, &inbox, opts).await {
         let payload = Payload::Disconnected;
         let _ = inbox.send(Envelope { from, to, payload }).await;
     }
@@ -164,31 +177,47 @@ async fn read_frames(
     stream: TcpStream,
     addr: SocketAddr,
     inbox: &mpsc::Sender<Envelope>,
-    max: usize,
+    opts: TcpOptions,
 ) -> Option<(NodeId, NodeId)> {
+    let max = opts.max_frame_bytes;
     let mut r = BufReader::with_capacity(64 << 10, stream);
     let mut buf = Vec::new();
+    let mut reassembly = Reassembly::new(opts.max_snapshot_bytes);
     let mut last = None;
     loop {
         let len = match r.read_u32().await {
             Ok(n) => n as usize,
-            Err(_) => return last, // closed or broken
+            Err(_) => break, // closed or broken
         };
         if len > max {
             tracing::warn!(%addr, len, max, "oversized frame; closing connection");
-            return last;
+            break;
         }
         buf.clear();
         // Read through `take` so a lying length cannot make us allocate it up front.
         match (&mut r).take(len as u64).read_to_end(&mut buf).await {
             Ok(n) if n == len => {}
-            _ => return last,
+            _ => break,
         }
-        let env = match Envelope::decode(&buf) {
-            Ok(env) => env,
+        let env = match chunk::decode(&buf) {
+            Ok(Frame::Whole(env)) => env,
+            Ok(Frame::Chunk(header, data)) => match reassembly.accept(header, data) {
+                Ok(None) => continue,
+                Ok(Some(bytes)) => match Envelope::decode(&bytes) {
+                    Ok(env) => env,
+                    Err(e) => {
+                        tracing::warn!(%addr, error = %e, "malformed chunked envelope; closing");
+                        break;
+                    }
+                },
+                Err(e) => {
+                    tracing::warn!(%addr, error = %e, "chunked transfer discarded");
+                    continue;
+                }
+            },
             Err(e) => {
                 tracing::warn!(%addr, error = %e, "malformed frame; closing connection");
-                return last;
+                break;
             }
         };
         last = Some((env.from, env.to));
@@ -197,6 +226,10 @@ async fn read_frames(
             return None;
         }
     }
+    if let Some((got, total)) = reassembly.in_progress() {
+        tracing::warn!(%addr, got, total, "connection ended mid-transfer; discarded");
+    }
+    last
 }
 
 async fn writer(
@@ -214,7 +247,7 @@ async fn writer(
             Ok(Ok(stream)) => {
                 backoff = opts.backoff_min;
                 let _ = stream.set_nodelay(true);
-                match pump(stream, &mut rx, opts.max_frame_bytes).await {
+                match pump(stream, &mut rx, opts).await {
                     Ok(()) => return, // the node is gone
                     Err(e) => tracing::debug!(peer, error = %e, "connection lost"),
                 }
@@ -229,43 +262,103 @@ async fn writer(
     }
 }
 
-/// Sends queued envelopes until the queue closes (`Ok`) or the connection breaks.
-async fn pump(stream: TcpStream, rx: &mut mpsc::Receiver<Envelope>, max: usize) -> io::Result<()> {
+/// Sends queued envelopes until the queue closes (`Ok`) or the connection breaks. One
+/// oversized envelope at a time goes out in chunks, a chunk per round between the queued
+/// messages; another oversized one arriving meanwhile is dropped (cores retransmit).
+async fn pump(
+    stream: TcpStream,
+    rx: &mut mpsc::Receiver<Envelope>,
+    opts: TcpOptions,
+) -> io::Result<()> {
     let mut w = BufWriter::with_capacity(64 << 10, stream);
+    let mut sender = ChunkSender::new(opts);
     loop {
-        let Some(env) = rx.recv().await else {
-            return Ok(());
-        };
-        write_frame(&mut w, &env, max).await?;
+        if !sender.busy() {
+            let Some(env) = rx.recv().await else {
+                return Ok(());
+            };
+            sender.write(&mut w, &env).await?;
+        }
         for _ in 0..WRITE_BATCH {
             match rx.try_recv() {
-                Ok(env) => write_frame(&mut w, &env, max).await?,
+                Ok(env) => sender.write(&mut w, &env).await?,
                 Err(_) => break,
             }
         }
+        sender.write_next_chunk(&mut w).await?;
         w.flush().await?;
     }
 }
 
-async fn write_frame(w: &mut BufWriter<TcpStream>, env: &Envelope, max: usize) -> io::Result<()> {
-    let bytes = match env.encode() {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::warn!(kind = env.kind(), error = %e, "cannot encode; dropped");
+/// One connection's writing side: whole frames, and the oversized envelope in flight.
+struct ChunkSender {
+    opts: TcpOptions,
+    next_transfer: u64,
+    outgoing: Option<Outgoing>,
+}
+
+impl ChunkSender {
+    fn new(opts: TcpOptions) -> Self {
+        ChunkSender {
+            opts,
+            next_transfer: 0,
+            outgoing: None,
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.outgoing.is_some()
+    }
+
+    /// Writes `env` as one frame, or starts its chunked transfer.
+    async fn write(&mut self, w: &mut BufWriter<TcpStream>, env: &Envelope) -> io::Result<()> {
+        let bytes = match env.encode() {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(kind = env.kind(), error = %e, "cannot encode; dropped");
+                return Ok(());
+            }
+        };
+        let max = self.opts.max_frame_bytes;
+        if bytes.len() < max {
+            w.write_u32(bytes.len() as u32 + 1).await?;
+            w.write_u8(chunk::WHOLE).await?;
+            return w.write_all(&bytes).await;
+        }
+        let (len, limit) = (bytes.len(), self.opts.max_snapshot_bytes);
+        if len as u64 > limit || self.busy() || max <= chunk::CHUNK_OVERHEAD {
+            let why = if self.busy() {
+                "another in flight"
+            } else {
+                "above the limits"
+            };
+            tracing::warn!(kind = env.kind(), len, limit, why, "large message dropped");
             return Ok(());
         }
-    };
-    if bytes.len() > max {
-        tracing::warn!(
-            kind = env.kind(),
-            len = bytes.len(),
-            max,
-            "message above the frame limit; dropped"
-        );
-        return Ok(());
+        let chunk_size = max - chunk::CHUNK_OVERHEAD;
+        self.outgoing = Some(Outgoing::new(self.next_transfer, bytes, chunk_size));
+        self.next_transfer += 1;
+        Ok(())
     }
-    w.write_u32(bytes.len() as u32).await?;
-    w.write_all(&bytes).await
+
+    /// Writes the in-flight transfer's next chunk, if any.
+    async fn write_next_chunk(&mut self, w: &mut BufWriter<TcpStream>) -> io::Result<()> {
+        let Some(out) = &mut self.outgoing else {
+            return Ok(());
+        };
+        let Some((header, data)) = out.next_chunk() else {
+            self.outgoing = None;
+            return Ok(());
+        };
+        let prefix = chunk::chunk_prefix(&header);
+        w.write_u32((prefix.len() + data.len()) as u32).await?;
+        w.write_all(&prefix).await?;
+        w.write_all(data).await?;
+        if header.offset + data.len() as u64 == header.total {
+            self.outgoing = None;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -362,5 +455,99 @@ mod tests {
             }
         }
         panic!("no message got through after the peer restarted");
+    }
+
+    fn small_frames() -> TcpOptions {
+        TcpOptions {
+            max_frame_bytes: 64 << 10,
+            ..TcpOptions::default()
+        }
+    }
+
+    fn forward(from: NodeId, to: NodeId, len: usize) -> Envelope {
+        let command = (0..len).map(|i| (i % 251) as u8).collect();
+        Envelope {
+            from,
+            to,
+            payload: Payload::Forward {
+                request_id: 1,
+                command,
+            },
+        }
+    }
+
+    /// A raw frame: length, then `body`.
+    async fn write_raw(s: &mut TcpStream, body: &[u8]) -> io::Result<()> {
+        s.write_u32(body.len() as u32).await?;
+        s.write_all(body).await
+    }
+
+    #[tokio::test]
+    async fn large_envelopes_go_in_chunks_between_small_ones() -> io::Result<()> {
+        let any: SocketAddr = ([127, 0, 0, 1], 0).into();
+        let (tx2, mut rx2) = mpsc::channel(64);
+        let t2 = TcpTransport::start(2, any, &HashMap::new(), tx2, small_frames()).await?;
+        let (tx1, _rx1) = mpsc::channel(16);
+        let peers = HashMap::from([(2, t2.local_addr())]);
+        let t1 = TcpTransport::start(1, any, &peers, tx1, small_frames()).await?;
+        let big = forward(1, 2, 1 << 20);
+        assert!(t1.send(big.clone()));
+        for k in 0..5 {
+            assert!(t1.send(env(1, 2, k)));
+        }
+        // The small ones, queued after the big one, overtake it: they are not held up
+        // behind sixteen chunks.
+        for k in 0..5 {
+            assert_eq!(recv(&mut rx2).await, Some(env(1, 2, k)));
+        }
+        assert_eq!(recv(&mut rx2).await, Some(big));
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_transfer_broken_off_is_discarded_and_whole_ones_pass_between_chunks(
+    ) -> io::Result<()> {
+        let any: SocketAddr = ([127, 0, 0, 1], 0).into();
+        let (tx2, mut rx2) = mpsc::channel(64);
+        let t2 = TcpTransport::start(2, any, &HashMap::new(), tx2, small_frames()).await?;
+        let whole = |e: &Envelope| {
+            let mut body = vec![chunk::WHOLE];
+            body.extend(e.encode().expect("encodes"));
+            body
+        };
+        let big = forward(1, 2, 100_000).encode().expect("encodes");
+        let mut out = Outgoing::new(0, big.clone(), 40_000);
+        let mut parts = Vec::new();
+        while let Some((h, d)) = out.next_chunk() {
+            let mut body = chunk::chunk_prefix(&h);
+            body.extend_from_slice(d);
+            parts.push(body);
+        }
+        assert_eq!(parts.len(), 3);
+
+        // The connection breaks after two of three chunks: nothing is delivered but the
+        // note that the sender's connection closed.
+        let mut broken = TcpStream::connect(t2.local_addr()).await?;
+        write_raw(&mut broken, &whole(&env(1, 2, 1))).await?;
+        write_raw(&mut broken, &parts[0]).await?;
+        write_raw(&mut broken, &parts[1]).await?;
+        drop(broken);
+        assert_eq!(recv(&mut rx2).await, Some(env(1, 2, 1)));
+        let gone = Envelope {
+            from: 1,
+            to: 2,
+            payload: Payload::Disconnected,
+        };
+        assert_eq!(recv(&mut rx2).await, Some(gone));
+
+        // On a new connection the same chunks, with a whole envelope between them, arrive.
+        let mut s = TcpStream::connect(t2.local_addr()).await?;
+        write_raw(&mut s, &parts[0]).await?;
+        write_raw(&mut s, &whole(&env(1, 2, 2))).await?;
+        write_raw(&mut s, &parts[1]).await?;
+        write_raw(&mut s, &parts[2]).await?;
+        assert_eq!(recv(&mut rx2).await, Some(env(1, 2, 2)));
+        assert_eq!(recv(&mut rx2).await, Some(forward(1, 2, 100_000)));
+        Ok(())
     }
 }

@@ -33,3 +33,8 @@ async fn whole_cluster_restarts_from_its_logs() {
 async fn a_leader_whose_sync_stalls_keeps_leading() {
     cluster::slow_leader_sync_keeps_leadership(Engine::Zab).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_catches_up_through_a_snapshot_above_the_frame_limit() {
+    cluster::catches_up_through_a_snapshot_above_the_frame_limit(Engine::Zab).await;
+}

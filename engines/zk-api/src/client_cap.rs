@@ -76,7 +76,10 @@ mod tests {
         let b: IpAddr = [127, 0, 0, 2].into();
         let first = cap.admit(a).expect("first");
         let _second = cap.admit(a).expect("second");
-        assert!(cap.admit(a).is_none(), "the third from one address is refused");
+        assert!(
+            cap.admit(a).is_none(),
+            "the third from one address is refused"
+        );
         let _other = cap.admit(b).expect("another address has its own count");
         drop(first);
         assert!(cap.admit(a).is_some(), "a freed slot admits again");

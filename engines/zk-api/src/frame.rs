@@ -74,7 +74,10 @@ pub async fn read_payload<R: AsyncRead + Unpin>(
             payload.reserve_exact(missing.min(payload.len().max(FIRST_CHUNK)));
         }
         // `take` keeps the read inside this frame; the buffer has room for at least a byte.
-        let n = (&mut *r).take(missing as u64).read_buf(&mut payload).await?;
+        let n = (&mut *r)
+            .take(missing as u64)
+            .read_buf(&mut payload)
+            .await?;
         if n == 0 {
             return Err(FrameError::Truncated);
         }
@@ -127,7 +130,10 @@ mod tests {
             client.write_all(&[0, 0, 0, 1, 9]).await
         });
         assert_eq!(read_frame(&mut server, 1 << 20).await.unwrap(), Some(body));
-        assert_eq!(read_frame(&mut server, 1 << 20).await.unwrap(), Some(vec![9]));
+        assert_eq!(
+            read_frame(&mut server, 1 << 20).await.unwrap(),
+            Some(vec![9])
+        );
         writer.await.unwrap().unwrap();
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use coordbench_node::{
     DiskKind, InProcNetwork, MemDisk, NodeConfig, NodeError, NodeHandle, NodeRole, NodeTask,
-    Replicator,
+    Replicator, StateMachine,
 };
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -43,6 +43,8 @@ pub struct Cluster {
     net: Net,
     peers: BTreeMap<u64, SocketAddr>,
     snapshot_every: u64,
+    /// The TCP transport's frame limit, when a test lowers it.
+    max_frame_bytes: Option<usize>,
     handles: BTreeMap<u64, Handle>,
     pub tasks: BTreeMap<u64, NodeTask>,
 }
@@ -71,6 +73,16 @@ fn temp_root() -> (tempfile::TempDir, DiskKind) {
 impl Cluster {
     /// Starts three members, over TCP on files (`tcp`) or in-process on memory disks.
     pub async fn start(engine: Engine, tcp: bool, snapshot_every: u64) -> Self {
+        Self::start_framed(engine, tcp, snapshot_every, None).await
+    }
+
+    /// Like [`Cluster::start`], with the TCP transport's frame limit set to `max_frame_bytes`.
+    pub async fn start_framed(
+        engine: Engine,
+        tcp: bool,
+        snapshot_every: u64,
+        max_frame_bytes: Option<usize>,
+    ) -> Self {
         let peers: BTreeMap<u64, SocketAddr> = (1..=3).zip(free_addrs(3)).collect();
         let net = if tcp {
             let (dir, disk) = temp_root();
@@ -90,6 +102,7 @@ impl Cluster {
             net,
             peers,
             snapshot_every,
+            max_frame_bytes,
             handles: BTreeMap::new(),
             tasks: BTreeMap::new(),
         };
@@ -107,6 +120,9 @@ impl Cluster {
         cfg.election_ticks_max = ELECTION_MAX;
         cfg.snapshot_every = self.snapshot_every;
         cfg.request_timeout = Duration::from_secs(5);
+        if let Some(max) = self.max_frame_bytes {
+            cfg.tcp.max_frame_bytes = max;
+        }
         cfg
     }
 
@@ -383,6 +399,46 @@ pub async fn survives_leader_crash(engine: Engine) {
         );
     }
     eprintln!("{engine:?}: fail-over in {failover:?}; restarted member caught up in {caught_up:?}");
+    c.stop_all().await;
+}
+
+/// With the peer frame limit at 256 KiB, a follower that was down while the others
+/// compacted catches up through a snapshot several times that size (sent in chunks), and
+/// holds every acknowledged write.
+pub async fn catches_up_through_a_snapshot_above_the_frame_limit(engine: Engine) {
+    const FRAME: usize = 256 << 10;
+    let mut c = Cluster::start_framed(engine, true, 100, Some(FRAME)).await;
+    let leader = c.leader(Duration::from_secs(10)).await;
+    let (follower, other) = others(leader);
+    c.crash(follower).await;
+    let mut acked = Vec::new();
+    for k in 0..400u32 {
+        // 4 KiB commands: 1.6 MB of state, about six frame limits.
+        let mut cmd = format!("big-{k}-").into_bytes();
+        cmd.resize(4096, b'x');
+        c.handle([leader, other][k as usize % 2])
+            .propose(cmd.clone())
+            .await
+            .unwrap_or_else(|e| panic!("propose: {e}"));
+        acked.push(cmd);
+    }
+    let snapshot_len = c.handle(leader).read(|l| l.snapshot().len());
+    assert!(
+        snapshot_len > 4 * FRAME,
+        "the snapshot ({snapshot_len} bytes) is several frame limits"
+    );
+    c.start_node(follower).await;
+    let commit = c.handle(leader).status().commit_index;
+    c.converge(commit, Duration::from_secs(30)).await;
+    assert!(
+        c.handle(follower).read(|l| l.restores) > 0,
+        "the follower caught up without a snapshot"
+    );
+    let lost = c
+        .handle(follower)
+        .read(|l| acked.iter().filter(|a| !l.contains(a)).count());
+    assert_eq!(lost, 0, "the follower misses acknowledged writes");
+    eprintln!("{engine:?}: caught up through a {snapshot_len}-byte snapshot, frames of {FRAME}");
     c.stop_all().await;
 }
 
