@@ -10,6 +10,7 @@
 //! state, what a Ready means, the client operations and the invariant
 //! checker — lives in each core's tests behind the [`Core`] trait.
 
+pub mod fuzz;
 mod harness;
 mod prop_rng;
 mod rng;
