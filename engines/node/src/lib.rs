@@ -38,6 +38,9 @@ pub mod transport;
 pub mod wal;
 mod zab_node;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 pub use config::NodeConfig;
 pub use disk::{Disk, DiskFile, DiskKind, FileDisk, MemDisk};
 pub use envelope::{Envelope, Payload, Refusal};
