@@ -688,10 +688,13 @@ const STATIC_NAMES: [&str; 61] = [
 ];
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
-    fn hex(s: &str) -> Vec<u8> {
+    pub(super) fn hex(s: &str) -> Vec<u8> {
         let s: String = s.split_whitespace().collect();
         (0..s.len())
             .step_by(2)
@@ -743,7 +746,7 @@ mod tests {
     }
 
     /// A literal `:authority` with incremental indexing (indexed name, raw value).
-    fn authority_literal(value: &str) -> Vec<u8> {
+    pub(super) fn authority_literal(value: &str) -> Vec<u8> {
         let mut b = vec![0x41];
         put_string(&mut b, value.as_bytes());
         b
@@ -770,7 +773,7 @@ mod tests {
         assert!(d.decode(&ok).unwrap().is_none());
     }
 
-    fn frame(kind: u8, flags: u8, stream: u8, payload: &[u8]) -> Vec<u8> {
+    pub(super) fn frame(kind: u8, flags: u8, stream: u8, payload: &[u8]) -> Vec<u8> {
         let len = payload.len();
         let mut f = vec![
             (len >> 16) as u8,
@@ -787,7 +790,7 @@ mod tests {
         f
     }
 
-    fn scan(chunks: &[&[u8]]) -> Vec<u8> {
+    pub(super) fn scan(chunks: &[&[u8]]) -> Vec<u8> {
         let mut s = Scanner::default();
         for c in chunks {
             s.push(c);
