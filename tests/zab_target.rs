@@ -151,8 +151,7 @@ fn has_line(out: &str, line: &str) -> bool {
 /// cluster: `create /a x`, then `get /a` prints x. Skipped where zkCli.sh is absent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zkcli_create_then_get_on_a_member() {
-    if !std::path::Path::new(ZKCLI).exists() {
-        eprintln!("skipped: {ZKCLI} not installed (scripts/install-deps.sh installs it)");
+    if !coordbench_sim::tools::installed(ZKCLI) {
         return;
     }
     let target = start_target(ZAB, 3).await;

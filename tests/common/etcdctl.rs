@@ -2,7 +2,6 @@
 //! commands whose stdout is returned, and long-running ones (watch, elect) read line by
 //! line. Every run is bounded and killed when dropped.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -19,11 +18,7 @@ const LINE_BOUND: Duration = Duration::from_secs(10);
 
 /// True if etcdctl is installed; otherwise prints why the caller skips.
 pub fn present() -> bool {
-    let ok = Path::new(ETCDCTL).exists();
-    if !ok {
-        eprintln!("skipped: {ETCDCTL} not installed (scripts/install-deps.sh installs it)");
-    }
-    ok
+    coordbench_sim::tools::installed(ETCDCTL)
 }
 
 /// `etcdctl --endpoints <endpoints> <args>` with the v3 API, short timeouts, piped output.

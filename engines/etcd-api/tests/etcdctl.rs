@@ -1,11 +1,10 @@
 //! The etcd API driven by Debian's real `etcdctl` (v3 API) against a server on 127.0.0.1
 //! over a one-member in-process replicator. Skipped, with a note, where etcdctl is absent
-//! (scripts/install-deps.sh installs it).
+//! (scripts/install-deps.sh installs it); under CI (`CI` set) that fails instead.
 
 #[macro_use]
 mod common;
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -17,11 +16,7 @@ use tokio::process::{Child, ChildStdout, Command};
 const ETCDCTL: &str = "/usr/bin/etcdctl";
 
 fn present() -> bool {
-    let ok = Path::new(ETCDCTL).exists();
-    if !ok {
-        eprintln!("skipped: {ETCDCTL} not installed (scripts/install-deps.sh installs it)");
-    }
-    ok
+    coordbench_sim::tools::installed(ETCDCTL)
 }
 
 fn command(endpoint: &str, args: &[&str]) -> Command {

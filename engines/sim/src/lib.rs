@@ -9,12 +9,17 @@
 //! failing one. Everything protocol-specific — configuration, the durable
 //! state, what a Ready means, the client operations and the invariant
 //! checker — lives in each core's tests behind the [`Core`] trait.
+//!
+//! Also shared by the engines' other tests: [`fuzz`] (bounded, seeded fuzzing of
+//! decoders) and [`tools`] (tests driving an external tool skip without it, except
+//! under CI).
 
 pub mod fuzz;
 mod harness;
 mod prop_rng;
 mod rng;
 mod sim;
+pub mod tools;
 
 pub use harness::{Harness, Summary};
 pub use prop_rng::PropRng;
