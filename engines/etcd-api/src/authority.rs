@@ -9,6 +9,19 @@
 //! server's dynamic table stays in step with the client's); every other byte passes through
 //! unchanged. If anything does not parse as expected, it stops looking and passes the rest
 //! of the connection through untouched, leaving the verdict to h2.
+//!
+//! Why its own HPACK decoder: the rewrite needs, for each field of a block, its byte span
+//! and its representation (indexing mode, indexed or literal name), so that one literal is
+//! replaced in place and everything else, and so the server's dynamic table, stays as the
+//! client sent it. The HPACK crates on crates.io decode to (name, value) lists and expose
+//! neither: `hpack` 0.3 (unmaintained since 2016), `loona-hpack` 0.4 (formerly
+//! `fluke-hpack`, whose per-field callback gives name and value only) and `httlib-hpack`
+//! 0.1 (fields one at a time with their indexing flags, but not the name's index or the
+//! field's bytes); h2's own is private. Re-encoding whole blocks with one of their
+//! encoders instead would make every request's headers pass through a second, translating
+//! HPACK state on etcd's request path. The decoder here only follows the table and reads
+//! literals (`Decoder`, `huffman_decode`); the fuzz tests (`authority/fuzz.rs`) check that
+//! a rewritten block keeps the two tables in step.
 
 use std::collections::VecDeque;
 use std::io;
