@@ -158,8 +158,18 @@ async fn bind_clients(addr: SocketAddr) -> anyhow::Result<TcpListener> {
         .with_context(|| format!("cannot listen for clients on {addr}"))
 }
 
+/// Sends the engines' warnings and errors (a client refused, a peer message dropped) to
+/// stderr, which a started member's log file receives.
+fn log_warnings() {
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 /// Runs a Raft member until SIGINT or SIGTERM, then stops it cleanly (the WAL is synced).
 pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
+    log_warnings();
     let Member {
         config,
         client_addr,
@@ -197,6 +207,7 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
 
 /// Runs a Zab member until SIGINT or SIGTERM, then stops it cleanly (the WAL is synced).
 pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
+    log_warnings();
     anyhow::ensure!(
         !args.session_tick.is_zero(),
         "--session-tick must be greater than zero"
