@@ -215,7 +215,10 @@ fn wal_segments_and_records_recover_or_fail_without_panics() {
         .cloned()
         .collect();
     let names: Vec<&String> = files.iter().map(|(n, _)| n).collect();
-    assert!(segments.len() >= 3, "several segments of both formats: {names:?}");
+    assert!(
+        segments.len() >= 3,
+        "several segments of both formats: {names:?}"
+    );
     let corpus: Vec<Vec<u8>> = segments.iter().map(|(_, b)| b.clone()).collect();
     let cases = (0..segments.len(), fuzz::inputs(corpus), any::<bool>());
     fuzz::run(

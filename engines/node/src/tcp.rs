@@ -184,11 +184,9 @@ async fn read_frames(
     let mut buf = Vec::new();
     let mut reassembly = Reassembly::new(opts.max_snapshot_bytes);
     let mut last = None;
-    loop {
-        let len = match r.read_u32().await {
-            Ok(n) => n as usize,
-            Err(_) => break, // closed or broken
-        };
+    // Until the connection is closed or broken.
+    while let Ok(len) = r.read_u32().await {
+        let len = len as usize;
         if len > max {
             tracing::warn!(%addr, len, max, "oversized frame; closing connection");
             break;
