@@ -72,14 +72,19 @@ pub fn inputs(corpus: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![1 => noise, 2 => mutated].boxed()
 }
 
-/// Runs `check` on `cases` inputs drawn from `strategy` with `seed`; panics with the
-/// shrunk input if `check` panics (or fails an assertion) on one.
+/// Runs `check` on `cases` inputs drawn from `strategy` with `seed` (`FUZZ_CASES` in the
+/// environment overrides `cases`, for a deeper run by hand); panics with the shrunk input
+/// if `check` panics (or fails an assertion) on one.
 pub fn run<S, F>(target: &str, cases: u32, seed: u64, strategy: S, check: F)
 where
     S: Strategy,
     S::Value: std::fmt::Debug,
     F: Fn(S::Value),
 {
+    let cases = std::env::var("FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(cases);
     let config = Config {
         cases,
         failure_persistence: None,
