@@ -29,6 +29,10 @@ pub struct ServeOptions {
     pub outbound_queue: usize,
     /// How long a client may take to send its ConnectRequest, and a reply write may take.
     pub io_timeout: Duration,
+    /// Refuse every request but addauth from a connection that has not authenticated
+    /// (ZooKeeper's `enforce.auth.enabled` with `enforce.auth.schemes=digest`): it is
+    /// answered SESSION_CLOSED_REQUIRE_AUTH (-124) and closed.
+    pub enforce_auth: bool,
 }
 
 impl Default for ServeOptions {
@@ -44,6 +48,7 @@ impl Default for ServeOptions {
             max_frame_bytes: 1 << 20,
             outbound_queue: 1024,
             io_timeout: Duration::from_secs(30),
+            enforce_auth: false,
         }
     }
 }
