@@ -14,6 +14,8 @@ use crate::cli::{
 use crate::provision::{self, DiskKind};
 use crate::runner::{LoadMode, LoadPlan};
 use crate::workload_options::{self, WorkloadOptions};
+use crate::zk_access::{self as access, ZkAccessRecord};
+use coordbench_drivers::zookeeper::ZkAccess;
 
 /// A configuration error: one line that says what to change.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +61,13 @@ pub struct RunConfig {
     pub engine_bin: Option<PathBuf>,
     /// zookeeper: `client` or `async` (`--zk-client`); absent for other targets.
     pub zk_client: Option<String>,
+    /// Whether coordbench started the cluster secured (`--secure`).
+    pub secure: bool,
+    /// zookeeper, zab: auth scheme and user, ACL mode, chroot (never the password).
+    #[serde(flatten)]
+    pub zk_access_record: ZkAccessRecord,
+    #[serde(skip)]
+    pub zk_access: ZkAccess,
     pub base_port: Option<u16>,
     /// Emulated disks: the delay per sync, µs (the profile's unless `--sync-delay`).
     pub sync_delay_us: Option<u64>,
@@ -164,6 +173,15 @@ impl RunConfig {
             }
         }
         validate_holder_pauses(args, family, lock_recipe, zk_client_kind)?;
+        validate_secure(args)?;
+        let resolved = access::resolve(
+            &args.zk_access,
+            args.target,
+            zk_client_kind,
+            args.secure,
+            std::env::var(access::PASSWORD_ENV).ok(),
+        )
+        .map_err(ConfigError)?;
         if args.ttl < Duration::from_secs(1) && family == ApiFamily::Etcd {
             return Err(ConfigError(
                 "--ttl must be at least 1s on the etcd API (leases are whole seconds)".into(),
@@ -232,6 +250,9 @@ impl RunConfig {
             engine_bin: args.engine_bin.clone(),
             zk_client: (family_of(args.target) == ApiFamily::ZooKeeper)
                 .then(|| value_name(zk_client_kind)),
+            secure: args.secure,
+            zk_access_record: resolved.record,
+            zk_access: resolved.access,
             base_port: args.base_port,
             sync_delay_us: args.disk.is_emulated().then(|| {
                 args.sync_delay
@@ -274,6 +295,26 @@ impl RunConfig {
             duration: Duration::from_millis(duration),
             seed: self.seed,
         })
+    }
+}
+
+/// `--secure` starts a secured cluster: zookeeper and zab only for now.
+fn validate_secure(args: &RunArgs) -> Result<(), ConfigError> {
+    if !args.secure {
+        return Ok(());
+    }
+    match args.target {
+        TargetKind::Etcd | TargetKind::Raft => Err(ConfigError(format!(
+            "--secure is not implemented yet for --target {} (client TLS and auth for the etcd API come later); omit --secure",
+            value_name(args.target)
+        ))),
+        TargetKind::Null => Err(ConfigError(
+            "--secure applies to clusters coordbench starts (zookeeper, zab); omit it with --target null".into(),
+        )),
+        _ if !args.endpoints.is_empty() => Err(ConfigError(
+            "--secure starts a secured cluster; against --endpoints pass --zk-auth (and --zk-acl creator) instead".into(),
+        )),
+        _ => Ok(()),
     }
 }
 

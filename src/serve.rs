@@ -77,6 +77,11 @@ pub struct ServeArgs {
     /// zab: largest session timeout granted (default 20 x --session-tick).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub max_session_timeout: Option<Duration>,
+
+    /// zab: refuse every request but addauth from connections that have not sent
+    /// `addauth digest` (ZooKeeper's enforce.auth.enabled=true, enforce.auth.schemes=digest).
+    #[arg(long)]
+    pub enforce_auth: bool,
 }
 
 /// `id=host:port` pairs, ordered by id.
@@ -149,6 +154,10 @@ async fn bind_clients(addr: SocketAddr) -> anyhow::Result<TcpListener> {
 
 /// Runs a Raft member until SIGINT or SIGTERM, then stops it cleanly (the WAL is synced).
 pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !args.enforce_auth,
+        "--enforce-auth applies only to serve zab (the raft engine has no auth yet)"
+    );
     let Member {
         config,
         client_addr,
@@ -200,6 +209,7 @@ pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
         tick_time: args.session_tick,
         min_session_timeout: args.min_session_timeout,
         max_session_timeout: args.max_session_timeout,
+        enforce_auth: args.enforce_auth,
         ..Default::default()
     };
     let listener = bind_clients(client_addr).await?;
