@@ -87,12 +87,16 @@ impl ZkCoordinator {
             freezable: false,
             access: config.access.clone(),
         };
-        let unreachable_as = |cluster: &str, e: DriverError| match e {
-            DriverError::Unreachable { detail, .. } | DriverError::Server(detail) => {
+        // An authentication failure is said as it is; anything else as unreachable.
+        let unreachable_as = |cluster: &str, e: Probed| match e {
+            Probed::Auth(e) => e,
+            Probed::Other(DriverError::Unreachable { detail, .. } | DriverError::Server(detail)) => {
                 unreachable(cluster, &detail)
             }
-            DriverError::Timeout(_) => unreachable(cluster, "no session established in time"),
-            other => other,
+            Probed::Other(DriverError::Timeout(_)) => {
+                unreachable(cluster, "no session established in time")
+            }
+            Probed::Other(other) => other,
         };
         // Dropping a probe closes its session.
         let root = coordinator
@@ -113,14 +117,14 @@ impl ZkCoordinator {
     }
 
     /// A session on `cluster` that has answered one request.
-    async fn probe(&self, cluster: &str) -> Result<Client, DriverError> {
+    async fn probe(&self, cluster: &str) -> Result<Client, Probed> {
         let digest = self.access.digest.as_deref();
         let zk = establish(cluster, self.connect_timeout, self.connect_timeout, false, digest)
             .await
-            .map_err(|e| auth_hint(e, digest.is_some()))?;
+            .map_err(|e| Probed::classify(e, digest.is_some()))?;
         zk.check_stat("/")
             .await
-            .map_err(|e| auth_hint(map_error(e), digest.is_some()))?;
+            .map_err(|e| Probed::classify(map_error(e), digest.is_some()))?;
         Ok(zk)
     }
 
@@ -210,17 +214,26 @@ impl Coordinator for ZkCoordinator {
     }
 }
 
-/// An authentication failure said in one line with what to change.
-fn auth_hint(e: DriverError, had_credentials: bool) -> DriverError {
-    let text = e.to_string();
-    if !(text.contains("AuthFailed") || text.contains("NoAuth") || text.contains("auth")) {
-        return e;
+/// Why a probe session failed: refused authentication, or anything else.
+enum Probed {
+    Auth(DriverError),
+    Other(DriverError),
+}
+
+impl Probed {
+    /// An authentication failure (zookeeper-client's AuthFailed, NoAuth) becomes one line
+    /// that says what to change.
+    fn classify(e: DriverError, had_credentials: bool) -> Probed {
+        let text = e.to_string();
+        if !(text.contains("AuthFailed") || text.contains("NoAuth") || text.contains("auth")) {
+            return Probed::Other(e);
+        }
+        Probed::Auth(DriverError::Server(if had_credentials {
+            "the cluster refused the credentials of --zk-auth (authentication failed or not authorized)".into()
+        } else {
+            "the cluster requires authentication: pass --zk-auth digest:USER:PASSWORD".into()
+        }))
     }
-    DriverError::Server(if had_credentials {
-        "the cluster refused the credentials of --zk-auth (authentication failed or not authorized)".into()
-    } else {
-        "the cluster requires authentication: pass --zk-auth digest:USER:PASSWORD".into()
-    })
 }
 
 /// Why the chroot could not be made ready, in one line.
