@@ -579,6 +579,13 @@ mod tests {
             ],
             &["--pin-servers", "0", "--endpoints", "127.0.0.1:1"],
             &["--pin-client", "1000"],
+            &["--target", "etcd", "--secure"],
+            &["--target", "raft", "--secure", "true"],
+            &["--target", "null", "--secure"],
+            &["--target", "zab", "--secure", "--endpoints", "127.0.0.1:1"],
+            &["--target", "zab", "--zk-acl", "creator"],
+            &["--target", "zab", "--zk-chroot", "/"],
+            &["--target", "raft", "--zk-auth", "digest:a:b"],
             &["--sync-delay", "1ms"],
             &["--disk", "hdd", "--sync-delay", "2s"],
             &["--target", "null", "--net-delay", "5ms"],
@@ -689,6 +696,45 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("zk-recipe or naive"), "{err}");
+    }
+
+    #[test]
+    fn secure_and_zookeeper_access_are_recorded_without_the_password() {
+        let secure = config(&["--target", "zab", "--secure"]).unwrap();
+        assert!(secure.secure && secure.zk_access.digest.is_some());
+        let plain = config(&["--target", "zookeeper", "--secure", "false"]).unwrap();
+        assert!(!plain.secure && plain.zk_access.digest.is_none());
+        assert_eq!(plain.zk_access_record.zk_acl.as_deref(), Some("open"));
+        let attached = config(&[
+            "--target",
+            "zookeeper",
+            "--endpoints",
+            "127.0.0.1:1",
+            "--zk-auth",
+            "digest:alice:pw",
+            "--zk-acl",
+            "creator",
+            "--zk-chroot",
+            "/bench",
+        ])
+        .unwrap();
+        let json = serde_json::to_string(&attached).unwrap();
+        for field in [
+            "\"zk_auth_scheme\":\"digest\"",
+            "\"zk_auth_user\":\"alice\"",
+            "\"zk_acl\":\"creator\"",
+            "\"zk_chroot\":\"/bench\"",
+        ] {
+            assert!(json.contains(field), "{field} in {json}");
+        }
+        assert!(!json.contains("pw"), "{json}");
+        let etcd = config(&["--target", "etcd", "--secure"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            etcd.contains("not implemented yet for --target etcd"),
+            "{etcd}"
+        );
     }
 
     #[test]

@@ -78,7 +78,10 @@ pub fn resolve(
     let given = args.zk_auth.is_some() || args.zk_acl.is_some() || args.zk_chroot.is_some();
     if !zk_api {
         if given {
-            return Err("--zk-auth, --zk-acl and --zk-chroot apply only to --target zookeeper or zab".into());
+            return Err(
+                "--zk-auth, --zk-acl and --zk-chroot apply only to --target zookeeper or zab"
+                    .into(),
+            );
         }
         return Ok(ResolvedAccess::default());
     }
@@ -142,7 +145,9 @@ fn acl_name(acl: ZkAclArg) -> &'static str {
 /// `USER:PASSWORD`.
 fn parse_digest(auth: &str, password_env: Option<String>) -> Result<String, String> {
     let Some(rest) = auth.strip_prefix("digest:") else {
-        return Err("--zk-auth takes digest:USER:PASSWORD (the digest scheme is the one supported)".into());
+        return Err(
+            "--zk-auth takes digest:USER:PASSWORD (the digest scheme is the one supported)".into(),
+        );
     };
     let (user, password) = match rest.split_once(':') {
         Some((user, password)) => (user, password.to_string()),
@@ -180,17 +185,34 @@ mod tests {
     }
 
     fn zk(a: &ZkAccessArgs, secure: bool, env: Option<&str>) -> Result<ResolvedAccess, String> {
-        resolve(a, TargetKind::Zookeeper, ZkClientArg::Client, secure, env.map(str::to_string))
+        resolve(
+            a,
+            TargetKind::Zookeeper,
+            ZkClientArg::Client,
+            secure,
+            env.map(str::to_string),
+        )
     }
 
     #[test]
     fn credentials_come_from_the_flag_or_the_environment_and_are_not_recorded() {
-        let r = zk(&args(Some("digest:alice:pw"), Some(ZkAclArg::Creator), Some("/b/")), false, None)
-            .unwrap();
+        let r = zk(
+            &args(
+                Some("digest:alice:pw"),
+                Some(ZkAclArg::Creator),
+                Some("/b/"),
+            ),
+            false,
+            None,
+        )
+        .unwrap();
         assert_eq!(r.access.digest.as_deref(), Some("alice:pw"));
         assert_eq!(r.access.chroot.as_deref(), Some("/b"));
         let json = serde_json::to_string(&r.record).unwrap();
-        assert!(json.contains("\"zk_auth_user\":\"alice\"") && !json.contains("pw"), "{json}");
+        assert!(
+            json.contains("\"zk_auth_user\":\"alice\"") && !json.contains("pw"),
+            "{json}"
+        );
         let from_env = zk(&args(Some("digest:alice"), None, None), false, Some("s3")).unwrap();
         assert_eq!(from_env.access.digest.as_deref(), Some("alice:s3"));
         assert!(zk(&args(Some("digest:alice"), None, None), false, None)
@@ -210,12 +232,48 @@ mod tests {
     #[test]
     fn bad_combinations_are_one_line_errors() {
         for (a, secure, target, client, needle) in [
-            (args(None, Some(ZkAclArg::Creator), None), false, TargetKind::Zab, ZkClientArg::Client, "needs --zk-auth"),
-            (args(Some("sasl:x"), None, None), false, TargetKind::Zab, ZkClientArg::Client, "digest:USER:PASSWORD"),
-            (args(None, None, Some("bench")), false, TargetKind::Zab, ZkClientArg::Client, "--zk-chroot"),
-            (args(Some("digest:a:b"), None, None), false, TargetKind::Etcd, ZkClientArg::Client, "only to --target zookeeper"),
-            (args(Some("digest:a:b"), None, None), false, TargetKind::Zookeeper, ZkClientArg::Async, "zookeeper-async"),
-            (args(Some("digest:a:b"), None, None), true, TargetKind::Zookeeper, ZkClientArg::Client, "omit --zk-auth"),
+            (
+                args(None, Some(ZkAclArg::Creator), None),
+                false,
+                TargetKind::Zab,
+                ZkClientArg::Client,
+                "needs --zk-auth",
+            ),
+            (
+                args(Some("sasl:x"), None, None),
+                false,
+                TargetKind::Zab,
+                ZkClientArg::Client,
+                "digest:USER:PASSWORD",
+            ),
+            (
+                args(None, None, Some("bench")),
+                false,
+                TargetKind::Zab,
+                ZkClientArg::Client,
+                "--zk-chroot",
+            ),
+            (
+                args(Some("digest:a:b"), None, None),
+                false,
+                TargetKind::Etcd,
+                ZkClientArg::Client,
+                "only to --target zookeeper",
+            ),
+            (
+                args(Some("digest:a:b"), None, None),
+                false,
+                TargetKind::Zookeeper,
+                ZkClientArg::Async,
+                "zookeeper-async",
+            ),
+            (
+                args(Some("digest:a:b"), None, None),
+                true,
+                TargetKind::Zookeeper,
+                ZkClientArg::Client,
+                "omit --zk-auth",
+            ),
         ] {
             let e = resolve(&a, target, client, secure, None).unwrap_err();
             assert!(e.contains(needle) && !e.contains('\n'), "{e}");

@@ -36,7 +36,12 @@ impl Target {
 async fn start(target: Target, size: usize, base_port: u16, secure: bool, work: &Path) -> Cluster {
     let spec = ClusterSpec {
         base_port: Some(base_port),
-        ..ClusterSpec::new(size, DiskKind::Tmpfs, Duration::from_secs(10), work.to_path_buf())
+        ..ClusterSpec::new(
+            size,
+            DiskKind::Tmpfs,
+            Duration::from_secs(10),
+            work.to_path_buf(),
+        )
     };
     let started = match target {
         Target::Zookeeper => {
@@ -44,7 +49,12 @@ async fn start(target: Target, size: usize, base_port: u16, secure: bool, work: 
                 enforce_auth: secure,
                 ..Default::default()
             };
-            within(BOUND, "starting ZooKeeper", zookeeper::start(&spec, &options)).await
+            within(
+                BOUND,
+                "starting ZooKeeper",
+                zookeeper::start(&spec, &options),
+            )
+            .await
         }
         Target::Zab => {
             let options = RaftOptions {
@@ -76,11 +86,26 @@ async fn digest_acl_keeps_out_sessions_without_credentials(target: Target, base_
     assert_eq!(acl[0].scheme(), "digest", "{}", target.name());
 
     let anonymous = session(&endpoint, None).await.unwrap();
-    assert_eq!(anonymous.get_data("/private").await.unwrap_err(), Error::NoAuth, "{}", target.name());
+    assert_eq!(
+        anonymous.get_data("/private").await.unwrap_err(),
+        Error::NoAuth,
+        "{}",
+        target.name()
+    );
     let other = session(&endpoint, Some("alice:wrong")).await.unwrap();
-    assert_eq!(other.get_data("/private").await.unwrap_err(), Error::NoAuth, "{}", target.name());
+    assert_eq!(
+        other.get_data("/private").await.unwrap_err(),
+        Error::NoAuth,
+        "{}",
+        target.name()
+    );
     let again = session(&endpoint, Some("alice:secret")).await.unwrap();
-    assert_eq!(again.get_data("/private").await.unwrap().0, b"v", "{}", target.name());
+    assert_eq!(
+        again.get_data("/private").await.unwrap().0,
+        b"v",
+        "{}",
+        target.name()
+    );
     assert_eq!(
         anonymous.create("/mine", b"", &creator).await.unwrap_err(),
         Error::InvalidAcl,
@@ -107,14 +132,33 @@ async fn coordbench_run(args: &[String], env: &[(&str, &str)]) -> (i32, String) 
     for (k, v) in env {
         command.env(k, v);
     }
-    let out = within(BOUND, "coordbench run", command.output()).await.unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = within(BOUND, "coordbench run", command.output())
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn lock_run(target: Target, out: &Path, extra: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = [
-        "--target", target.name(), "--workload", "lock", "--clients", "3", "--duration", "2s",
-        "--warmup", "0s", "--disk", "tmpfs", "--cluster-size", "1", "--quiet", "--out",
+        "--target",
+        target.name(),
+        "--workload",
+        "lock",
+        "--clients",
+        "3",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--disk",
+        "tmpfs",
+        "--cluster-size",
+        "1",
+        "--quiet",
+        "--out",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -132,18 +176,34 @@ async fn secure_lock_run_has_no_violations(target: Target, base_port: u16) {
     let work = TempDir::new().unwrap();
     let out = work.path().join("run");
     let port = base_port.to_string();
-    let (code, stderr) =
-        coordbench_run(&lock_run(target, &out, &["--secure", "--base-port", &port]), &[]).await;
+    let (code, stderr) = coordbench_run(
+        &lock_run(target, &out, &["--secure", "--base-port", &port]),
+        &[],
+    )
+    .await;
     assert_eq!(code, 0, "{}: {stderr}", target.name());
     let run = run_json(&out);
     assert_eq!(run["results"]["violations"], 0);
     assert!(run["results"]["ops"].as_u64().unwrap_or(0) > 0, "{run}");
     let config = &run["config"];
     assert_eq!(
-        (&config["secure"], &config["zk_acl"], &config["zk_auth_scheme"], &config["zk_auth_user"]),
-        (&true.into(), &"creator".into(), &"digest".into(), &"coordbench".into())
+        (
+            &config["secure"],
+            &config["zk_acl"],
+            &config["zk_auth_scheme"],
+            &config["zk_auth_user"]
+        ),
+        (
+            &true.into(),
+            &"creator".into(),
+            &"digest".into(),
+            &"coordbench".into()
+        )
     );
-    assert!(!run.to_string().contains("password"), "run.json names no password");
+    assert!(
+        !run.to_string().contains("password"),
+        "run.json names no password"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,8 +224,14 @@ async fn attach_authenticates(target: Target, base_port: u16) {
     let endpoints = cluster.endpoints().join(",");
     let out = work.path().join("attached");
     let authenticated = [
-        "--endpoints", &endpoints, "--zk-auth", "digest:alice", "--zk-acl", "creator",
-        "--zk-chroot", "/bench/run",
+        "--endpoints",
+        &endpoints,
+        "--zk-auth",
+        "digest:alice",
+        "--zk-acl",
+        "creator",
+        "--zk-chroot",
+        "/bench/run",
     ];
     let env = [(coordbench::zk_access::PASSWORD_ENV, "s3cret")];
     let (code, stderr) = coordbench_run(&lock_run(target, &out, &authenticated), &env).await;
@@ -173,20 +239,35 @@ async fn attach_authenticates(target: Target, base_port: u16) {
     let run = run_json(&out);
     assert_eq!(run["results"]["violations"], 0);
     assert_eq!(run["config"]["zk_chroot"], "/bench/run");
-    assert!(!std::fs::read_to_string(out.join("run.json")).unwrap().contains("s3cret"));
+    assert!(!std::fs::read_to_string(out.join("run.json"))
+        .unwrap()
+        .contains("s3cret"));
     // The workload's nodes are under the chroot, with the creator's ACL.
-    let alice = session(&cluster.endpoints()[0], Some("alice:s3cret")).await.unwrap();
-    assert!(alice.check_stat("/bench/run/coordbench").await.unwrap().is_some());
+    let alice = session(&cluster.endpoints()[0], Some("alice:s3cret"))
+        .await
+        .unwrap();
+    assert!(alice
+        .check_stat("/bench/run/coordbench")
+        .await
+        .unwrap()
+        .is_some());
     let (acl, _) = alice.get_acl("/bench/run/coordbench").await.unwrap();
     assert_eq!((acl.len(), acl[0].scheme()), (1, "digest"));
 
     let refused = work.path().join("refused");
-    let (code, stderr) =
-        coordbench_run(&lock_run(target, &refused, &["--endpoints", &endpoints]), &[]).await;
+    let (code, stderr) = coordbench_run(
+        &lock_run(target, &refused, &["--endpoints", &endpoints]),
+        &[],
+    )
+    .await;
     assert_eq!(code, 2, "{}: {stderr}", target.name());
     let lines: Vec<&str> = stderr.trim().lines().collect();
     assert_eq!(lines.len(), 1, "one line: {stderr}");
-    assert!(lines[0].contains("--zk-auth"), "{}: {stderr}", target.name());
+    assert!(
+        lines[0].contains("--zk-auth"),
+        "{}: {stderr}",
+        target.name()
+    );
     eprintln!("{}: {}", target.name(), lines[0]);
 }
 

@@ -221,7 +221,8 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
         ],
     };
     if opts.enforce_auth {
-        info.settings.push(("enforce.auth.schemes".into(), "digest".into()));
+        info.settings
+            .push(("enforce.auth.schemes".into(), "digest".into()));
     }
     // From here on, returning early drops `cluster`, which stops the servers started so far
     // and removes the data root.
@@ -286,7 +287,15 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
         let config_file = member_dir.join("zoo.cfg");
         write(
             config_file.clone(),
-            zoo_cfg(&timing, &data_dir, &log_dir, client_port, force_sync, lines, opts.enforce_auth),
+            zoo_cfg(
+                &timing,
+                &data_dir,
+                &log_dir,
+                client_port,
+                force_sync,
+                lines,
+                opts.enforce_auth,
+            ),
         )?;
 
         let log_file = spec.work_dir.join("logs").join(format!("zk-{id}.log"));

@@ -75,7 +75,9 @@ impl ZkAccess {
 pub fn parse_chroot(path: &str) -> Result<String, String> {
     let trimmed = path.trim_end_matches('/');
     if !path.starts_with('/') {
-        return Err(format!("{path:?} is not an absolute znode path (write e.g. /bench)"));
+        return Err(format!(
+            "{path:?} is not an absolute znode path (write e.g. /bench)"
+        ));
     }
     if trimmed.is_empty() {
         return Err("the chroot cannot be the root itself; omit --zk-chroot".into());
@@ -111,6 +113,9 @@ mod tests {
             ..ZkAccess::default()
         };
         let shown = format!("{access:?}");
-        assert!(shown.contains("alice") && !shown.contains("s3cret"), "{shown}");
+        assert!(
+            shown.contains("alice") && !shown.contains("s3cret"),
+            "{shown}"
+        );
     }
 }

@@ -17,9 +17,9 @@ use std::sync::{Arc, Weak};
 use futures::Future;
 use zookeeper_client::{Client, CreateMode, Error, OneshotWatcher, WatchedEvent};
 
+use super::access::NodeAcl;
 use super::errors::check_event;
 use super::map_error;
-use super::access::NodeAcl;
 use super::session::ZkSession;
 use crate::{CounterHandle, DriverError};
 

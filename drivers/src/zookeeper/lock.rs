@@ -49,7 +49,15 @@ pub(super) async fn lock_naive(s: &mut ZkSession, name: &str) -> Result<LockGuar
             path: holder.clone(),
         });
         s.counters.request();
-        match create_in_parent(&zk, &holder, value.as_bytes(), CreateMode::Ephemeral, s.acl()).await {
+        match create_in_parent(
+            &zk,
+            &holder,
+            value.as_bytes(),
+            CreateMode::Ephemeral,
+            s.acl(),
+        )
+        .await
+        {
             Ok((stat, _)) => {
                 s.pending = None;
                 return Ok(LockGuard {
@@ -118,7 +126,14 @@ pub(super) async fn fenced_put(
         }
     }
     let digest = s.access.digest.as_deref();
-    let fresh = establish(&s.cluster, s.connect_timeout, s.connect_timeout, false, digest).await?;
+    let fresh = establish(
+        &s.cluster,
+        s.connect_timeout,
+        s.connect_timeout,
+        false,
+        digest,
+    )
+    .await?;
     s.counters.request();
     // Dropping the plain client closes the fresh session.
     check_and_set(&fresh, &lock_node, resource, value)

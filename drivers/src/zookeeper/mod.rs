@@ -90,9 +90,9 @@ impl ZkCoordinator {
         // An authentication failure is said as it is; anything else as unreachable.
         let unreachable_as = |cluster: &str, e: Probed| match e {
             Probed::Auth(e) => e,
-            Probed::Other(DriverError::Unreachable { detail, .. } | DriverError::Server(detail)) => {
-                unreachable(cluster, &detail)
-            }
+            Probed::Other(
+                DriverError::Unreachable { detail, .. } | DriverError::Server(detail),
+            ) => unreachable(cluster, &detail),
             Probed::Other(DriverError::Timeout(_)) => {
                 unreachable(cluster, "no session established in time")
             }
@@ -119,9 +119,15 @@ impl ZkCoordinator {
     /// A session on `cluster` that has answered one request.
     async fn probe(&self, cluster: &str) -> Result<Client, Probed> {
         let digest = self.access.digest.as_deref();
-        let zk = establish(cluster, self.connect_timeout, self.connect_timeout, false, digest)
-            .await
-            .map_err(|e| Probed::classify(e, digest.is_some()))?;
+        let zk = establish(
+            cluster,
+            self.connect_timeout,
+            self.connect_timeout,
+            false,
+            digest,
+        )
+        .await
+        .map_err(|e| Probed::classify(e, digest.is_some()))?;
         zk.check_stat("/")
             .await
             .map_err(|e| Probed::classify(map_error(e), digest.is_some()))?;

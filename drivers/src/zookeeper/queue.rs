@@ -59,10 +59,9 @@ pub(super) async fn join(
     });
     s.counters.request();
     let path = format!("{dir}/{prefix}");
-    let (stat, seq) =
-        create_in_parent(&zk, &path, data, CreateMode::EphemeralSequential, s.acl())
-            .await
-            .map_err(map_error)?;
+    let (stat, seq) = create_in_parent(&zk, &path, data, CreateMode::EphemeralSequential, s.acl())
+        .await
+        .map_err(map_error)?;
     Ok(Place {
         name: format!("{prefix}{seq}"),
         seq: seq.into_i64(),

@@ -30,7 +30,6 @@ use crate::{
     LockGuard, LockRecipe, MembersWatch, Registration, Session, ValueWatch, Versioned,
 };
 
-
 pub(super) struct ZkSession {
     /// `None` once abandoned or closed. Shared (weakly) with the watch handles.
     client: Option<Arc<Client>>,
@@ -153,7 +152,8 @@ pub(super) async fn create_in_parent(
             if parent.is_empty() {
                 return Err(Error::NoNode);
             }
-            zk.mkdir(parent, &acl.options(CreateMode::Persistent)).await?;
+            zk.mkdir(parent, &acl.options(CreateMode::Persistent))
+                .await?;
             zk.create(path, value, &options).await
         }
         other => other,

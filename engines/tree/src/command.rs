@@ -114,9 +114,7 @@ impl Op {
             Op::Delete { path, .. }
             | Op::SetData { path, .. }
             | Op::Check { path, .. }
-            | Op::SetAcl { path, .. } => {
-                path::validate(path)
-            }
+            | Op::SetAcl { path, .. } => path::validate(path),
         }
     }
 }

@@ -131,24 +131,24 @@ impl DataTree {
     /// A tree holding a snapshot's state.
     pub fn from_snapshot(bytes: &[u8]) -> Result<DataTree, CodecError> {
         let bad = CodecError::BadSnapshot;
-        let data: Data<(String, NodeData, NodeAccess)> =
-            match bytes.strip_prefix(MAGIC.as_slice()) {
-                Some([FORMAT, body @ ..]) => decode_body(body)?,
-                Some([FORMAT_V1, body @ ..]) => {
-                    let v1: Data<(String, NodeData)> = decode_body(body)?;
-                    Data {
-                        last_zxid: v1.last_zxid,
-                        nodes: v1
-                            .nodes
-                            .into_iter()
-                            .map(|(p, n)| (p, n, NodeAccess::open()))
-                            .collect(),
-                        sessions: v1.sessions,
-                    }
+        let data: Data<(String, NodeData, NodeAccess)> = match bytes.strip_prefix(MAGIC.as_slice())
+        {
+            Some([FORMAT, body @ ..]) => decode_body(body)?,
+            Some([FORMAT_V1, body @ ..]) => {
+                let v1: Data<(String, NodeData)> = decode_body(body)?;
+                Data {
+                    last_zxid: v1.last_zxid,
+                    nodes: v1
+                        .nodes
+                        .into_iter()
+                        .map(|(p, n)| (p, n, NodeAccess::open()))
+                        .collect(),
+                    sessions: v1.sessions,
                 }
-                Some(_) => return Err(bad("unknown format version".into())),
-                None => return Err(bad("not a tree snapshot".into())),
-            };
+            }
+            Some(_) => return Err(bad("unknown format version".into())),
+            None => return Err(bad("not a tree snapshot".into())),
+        };
         let mut sessions = BTreeMap::new();
         for s in data.sessions {
             let session = Session {
@@ -285,9 +285,14 @@ mod tests {
         let t = sample();
         let r = DataTree::from_snapshot(&t.snapshot()).unwrap();
         let (acl, stat) = r.acl("/a/p").unwrap();
-        assert_eq!((acl.len(), acl[0].scheme.as_str(), stat.aversion), (1, "digest", 1));
+        assert_eq!(
+            (acl.len(), acl[0].scheme.as_str(), stat.aversion),
+            (1, "digest", 1)
+        );
         assert!(r.check_perm("/a/p", perm::READ, &[]).is_err());
-        assert!(r.check_perm("/a/p", perm::READ, &[Id::new("digest", "u:h")]).is_ok());
+        assert!(r
+            .check_perm("/a/p", perm::READ, &[Id::new("digest", "u:h")])
+            .is_ok());
 
         let mut plain = DataTree::new();
         let create = Command::Write {

@@ -223,7 +223,13 @@ impl DataTree {
             return Err(TreeError::NoChildrenForEphemerals);
         }
         let (parent_cversion, parent_pzxid) = (parent.cversion, parent.pzxid);
-        let node = Node::new(content.data.to_vec(), kind, ctx.zxid, ctx.now_ms, content.acl);
+        let node = Node::new(
+            content.data.to_vec(),
+            kind,
+            ctx.zxid,
+            ctx.now_ms,
+            content.acl,
+        );
         let stat = node.stat();
         self.insert_node(&full, node);
         if let Some(parent) = self.nodes.get_mut(parent_path) {

@@ -91,7 +91,10 @@ mod tests {
         auth.add("digest", b"u:p").unwrap();
         assert_eq!(auth.ids(&peer).len(), 2);
         assert!(auth.authenticated());
-        assert_eq!(auth.add("sasl", b"x"), Err(AuthError::UnknownScheme("sasl".into())));
+        assert_eq!(
+            auth.add("sasl", b"x"),
+            Err(AuthError::UnknownScheme("sasl".into()))
+        );
         assert_eq!(auth.add("digest", b"nocolon"), Err(AuthError::Malformed));
     }
 }

@@ -148,7 +148,9 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
         if unauthenticated && !matches!(req, Request::Auth(_)) {
             // As ZooKeeper with enforce.auth.enabled: answer, then close the connection.
             let _ = self
-                .read(x, |_, _| (code::SESSION_CLOSED_REQUIRE_AUTH, ReplyBody::Empty))
+                .read(x, |_, _| {
+                    (code::SESSION_CLOSED_REQUIRE_AUTH, ReplyBody::Empty)
+                })
                 .await;
             return Flow::Close;
         }
@@ -244,38 +246,38 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
             }
             Request::GetData(r) => {
                 let ids = self.ids();
-                self.read(x, move |sm, id| match readable(sm, &r.path, &ids)
-                    .and_then(|()| sm.tree().get_data(&r.path))
-                {
-                    Ok((data, stat)) => {
-                        if r.watch {
-                            sm.router().add_watch(&r.path, WatchKind::Data, id);
+                self.read(x, move |sm, id| {
+                    match readable(sm, &r.path, &ids).and_then(|()| sm.tree().get_data(&r.path)) {
+                        Ok((data, stat)) => {
+                            if r.watch {
+                                sm.router().add_watch(&r.path, WatchKind::Data, id);
+                            }
+                            ok(ReplyBody::Data {
+                                data: data.to_vec(),
+                                stat,
+                            })
                         }
-                        ok(ReplyBody::Data {
-                            data: data.to_vec(),
-                            stat,
-                        })
+                        Err(e) => err(&e),
                     }
-                    Err(e) => err(&e),
                 })
                 .await
             }
             Request::GetChildren { req: r, with_stat } => {
                 let ids = self.ids();
-                self.read(x, move |sm, id| match readable(sm, &r.path, &ids)
-                    .and_then(|()| sm.tree().children(&r.path))
-                {
-                    Ok((children, stat)) => {
-                        if r.watch {
-                            sm.router().add_watch(&r.path, WatchKind::Child, id);
+                self.read(x, move |sm, id| {
+                    match readable(sm, &r.path, &ids).and_then(|()| sm.tree().children(&r.path)) {
+                        Ok((children, stat)) => {
+                            if r.watch {
+                                sm.router().add_watch(&r.path, WatchKind::Child, id);
+                            }
+                            ok(if with_stat {
+                                ReplyBody::Children2 { children, stat }
+                            } else {
+                                ReplyBody::Strings(children)
+                            })
                         }
-                        ok(if with_stat {
-                            ReplyBody::Children2 { children, stat }
-                        } else {
-                            ReplyBody::Strings(children)
-                        })
+                        Err(e) => err(&e),
                     }
-                    Err(e) => err(&e),
                 })
                 .await
             }
@@ -310,21 +312,21 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                     let results = ops
                         .iter()
                         .map(|o| match o {
-                            ReadOp::GetData(p) => match readable(sm, p, &ids)
-                                .and_then(|()| t.get_data(p))
-                            {
-                                Ok((data, stat)) => ReadResult::Data {
-                                    data: data.to_vec(),
-                                    stat,
-                                },
-                                Err(e) => ReadResult::Error(e.code()),
-                            },
-                            ReadOp::GetChildren(p) => match readable(sm, p, &ids)
-                                .and_then(|()| t.children(p))
-                            {
-                                Ok((c, _)) => ReadResult::Children(c),
-                                Err(e) => ReadResult::Error(e.code()),
-                            },
+                            ReadOp::GetData(p) => {
+                                match readable(sm, p, &ids).and_then(|()| t.get_data(p)) {
+                                    Ok((data, stat)) => ReadResult::Data {
+                                        data: data.to_vec(),
+                                        stat,
+                                    },
+                                    Err(e) => ReadResult::Error(e.code()),
+                                }
+                            }
+                            ReadOp::GetChildren(p) => {
+                                match readable(sm, p, &ids).and_then(|()| t.children(p)) {
+                                    Ok((c, _)) => ReadResult::Children(c),
+                                    Err(e) => ReadResult::Error(e.code()),
+                                }
+                            }
                         })
                         .collect();
                     ok(ReplyBody::MultiRead(results))
@@ -404,11 +406,12 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
             }
             Request::GetAllChildrenNumber(path) => {
                 let ids = self.ids();
-                self.read(x, move |sm, _| match readable(sm, &path, &ids)
-                    .and_then(|()| sm.tree().descendant_count(&path))
-                {
-                    Ok(n) => ok(ReplyBody::Int(i32::try_from(n).unwrap_or(i32::MAX))),
-                    Err(e) => err(&e),
+                self.read(x, move |sm, _| {
+                    match readable(sm, &path, &ids).and_then(|()| sm.tree().descendant_count(&path))
+                    {
+                        Ok(n) => ok(ReplyBody::Int(i32::try_from(n).unwrap_or(i32::MAX))),
+                        Err(e) => err(&e),
+                    }
                 })
                 .await
             }

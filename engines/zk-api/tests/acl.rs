@@ -36,14 +36,23 @@ async fn a_creator_all_node_needs_the_creators_credentials() {
     assert_eq!((acl[0].scheme(), acl[0].id()), ("digest", digest.as_str()));
 
     let anonymous = client_as(&server, None).await;
-    assert_eq!(anonymous.get_data("/private").await.unwrap_err(), Error::NoAuth);
     assert_eq!(
-        anonymous.set_data("/private", b"x", None).await.unwrap_err(),
+        anonymous.get_data("/private").await.unwrap_err(),
+        Error::NoAuth
+    );
+    assert_eq!(
+        anonymous
+            .set_data("/private", b"x", None)
+            .await
+            .unwrap_err(),
         Error::NoAuth
     );
     let child = CreateMode::Persistent.with_acls(Acls::anyone_all());
     assert_eq!(
-        anonymous.create("/private/c", b"", &child).await.unwrap_err(),
+        anonymous
+            .create("/private/c", b"", &child)
+            .await
+            .unwrap_err(),
         Error::NoAuth
     );
     alice.create("/private/open", b"", &child).await.unwrap();
@@ -53,7 +62,10 @@ async fn a_creator_all_node_needs_the_creators_credentials() {
         "delete needs DELETE on the parent"
     );
     let mallory = client_as(&server, Some("alice:wrong")).await;
-    assert_eq!(mallory.get_data("/private").await.unwrap_err(), Error::NoAuth);
+    assert_eq!(
+        mallory.get_data("/private").await.unwrap_err(),
+        Error::NoAuth
+    );
     // CREATOR_ALL without an authenticated id is an invalid ACL.
     assert_eq!(
         anonymous.create("/mine", b"", &creator).await.unwrap_err(),
@@ -67,7 +79,10 @@ async fn a_creator_all_node_needs_the_creators_credentials() {
     // setACL needs ADMIN, and opening the node lets everyone read it.
     let open = [Acl::new(Permission::READ, AuthId::anyone())];
     assert_eq!(
-        anonymous.set_acl("/private", &open, None).await.unwrap_err(),
+        anonymous
+            .set_acl("/private", &open, None)
+            .await
+            .unwrap_err(),
         Error::NoAuth
     );
     let stat = again.set_acl("/private", &open, Some(0)).await.unwrap();
