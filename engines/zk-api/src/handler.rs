@@ -172,6 +172,9 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                 let cmd = Command::CloseSession {
                     session: self.session,
                 };
+                // Otherwise the apply's end of the session closes this connection first and
+                // the client sees it dropped instead of its reply.
+                self.core.router.closing(self.id);
                 match self.core.propose(&cmd).await {
                     Ok(a) => {
                         let _ = self
