@@ -30,15 +30,23 @@ fn python() -> Option<PathBuf> {
         "{} is missing: run scripts/install-deps.sh",
         python.display()
     );
-    eprintln!("skipped: {} is missing (scripts/install-deps.sh installs it)", python.display());
+    eprintln!(
+        "skipped: {} is missing (scripts/install-deps.sh installs it)",
+        python.display()
+    );
     None
 }
 
 async fn kazoo_session(cluster: &Cluster, python: &PathBuf, what: &str) {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/kazoo_session.py");
     let mut command = tokio::process::Command::new(python);
-    command.arg(script).arg(cluster.endpoints().join(",")).kill_on_drop(true);
-    let out = within(BOUND, "the kazoo session", command.output()).await.unwrap();
+    command
+        .arg(script)
+        .arg(cluster.endpoints().join(","))
+        .kill_on_drop(true);
+    let out = within(BOUND, "the kazoo session", command.output())
+        .await
+        .unwrap();
     assert!(
         out.status.success(),
         "{what}: {}\n{}",
@@ -50,7 +58,12 @@ async fn kazoo_session(cluster: &Cluster, python: &PathBuf, what: &str) {
 fn spec(work: &TempDir, base_port: u16) -> ClusterSpec {
     ClusterSpec {
         base_port: Some(base_port),
-        ..ClusterSpec::new(1, DiskKind::Tmpfs, Duration::from_secs(10), work.path().to_path_buf())
+        ..ClusterSpec::new(
+            1,
+            DiskKind::Tmpfs,
+            Duration::from_secs(10),
+            work.path().to_path_buf(),
+        )
     }
 }
 

@@ -418,7 +418,7 @@ fn acls_guard_writes_as_zookeeper_does() {
         ttl_ms: 0,
         acl: vec![acl],
     };
-    let mut as_ids = |t: &mut T, op: Op, auth: &[Id]| {
+    let as_ids = |t: &mut T, op: Op, auth: &[Id]| {
         t.run(Command::Write {
             session: 0,
             now_ms: 1,
