@@ -64,6 +64,7 @@ async fn connect(engine: &str, endpoints: Vec<String>) -> Arc<dyn Coordinator> {
         let config = ZkConfig {
             endpoints,
             connect_timeout: CONNECT_TIMEOUT,
+            access: Default::default(),
         };
         Arc::new(ZkCoordinator::connect(&config).await.expect("connect"))
     }

@@ -3,7 +3,8 @@
 # packages: etcd (server and etcdctl), ZooKeeper (its server jar and, through its
 # dependencies, a Java runtime), the protobuf compiler and headers (for gRPC code
 # generation) and the DejaVu fonts (text in the report's PNG charts); then the notebooks'
-# Python virtual environment, target/notebooks-venv, with notebooks/requirements.txt in it
+# Python virtual environment, target/notebooks-venv, with notebooks/requirements.txt in it,
+# and the interop tests' one, target/interop-venv (kazoo, tests/interop/requirements.txt)
 # (Python 3's venv module; Debian's python3-venv where it lacks one). Safe to run
 # repeatedly: it installs nothing that is already there, and rebuilds the venv only when
 # requirements.txt changed since it was made.
@@ -54,15 +55,21 @@ if ((${#missing[@]} > 0)); then
   "${as_root[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The notebooks' venv. The stamp holds a hash of the requirements it was made from, and is
-# written last, so an interrupted install is redone next time.
-venv=target/notebooks-venv
-requirements=notebooks/requirements.txt
-want=$(sha256sum "$requirements" | cut -d' ' -f1)
-if [[ $(cat "$venv/.requirements.sha256" 2>/dev/null) != "$want" ]]; then
-  echo "creating $venv from $requirements" >&2
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
-  echo "$want" >"$venv/.requirements.sha256"
-fi
+# A venv made from a requirements file (every version exact). The stamp holds a hash of the
+# requirements it was made from, and is written last, so an interrupted install is redone
+# next time.
+ensure_venv() {
+  local venv=$1 requirements=$2 want
+  want=$(sha256sum "$requirements" | cut -d' ' -f1)
+  if [[ $(cat "$venv/.requirements.sha256" 2>/dev/null) != "$want" ]]; then
+    echo "creating $venv from $requirements" >&2
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
+    echo "$want" >"$venv/.requirements.sha256"
+  fi
+}
+# The notebooks' venv.
+ensure_venv target/notebooks-venv notebooks/requirements.txt
+# The second ZooKeeper client library (kazoo) of tests/kazoo_interop.rs.
+ensure_venv target/interop-venv tests/interop/requirements.txt

@@ -189,6 +189,7 @@ pub async fn run_with(
     let fault_target = fault::FaultTarget {
         kind: config.target_kind,
         zk_client: config.zk_client_kind,
+        zk_access: config.zk_access.clone(),
         coordinator: target.coordinator.clone(),
     };
     let injector = async {

@@ -379,6 +379,17 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub zk_client: Option<ZkClientArg>,
 
+    /// zookeeper, zab: credentials, node ACLs and chroot.
+    #[command(flatten)]
+    pub zk_access: crate::zk_access::ZkAccessArgs,
+
+    /// Start the cluster secured: zookeeper and zab require digest auth from every
+    /// client (a user and password drawn per run, CREATOR_ALL on every node the workloads
+    /// create). Not implemented yet for etcd and raft. `--secure false` is the default.
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true",
+          action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub secure: bool,
+
     /// First port for started members (default: free ports).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1024..))]
     pub base_port: Option<u16>,

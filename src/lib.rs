@@ -32,3 +32,4 @@ pub mod sweep;
 pub mod syncfs;
 pub mod targets;
 pub mod workload_options;
+pub mod zk_access;

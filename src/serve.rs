@@ -87,6 +87,10 @@ pub struct ServeArgs {
     /// of at most the peer frame size and is reassembled up to this bound.
     #[arg(long, default_value_t = coordbench_node::TcpOptions::default().max_snapshot_bytes)]
     pub max_snapshot_bytes: u64,
+    /// zab: refuse every request but addauth from connections that have not sent
+    /// `addauth digest` (ZooKeeper's enforce.auth.enabled=true, enforce.auth.schemes=digest).
+    #[arg(long)]
+    pub enforce_auth: bool,
 }
 
 /// `id=host:port` pairs, ordered by id.
@@ -170,6 +174,10 @@ fn log_warnings() {
 /// Runs a Raft member until SIGINT or SIGTERM, then stops it cleanly (the WAL is synced).
 pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
     log_warnings();
+    anyhow::ensure!(
+        !args.enforce_auth,
+        "--enforce-auth applies only to serve zab (the raft engine has no auth yet)"
+    );
     let Member {
         config,
         client_addr,
@@ -223,6 +231,7 @@ pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
         min_session_timeout: args.min_session_timeout,
         max_session_timeout: args.max_session_timeout,
         max_client_cnxns: args.max_client_cnxns,
+        enforce_auth: args.enforce_auth,
         ..Default::default()
     };
     let listener = bind_clients(client_addr).await?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use coordbench_drivers::etcd::{EtcdConfig, EtcdCoordinator};
 use coordbench_drivers::null::NullCoordinator;
-use coordbench_drivers::zookeeper::{ZkConfig, ZkCoordinator};
+use coordbench_drivers::zookeeper::{ZkAccess, ZkConfig, ZkCoordinator};
 use coordbench_drivers::zookeeper_async::AsyncZkCoordinator;
 use coordbench_drivers::Coordinator;
 
@@ -71,6 +71,7 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
             } else {
                 let options = provision::zookeeper::ZkOptions {
                     classpath: config.zk_classpath.clone(),
+                    enforce_auth: config.secure,
                     ..Default::default()
                 };
                 provision::zookeeper::start(&cluster_spec(config, work_dir), &options).await?
@@ -86,6 +87,7 @@ async fn ready(config: &RunConfig, cluster: Cluster, name: &str) -> anyhow::Resu
     let coordinator = connect(
         config.target_kind,
         config.zk_client_kind,
+        &config.zk_access,
         cluster.endpoints(),
         config.conns,
         // Holder pauses freeze sessions through a relay each; others connect directly.
@@ -109,6 +111,7 @@ async fn ready(config: &RunConfig, cluster: Cluster, name: &str) -> anyhow::Resu
 pub async fn connect(
     kind: TargetKind,
     zk_client: ZkClientArg,
+    zk_access: &ZkAccess,
     endpoints: Vec<String>,
     conns: usize,
     freezable_sessions: bool,
@@ -132,6 +135,7 @@ pub async fn connect(
             let zk = ZkConfig {
                 endpoints,
                 connect_timeout: CONNECT_TIMEOUT,
+                access: zk_access.clone(),
             };
             match zk_client {
                 ZkClientArg::Client => Arc::new(
@@ -162,6 +166,8 @@ fn value_of(kind: TargetKind) -> &'static str {
 fn engine_options(config: &RunConfig) -> provision::raft::RaftOptions {
     provision::raft::RaftOptions {
         binary: config.engine_bin.clone(),
+        // Only zab takes it; config refuses --secure for raft.
+        secure: config.secure,
         ..Default::default()
     }
 }

@@ -73,13 +73,20 @@ async fn every_kind_takes_effect_and_heals(kind: TargetKind) {
         start(kind, work.path()),
     )
     .await;
-    let coordinator =
-        coordbench::targets::connect(kind, ZkClientArg::Client, cluster.endpoints(), 2, false)
-            .await
-            .unwrap_or_else(|e| panic!("connecting to {kind:?}: {e:#}"));
+    let coordinator = coordbench::targets::connect(
+        kind,
+        ZkClientArg::Client,
+        &Default::default(),
+        cluster.endpoints(),
+        2,
+        false,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connecting to {kind:?}: {e:#}"));
     let target = FaultTarget {
         kind,
         zk_client: ZkClientArg::Client,
+        zk_access: Default::default(),
         coordinator,
     };
     let mut records = Vec::new();

@@ -94,6 +94,7 @@ async fn connect(lib: Lib, endpoints: Vec<String>) -> Arc<dyn Coordinator> {
     let config = ZkConfig {
         endpoints,
         connect_timeout: CONNECT_TIMEOUT,
+        access: Default::default(),
     };
     let connecting = async {
         match lib {
@@ -378,6 +379,7 @@ async fn an_unreachable_cluster_is_one_line() {
     let config = ZkConfig {
         endpoints: vec![format!("127.0.0.1:{port}")],
         connect_timeout: Duration::from_secs(2),
+        access: Default::default(),
     };
     let err = within(
         Duration::from_secs(5),

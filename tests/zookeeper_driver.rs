@@ -139,6 +139,7 @@ async fn an_unreachable_cluster_is_one_line() {
     let config = ZkConfig {
         endpoints: vec![format!("127.0.0.1:{port}")],
         connect_timeout: Duration::from_secs(2),
+        access: Default::default(),
     };
     let err = within(
         Duration::from_secs(5),

@@ -96,6 +96,7 @@ impl<'a> Injector<'a> {
             member_client: MemberClient {
                 kind: target.kind,
                 zk_client: target.zk_client,
+                zk_access: target.zk_access.clone(),
             },
             views: MemberViews::start(askers),
             writes: ProbeWrites::start(sessions, "/coordbench/failover-probe"),

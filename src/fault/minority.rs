@@ -29,6 +29,7 @@ const KEY: &str = "/coordbench/failover-minority";
 pub struct MemberClient {
     pub kind: TargetKind,
     pub zk_client: ZkClientArg,
+    pub zk_access: coordbench_drivers::zookeeper::ZkAccess,
 }
 
 /// The two sessions on one minority member, opened while the cluster is still whole.
@@ -56,6 +57,7 @@ impl MinorityClient {
             let coordinator = targets::connect(
                 how.kind,
                 how.zk_client,
+                &how.zk_access,
                 vec![endpoint.to_string()],
                 1,
                 false,

@@ -66,6 +66,8 @@ pub struct FaultTarget {
     pub kind: TargetKind,
     /// ZooKeeper targets: the client library the run uses (also for a minority's client).
     pub zk_client: ZkClientArg,
+    /// ZooKeeper targets: the run's credentials, node ACL and chroot.
+    pub zk_access: coordbench_drivers::zookeeper::ZkAccess,
     /// The run's coordinator; the probe writes open their sessions on it.
     pub coordinator: Arc<dyn Coordinator>,
 }

@@ -26,6 +26,9 @@ pub struct RaftOptions {
     pub heartbeat_ticks: u32,
     pub election_ticks_min: u32,
     pub election_ticks_max: u32,
+    /// zab: members require digest authentication (`serve zab --enforce-auth`, as
+    /// ZooKeeper's `enforce.auth.enabled`). Not offered for raft yet.
+    pub secure: bool,
 }
 
 impl Default for RaftOptions {
@@ -37,6 +40,7 @@ impl Default for RaftOptions {
             heartbeat_ticks: 10,
             election_ticks_min: 100,
             election_ticks_max: 200,
+            secure: false,
         }
     }
 }

@@ -14,16 +14,22 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
     // Session timing follows the TTL exactly as for a real ZooKeeper ensemble, so session
     // expiry figures compare.
     let timing = Timing::for_ttl(spec.ttl);
-    let session_args = [
+    let mut session_args = vec![
         format!("--session-tick={}ms", timing.tick_ms),
         format!("--min-session-timeout={}ms", timing.min_session_timeout_ms),
         format!("--max-session-timeout={}ms", timing.max_session_timeout_ms),
         // Every client connects from 127.0.0.1, as for ZooKeeper (maxClientCnxns=0).
         "--max-client-cnxns=0".to_string(),
     ];
+    if opts.secure {
+        session_args.push("--enforce-auth".into());
+    }
     // ZooKeeper clients take plain host:port connect strings.
     let mut cluster = launch_members(spec, opts, TARGET, &session_args, str::to_string).await?;
     let settings = &mut cluster.info_mut().settings;
+    if opts.secure {
+        settings.push(("enforce.auth.schemes".into(), "digest".into()));
+    }
     settings.push(("tickTime-ms".into(), timing.tick_ms.to_string()));
     settings.push((
         "sessionTimeout-ms".into(),

@@ -21,13 +21,14 @@ pub enum Axis {
     ValueSize,
     Rate,
     Recipe,
+    Secure,
     EtcdBin,
     ZkClasspath,
     EngineBin,
 }
 
 impl Axis {
-    pub const ALL: [Axis; 13] = [
+    pub const ALL: [Axis; 14] = [
         Axis::Workload,
         Axis::ClusterSize,
         Axis::Ttl,
@@ -38,6 +39,7 @@ impl Axis {
         Axis::ValueSize,
         Axis::Rate,
         Axis::Recipe,
+        Axis::Secure,
         Axis::EtcdBin,
         Axis::ZkClasspath,
         Axis::EngineBin,
@@ -56,6 +58,7 @@ impl Axis {
             Axis::ValueSize => "value_size",
             Axis::Rate => "rate",
             Axis::Recipe => "recipe",
+            Axis::Secure => "secure",
             Axis::EtcdBin => "etcd_bin",
             Axis::ZkClasspath => "zk_classpath",
             Axis::EngineBin => "engine_bin",
@@ -77,7 +80,9 @@ impl Axis {
     pub fn run_column(self) -> Option<&'static str> {
         match self {
             Axis::Ttl => Some("ttl_ms"),
-            Axis::NetDelay | Axis::EtcdBin | Axis::ZkClasspath | Axis::EngineBin => None,
+            Axis::NetDelay | Axis::Secure | Axis::EtcdBin | Axis::ZkClasspath | Axis::EngineBin => {
+                None
+            }
             other => Some(other.name()),
         }
     }
@@ -95,6 +100,7 @@ impl Axis {
             Axis::ValueSize => "value size (bytes)",
             Axis::Rate => "offered load (ops/s)",
             Axis::Recipe => "lock recipe",
+            Axis::Secure => "secured cluster (--secure)",
             Axis::EtcdBin => "etcd binary",
             Axis::ZkClasspath => "ZooKeeper classpath",
             Axis::EngineBin => "engine binary (coordbench)",
@@ -109,6 +115,7 @@ impl Axis {
             Axis::Workload
                 | Axis::Disk
                 | Axis::Recipe
+                | Axis::Secure
                 | Axis::EtcdBin
                 | Axis::ZkClasspath
                 | Axis::EngineBin

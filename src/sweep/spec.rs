@@ -646,7 +646,9 @@ fn scalar_text(value: &toml::Value) -> Result<String, String> {
         toml::Value::String(s) => Ok(s.clone()),
         toml::Value::Integer(i) => Ok(i.to_string()),
         toml::Value::Float(f) => Ok(f.to_string()),
-        _ => Err("expected a string or a number".into()),
+        // A boolean axis (`secure = [false, true]`) passes `--flag true|false`.
+        toml::Value::Boolean(b) => Ok(b.to_string()),
+        _ => Err("expected a string, a number or a boolean".into()),
     }
 }
 

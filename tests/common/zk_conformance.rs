@@ -26,6 +26,7 @@ pub async fn connect_zk(endpoints: Vec<String>) -> Arc<dyn Coordinator> {
     let config = ZkConfig {
         endpoints,
         connect_timeout: CONNECT_TIMEOUT,
+        access: Default::default(),
     };
     let c = within(
         Duration::from_secs(10),
@@ -191,6 +192,7 @@ pub async fn connect_zk_quiet(endpoints: Vec<String>) -> Option<Arc<dyn Coordina
     let config = ZkConfig {
         endpoints,
         connect_timeout: Duration::from_secs(1),
+        access: Default::default(),
     };
     match tokio::time::timeout(Duration::from_secs(2), ZkCoordinator::connect(&config)).await {
         Ok(Ok(c)) => Some(Arc::new(c)),

@@ -6,11 +6,11 @@
 
 use async_trait::async_trait;
 use std::collections::BTreeSet;
-use zookeeper_client::Error;
+use zookeeper_client::{CreateMode, Error};
 
 use super::follow::Follower;
 use super::pending;
-use super::session::{create_in_parent, ZkSession, EPHEMERAL};
+use super::session::{create_in_parent, ZkSession};
 use super::{map_error, ROOT};
 use crate::{DriverError, MembersWatch, Registration};
 
@@ -31,7 +31,7 @@ pub(super) async fn register(
     let zk = s.zk()?.clone();
     let path = format!("{}/{instance}", service_dir(service));
     s.counters.request();
-    match create_in_parent(&zk, &path, data, &EPHEMERAL).await {
+    match create_in_parent(&zk, &path, data, CreateMode::Ephemeral, s.acl()).await {
         Ok(_) => {}
         Err(Error::NodeExists) => {
             s.counters.request();

@@ -15,11 +15,12 @@ use std::pin::Pin;
 use std::sync::{Arc, Weak};
 
 use futures::Future;
-use zookeeper_client::{Client, Error, OneshotWatcher, WatchedEvent};
+use zookeeper_client::{Client, CreateMode, Error, OneshotWatcher, WatchedEvent};
 
+use super::access::NodeAcl;
 use super::errors::check_event;
 use super::map_error;
-use super::session::{ZkSession, PERSISTENT};
+use super::session::ZkSession;
 use crate::{CounterHandle, DriverError};
 
 type Armed = Pin<Box<dyn Future<Output = WatchedEvent> + Send>>;
@@ -28,6 +29,8 @@ pub(super) struct Follower {
     client: Weak<Client>,
     pub(super) counters: CounterHandle,
     armed: Option<Armed>,
+    /// The ACL of a directory it creates to watch.
+    acl: NodeAcl,
 }
 
 impl Follower {
@@ -37,6 +40,7 @@ impl Follower {
             client: Arc::downgrade(s.zk()?),
             counters: s.counters.clone(),
             armed: None,
+            acl: s.acl(),
         })
     }
 
@@ -71,7 +75,8 @@ impl Follower {
         let (children, watcher) = match zk.list_and_watch_children(dir).await {
             Err(Error::NoNode) => {
                 self.counters.request();
-                zk.mkdir(dir, &PERSISTENT).await.map_err(map_error)?;
+                let options = self.acl.options(CreateMode::Persistent);
+                zk.mkdir(dir, &options).await.map_err(map_error)?;
                 self.counters.request();
                 zk.list_and_watch_children(dir).await
             }

@@ -18,12 +18,12 @@
 //! compares versions only, and the naive recipe's `holder` node is re-created at version 0
 //! by every holder, so the naive recipe cannot be fenced this way (refused).
 
-use zookeeper_client::{CheckWriteError, Client, Error};
+use zookeeper_client::{CheckWriteError, Client, CreateMode, Error};
 
 use super::errors::check_event;
 use super::pending::Pending;
 use super::queue::{self, Wake};
-use super::session::{create_in_parent, ZkSession, EPHEMERAL};
+use super::session::{create_in_parent, ZkSession};
 use super::{establish, map_error, ROOT};
 use crate::{DriverError, LockGuard};
 
@@ -49,7 +49,15 @@ pub(super) async fn lock_naive(s: &mut ZkSession, name: &str) -> Result<LockGuar
             path: holder.clone(),
         });
         s.counters.request();
-        match create_in_parent(&zk, &holder, value.as_bytes(), &EPHEMERAL).await {
+        match create_in_parent(
+            &zk,
+            &holder,
+            value.as_bytes(),
+            CreateMode::Ephemeral,
+            s.acl(),
+        )
+        .await
+        {
             Ok((stat, _)) => {
                 s.pending = None;
                 return Ok(LockGuard {
@@ -117,7 +125,15 @@ pub(super) async fn fenced_put(
             }
         }
     }
-    let fresh = establish(&s.cluster, s.connect_timeout, s.connect_timeout, false).await?;
+    let digest = s.access.digest.as_deref();
+    let fresh = establish(
+        &s.cluster,
+        s.connect_timeout,
+        s.connect_timeout,
+        false,
+        digest,
+    )
+    .await?;
     s.counters.request();
     // Dropping the plain client closes the fresh session.
     check_and_set(&fresh, &lock_node, resource, value)

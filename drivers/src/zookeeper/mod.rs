@@ -9,10 +9,14 @@
 //! Keys are znode paths (the kv workload's `/coordbench/kv/00000001` as it is); recipes
 //! keep their nodes under `/coordbench/` (`lock/`, `naive-lock/`, `election/`, `services/`).
 //!
+//! Every session authenticates with the run's credentials before its first request, and
+//! every node it creates gets the run's ACL, under the run's chroot ([`access`]).
+//!
 //! A coordinator made [`ZkCoordinator::with_freezable_sessions`] opens every session through
 //! a pausable relay of its own ([`relay`]), so that [`Session::freeze`] can stop the session's
 //! traffic, pings included; other runs connect directly and pay nothing for it.
 
+pub mod access;
 mod discovery;
 mod election;
 mod errors;
@@ -32,6 +36,7 @@ use async_trait::async_trait;
 use zookeeper_client::Client;
 
 use crate::{ApiFamily, Coordinator, DriverError, Session, SessionOptions};
+pub use access::{NodeAcl, ZkAccess};
 pub use errors::map_error;
 // Shared with the zookeeper-async driver, which keeps the same paths and names.
 use four_letter::{four_letter_word, version};
@@ -49,13 +54,16 @@ pub struct ZkConfig {
     pub endpoints: Vec<String>,
     /// How long establishing a session may take before the target counts as unreachable.
     pub connect_timeout: Duration,
+    /// Credentials, node ACL and chroot (default: anonymous, open, at the root).
+    pub access: ZkAccess,
 }
 
 /// A reachable ZooKeeper-API target; sessions are opened per client.
 pub struct ZkCoordinator {
     endpoints: Vec<String>,
-    /// The connect string: endpoints joined by commas.
+    /// The connect string: endpoints joined by commas, then the chroot.
     cluster: String,
+    access: ZkAccess,
     connect_timeout: Duration,
     /// Sessions connect through a relay each, so they can be frozen.
     freezable: bool,
@@ -71,30 +79,59 @@ impl ZkCoordinator {
                 "no ZooKeeper endpoints given".into(),
             ));
         }
+        let hosts = endpoints.join(",");
         let coordinator = ZkCoordinator {
-            cluster: endpoints.join(","),
+            cluster: config.access.connect_string(&hosts),
             endpoints,
             connect_timeout: config.connect_timeout,
             freezable: false,
+            access: config.access.clone(),
         };
-        // Dropping the probe closes its session.
-        establish(
-            &coordinator.cluster,
-            coordinator.connect_timeout,
-            config.connect_timeout,
+        // An authentication failure is said as it is; anything else as unreachable.
+        let unreachable_as = |cluster: &str, e: Probed| match e {
+            Probed::Auth(e) => e,
+            Probed::Other(
+                DriverError::Unreachable { detail, .. } | DriverError::Server(detail),
+            ) => unreachable(cluster, &detail),
+            Probed::Other(DriverError::Timeout(_)) => {
+                unreachable(cluster, "no session established in time")
+            }
+            Probed::Other(other) => other,
+        };
+        // Dropping a probe closes its session.
+        let root = coordinator
+            .probe(&hosts)
+            .await
+            .map_err(|e| unreachable_as(&hosts, e))?;
+        coordinator
+            .access
+            .ensure_chroot(&root)
+            .await
+            .map_err(|e| access_error(&coordinator.access, e))?;
+        // A request (not only the handshake) shows whether the cluster accepts the session.
+        coordinator
+            .probe(&coordinator.cluster)
+            .await
+            .map_err(|e| unreachable_as(&coordinator.cluster, e))?;
+        Ok(coordinator)
+    }
+
+    /// A session on `cluster` that has answered one request.
+    async fn probe(&self, cluster: &str) -> Result<Client, Probed> {
+        let digest = self.access.digest.as_deref();
+        let zk = establish(
+            cluster,
+            self.connect_timeout,
+            self.connect_timeout,
             false,
+            digest,
         )
         .await
-        .map_err(|e| match e {
-            DriverError::Unreachable { detail, .. } | DriverError::Server(detail) => {
-                unreachable(&coordinator.cluster, &detail)
-            }
-            DriverError::Timeout(_) => {
-                unreachable(&coordinator.cluster, "no session established in time")
-            }
-            other => other,
-        })?;
-        Ok(coordinator)
+        .map_err(|e| Probed::classify(e, digest.is_some()))?;
+        zk.check_stat("/")
+            .await
+            .map_err(|e| Probed::classify(map_error(e), digest.is_some()))?;
+        Ok(zk)
     }
 
     /// Opens every later session through a pausable relay of its own when `on`, so
@@ -106,7 +143,7 @@ impl ZkCoordinator {
 }
 
 /// Establishes a new session on `cluster` with `session_timeout`, bounded by
-/// `connect_timeout`. A `detached` session is not closed when its client is dropped: the
+/// `connect_timeout`, sending `digest` (`user:password`) as addauth first if given. A `detached` session is not closed when its client is dropped: the
 /// connection just ends and the server expires the session (how [`Session::abandon`]
 /// works); a plain one is closed when its client is dropped.
 pub(super) async fn establish(
@@ -114,10 +151,14 @@ pub(super) async fn establish(
     connect_timeout: Duration,
     session_timeout: Duration,
     detached: bool,
+    digest: Option<&str>,
 ) -> Result<Client, DriverError> {
     let mut connector = Client::connector()
         .with_session_timeout(session_timeout)
         .with_fail_eagerly();
+    if let Some(digest) = digest {
+        connector = connector.with_auth("digest", digest.as_bytes());
+    }
     if detached {
         connector = connector.with_detached();
     }
@@ -147,16 +188,19 @@ impl Coordinator for ZkCoordinator {
             })?),
             false => None,
         };
-        let via = relay
-            .as_ref()
-            .map_or_else(|| self.cluster.clone(), relay::Relay::connect_string);
-        let zk = establish(&via, self.connect_timeout, options.ttl, true).await?;
+        let via = relay.as_ref().map_or_else(
+            || self.cluster.clone(),
+            |r| self.access.connect_string(&r.connect_string()),
+        );
+        let digest = self.access.digest.as_deref();
+        let zk = establish(&via, self.connect_timeout, options.ttl, true, digest).await?;
         Ok(Box::new(ZkSession::new(
             zk,
             client,
             self.cluster.clone(),
             self.connect_timeout,
             relay,
+            self.access.clone(),
         )))
     }
 
@@ -173,6 +217,39 @@ impl Coordinator for ZkCoordinator {
             }
         }
         Ok("unknown (no server answered srvr)".into())
+    }
+}
+
+/// Why a probe session failed: refused authentication, or anything else.
+enum Probed {
+    Auth(DriverError),
+    Other(DriverError),
+}
+
+impl Probed {
+    /// An authentication failure (zookeeper-client's AuthFailed, NoAuth) becomes one line
+    /// that says what to change.
+    fn classify(e: DriverError, had_credentials: bool) -> Probed {
+        let text = e.to_string();
+        if !(text.contains("AuthFailed") || text.contains("NoAuth") || text.contains("auth")) {
+            return Probed::Other(e);
+        }
+        Probed::Auth(DriverError::Server(if had_credentials {
+            "the cluster refused the credentials of --zk-auth (authentication failed or not authorized)".into()
+        } else {
+            "the cluster requires authentication: pass --zk-auth digest:USER:PASSWORD".into()
+        }))
+    }
+}
+
+/// Why the chroot could not be made ready, in one line.
+fn access_error(access: &ZkAccess, e: zookeeper_client::Error) -> DriverError {
+    let chroot = access.chroot.as_deref().unwrap_or("/");
+    match e {
+        zookeeper_client::Error::NoAuth => DriverError::Server(format!(
+            "cannot create the chroot {chroot}: not authorized (its parent's ACL; check --zk-auth)"
+        )),
+        other => DriverError::Server(format!("cannot create the chroot {chroot}: {other}")),
     }
 }
 

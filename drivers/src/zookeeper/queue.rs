@@ -8,12 +8,12 @@
 //! (ZooKeeper's recipes, Curator's LeaderLatch and InterProcessMutex), or on every change
 //! of the directory's children (the herd).
 
-use zookeeper_client::Error;
+use zookeeper_client::{CreateMode, Error};
 
 use super::errors::check_event;
 use super::map_error;
 use super::pending::Pending;
-use super::session::{create_in_parent, ZkSession, EPHEMERAL_SEQUENTIAL};
+use super::session::{create_in_parent, ZkSession};
 use crate::DriverError;
 
 /// What a queued node waits on.
@@ -58,10 +58,10 @@ pub(super) async fn join(
         prefix: prefix.clone(),
     });
     s.counters.request();
-    let (stat, seq) =
-        create_in_parent(&zk, &format!("{dir}/{prefix}"), data, &EPHEMERAL_SEQUENTIAL)
-            .await
-            .map_err(map_error)?;
+    let path = format!("{dir}/{prefix}");
+    let (stat, seq) = create_in_parent(&zk, &path, data, CreateMode::EphemeralSequential, s.acl())
+        .await
+        .map_err(map_error)?;
     Ok(Place {
         name: format!("{prefix}{seq}"),
         seq: seq.into_i64(),

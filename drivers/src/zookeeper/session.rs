@@ -19,10 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use zookeeper_client::{
-    Acls, Client, CreateMode, CreateOptions, Error, SessionState, StateWatcher,
-};
+use zookeeper_client::{Client, CreateMode, Error, SessionState, StateWatcher};
 
+use super::access::{NodeAcl, ZkAccess};
 use super::pending::{self, Pending};
 use super::relay::Relay;
 use super::{discovery, election, lock, map_error, versioned, watch};
@@ -30,15 +29,6 @@ use crate::{
     CasOutcome, ClientCounters, Consistency, CounterHandle, DriverError, LeaderWatch, Leadership,
     LockGuard, LockRecipe, MembersWatch, Registration, Session, ValueWatch, Versioned,
 };
-
-/// Options of the persistent znodes kv keys and lock directories are.
-pub(super) const PERSISTENT: CreateOptions<'static> =
-    CreateMode::Persistent.with_acls(Acls::anyone_all());
-/// Options of the nodes that live as long as their session.
-pub(super) const EPHEMERAL: CreateOptions<'static> =
-    CreateMode::Ephemeral.with_acls(Acls::anyone_all());
-pub(super) const EPHEMERAL_SEQUENTIAL: CreateOptions<'static> =
-    CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
 
 pub(super) struct ZkSession {
     /// `None` once abandoned or closed. Shared (weakly) with the watch handles.
@@ -50,6 +40,8 @@ pub(super) struct ZkSession {
     pub(super) connect_timeout: Duration,
     /// The relay the session's connection runs through, if it can be frozen.
     relay: Option<Relay>,
+    /// Credentials (re-sent by every connection of the session) and node ACL.
+    pub(super) access: ZkAccess,
     /// An acquisition or campaign that was cancelled (its future dropped, e.g. on timeout)
     /// after it may have created its node; the node is deleted before the next recipe call
     /// so the queue does not wait on a client that stopped waiting.
@@ -63,6 +55,7 @@ impl ZkSession {
         cluster: String,
         connect_timeout: Duration,
         relay: Option<Relay>,
+        access: ZkAccess,
     ) -> Self {
         ZkSession {
             client: Some(Arc::new(client)),
@@ -71,8 +64,14 @@ impl ZkSession {
             cluster,
             connect_timeout,
             relay,
+            access,
             pending: None,
         }
+    }
+
+    /// The ACL of the nodes this session creates.
+    pub(super) fn acl(&self) -> NodeAcl {
+        self.access.acl
     }
 
     /// After a request failed with a lost connection: waits (at most the connect timeout)
@@ -122,7 +121,7 @@ impl ZkSession {
         value: &[u8],
     ) -> Result<(), DriverError> {
         self.counters.request();
-        match create_in_parent(zk, path, value, &PERSISTENT).await {
+        match create_in_parent(zk, path, value, CreateMode::Persistent, self.acl()).await {
             Ok(_) => Ok(()),
             // Another writer created it first: write over it, as a put would.
             Err(Error::NodeExists) => {
@@ -137,22 +136,25 @@ impl ZkSession {
     }
 }
 
-/// Creates `path`, creating its missing ancestors (persistent) first when the parent is
-/// missing. Returns what the final create returned.
+/// Creates `path` in `mode` with `acl`, creating its missing ancestors (persistent, with
+/// the same ACL) first when the parent is missing. Returns what the final create returned.
 pub(super) async fn create_in_parent(
     zk: &Client,
     path: &str,
     value: &[u8],
-    options: &CreateOptions<'_>,
+    mode: CreateMode,
+    acl: NodeAcl,
 ) -> Result<(zookeeper_client::Stat, zookeeper_client::CreateSequence), Error> {
-    match zk.create(path, value, options).await {
+    let options = acl.options(mode);
+    match zk.create(path, value, &options).await {
         Err(Error::NoNode) => {
             let parent = path.rsplit_once('/').map_or("", |(parent, _)| parent);
             if parent.is_empty() {
                 return Err(Error::NoNode);
             }
-            zk.mkdir(parent, &PERSISTENT).await?;
-            zk.create(path, value, options).await
+            zk.mkdir(parent, &acl.options(CreateMode::Persistent))
+                .await?;
+            zk.create(path, value, &options).await
         }
         other => other,
     }
@@ -298,11 +300,14 @@ impl Session for ZkSession {
         // the two connections take the session from each other.
         until_ended(old, self.connect_timeout).await?;
         self.counters.request();
-        let attach = Client::connector()
+        let mut connector = Client::connector()
             .with_session(session)
             .with_session_timeout(timeout)
-            .with_fail_eagerly()
-            .connect(&self.cluster);
+            .with_fail_eagerly();
+        if let Some(digest) = &self.access.digest {
+            connector = connector.with_auth("digest", digest.as_bytes());
+        }
+        let attach = connector.connect(&self.cluster);
         let closer = match tokio::time::timeout(self.connect_timeout, attach).await {
             Err(_) => return Err(DriverError::Timeout(self.connect_timeout)),
             // Already expired: the server has released everything it held.

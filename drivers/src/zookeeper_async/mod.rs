@@ -65,6 +65,12 @@ impl AsyncZkCoordinator {
                 "no ZooKeeper endpoints given".into(),
             ));
         }
+        if config.access != crate::zookeeper::ZkAccess::default() {
+            // zookeeper-async forgets addauth when it reconnects or replaces a session.
+            return Err(DriverError::Unsupported(
+                "zookeeper-async cannot keep credentials, node ACLs or a chroot; use the zookeeper-client driver".into(),
+            ));
+        }
         let coordinator = AsyncZkCoordinator {
             endpoints,
             connect_timeout: config.connect_timeout,

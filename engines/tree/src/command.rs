@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::acl::{Acl, Id};
 use crate::error::{CodecError, TreeError};
 use crate::path;
 use crate::types::{CreateMode, Stat, WatchEvent, MAX_TTL_MS};
@@ -34,13 +35,21 @@ pub enum Command {
     /// The leader's expiry decision: ends each listed session whose deadline is still
     /// `<= now_ms` (one touched in between survives), deleting its ephemerals.
     ExpireSessions { sessions: Vec<i64>, now_ms: i64 },
-    /// One write by `session` (0: no session, for tools and tests).
-    Write { session: i64, now_ms: i64, op: Op },
+    /// One write by `session` (0: no session, for tools and tests). `auth` are the ids
+    /// the session's connection authenticated (addauth, its address): ZooKeeper checks
+    /// ACLs against the request's auth info, so it travels with the request.
+    Write {
+        session: i64,
+        now_ms: i64,
+        op: Op,
+        auth: Vec<Id>,
+    },
     /// ZooKeeper's multi: all ops or none, at one zxid.
     Multi {
         session: i64,
         now_ms: i64,
         ops: Vec<Op>,
+        auth: Vec<Id>,
     },
     /// The leader's container and TTL check: deletes each listed node that is still due
     /// (an empty container that has had children; an empty TTL node unmodified for its TTL).
@@ -50,13 +59,15 @@ pub enum Command {
 /// A write operation, alone or in a multi.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Op {
-    /// `path` is the prefix for sequential modes; `ttl_ms` only for TTL modes (else 0).
+    /// `path` is the prefix for sequential modes; `ttl_ms` only for TTL modes (else 0);
+    /// `acl` as the client sent it (checked and expanded at apply).
     Create {
         path: String,
         #[serde(with = "serde_bytes")]
         data: Vec<u8>,
         mode: CreateMode,
         ttl_ms: i64,
+        acl: Vec<Acl>,
     },
     /// `version` -1 matches any.
     Delete { path: String, version: i32 },
@@ -68,6 +79,12 @@ pub enum Op {
     },
     /// Fails unless the node exists with this version (-1: exists).
     Check { path: String, version: i32 },
+    /// Replaces a node's ACL; `version` is the expected aversion (-1 matches any).
+    SetAcl {
+        path: String,
+        acl: Vec<Acl>,
+        version: i32,
+    },
 }
 
 impl Op {
@@ -94,9 +111,10 @@ impl Op {
                 }
                 Ok(())
             }
-            Op::Delete { path, .. } | Op::SetData { path, .. } | Op::Check { path, .. } => {
-                path::validate(path)
-            }
+            Op::Delete { path, .. }
+            | Op::SetData { path, .. }
+            | Op::Check { path, .. }
+            | Op::SetAcl { path, .. } => path::validate(path),
         }
     }
 }
@@ -114,6 +132,9 @@ pub enum OpResult {
         stat: Stat,
     },
     Check,
+    SetAcl {
+        stat: Stat,
+    },
 }
 
 /// How a multi ended.
@@ -217,12 +238,20 @@ mod tests {
                     data: vec![0; 300],
                     mode: CreateMode::PersistentSequentialWithTtl,
                     ttl_ms: 10,
+                    acl: vec![Acl::open()],
                 },
+                auth: vec![Id::new("digest", "u:h")],
             },
             Command::Multi {
                 session: 0,
                 now_ms: 0,
+                auth: vec![],
                 ops: vec![
+                    Op::SetAcl {
+                        path: "/a".into(),
+                        acl: vec![Acl::open()],
+                        version: 3,
+                    },
                     Op::Check {
                         path: "/".into(),
                         version: -1,
@@ -275,6 +304,7 @@ mod tests {
             data: vec![],
             mode,
             ttl_ms,
+            acl: vec![Acl::open()],
         };
         assert!(create("/a", CreateMode::Persistent, 0).validate().is_ok());
         assert!(create("/a/", CreateMode::PersistentSequential, 0)

@@ -19,6 +19,10 @@ pub mod code {
     pub const NODE_EXISTS: i32 = -110;
     pub const NOT_EMPTY: i32 = -111;
     pub const SESSION_EXPIRED: i32 = -112;
+    pub const INVALID_ACL: i32 = -114;
+    pub const AUTH_FAILED: i32 = -115;
+    /// Sent to a connection that is not authenticated while the server enforces auth.
+    pub const SESSION_CLOSED_REQUIRE_AUTH: i32 = -124;
     pub const NO_WATCHER: i32 = -121;
     pub const RECONFIG_DISABLED: i32 = -123;
 }
@@ -43,6 +47,12 @@ pub enum TreeError {
     /// The session is unknown: it expired, was closed, or never existed.
     #[error("session expired")]
     SessionExpired,
+    /// The node's ACL does not grant the permission to the session's ids.
+    #[error("not authorized")]
+    NoAuth,
+    /// A create's or setACL's ACL is empty, malformed, or uses `auth` unauthenticated.
+    #[error("invalid ACL")]
+    InvalidAcl,
     /// The command's log position is not above the last applied one; nothing changed.
     #[error("zxid {zxid:#x} already applied (last {last:#x})")]
     AlreadyApplied { zxid: i64, last: i64 },
@@ -59,6 +69,8 @@ impl TreeError {
             TreeError::NoChildrenForEphemerals => code::NO_CHILDREN_FOR_EPHEMERALS,
             TreeError::BadArguments(_) => code::BAD_ARGUMENTS,
             TreeError::SessionExpired => code::SESSION_EXPIRED,
+            TreeError::NoAuth => code::NO_AUTH,
+            TreeError::InvalidAcl => code::INVALID_ACL,
             TreeError::AlreadyApplied { .. } => code::SYSTEM_ERROR,
         }
     }
@@ -86,5 +98,7 @@ mod tests {
         assert_eq!(TreeError::NoChildrenForEphemerals.code(), -108);
         assert_eq!(TreeError::BadArguments(String::new()).code(), -8);
         assert_eq!(TreeError::SessionExpired.code(), -112);
+        assert_eq!(TreeError::NoAuth.code(), -102);
+        assert_eq!(TreeError::InvalidAcl.code(), -114);
     }
 }

@@ -15,6 +15,13 @@
 //! ZooKeeper's codes ([`TreeError::code`]). The tree starts with `/`, `/zookeeper`,
 //! `/zookeeper/quota` and `/zookeeper/config`, as ZooKeeper's does.
 //!
+//! # Access control
+//! Every node keeps its ACL (set at create, changed by `SetAcl`, with the stat's
+//! aversion). Writes carry the ids their session authenticated (`auth`), and the tree
+//! checks them as ZooKeeper does: CREATE and DELETE on the parent, WRITE for setData,
+//! READ for check, ADMIN for setACL; readers check READ through [`DataTree::check_perm`].
+//! See [`acl`].
+//!
 //! # Determinism and time
 //! No I/O, no clock, no threads, no randomness, no hash-ordered containers: the same
 //! commands at the same zxids give equal [`Applied`] outputs (results, watch events, ended
@@ -37,6 +44,7 @@
 //! [`WatchManager`]: one-shot data / exist / child watches, and addWatch's persistent and
 //! persistent-recursive ones.
 
+pub mod acl;
 pub mod command;
 pub mod error;
 mod node;
@@ -47,6 +55,7 @@ pub mod types;
 pub mod watch;
 mod write;
 
+pub use acl::{Acl, Id};
 pub use command::{Applied, Command, MultiOutcome, Op, OpResult, Response};
 pub use error::{code, CodecError, TreeError};
 pub use node::Session;

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+use crate::acl::Acl;
 use crate::types::{NodeKind, Stat};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +19,9 @@ pub(crate) struct Node {
     pub version: i32,
     pub cversion: i32,
     pub kind: NodeKind,
+    /// ACL changes (setACL).
+    pub aversion: i32,
+    pub acl: Vec<Acl>,
     /// Names (not paths) of the children, sorted: listings are deterministic.
     pub children: BTreeSet<String>,
 }
@@ -25,10 +29,10 @@ pub(crate) struct Node {
 impl Node {
     /// A node of the initial tree (zxid 0, time 0).
     pub fn system() -> Node {
-        Node::new(Vec::new(), NodeKind::Persistent, 0, 0)
+        Node::new(Vec::new(), NodeKind::Persistent, 0, 0, vec![Acl::open()])
     }
 
-    pub fn new(data: Vec<u8>, kind: NodeKind, zxid: i64, now_ms: i64) -> Node {
+    pub fn new(data: Vec<u8>, kind: NodeKind, zxid: i64, now_ms: i64, acl: Vec<Acl>) -> Node {
         Node {
             data,
             czxid: zxid,
@@ -39,6 +43,8 @@ impl Node {
             version: 0,
             cversion: 0,
             kind,
+            aversion: 0,
+            acl,
             children: BTreeSet::new(),
         }
     }
@@ -51,7 +57,7 @@ impl Node {
             mtime: self.mtime,
             version: self.version,
             cversion: self.cversion,
-            aversion: 0,
+            aversion: self.aversion,
             ephemeral_owner: self.kind.ephemeral_owner(),
             data_length: i32::try_from(self.data.len()).unwrap_or(i32::MAX),
             num_children: i32::try_from(self.children.len()).unwrap_or(i32::MAX),

@@ -1,8 +1,9 @@
 //! Snapshot and restore of the whole tree, for log compaction and lagging members.
 //!
 //! Layout: the magic `CBZT`, a format version byte, then postcard of the last zxid, every
-//! node (path order, without its child list) and every session (id order, without its
-//! ephemeral list). Child lists and the ephemeral, container and TTL indexes are rebuilt
+//! node (path order, without its child list; format 2 adds each node's aversion and ACL)
+//! and every session (id order, without its ephemeral list). Format 1 snapshots (before
+//! ACLs were kept) still restore, every node with the open ACL. Child lists and the ephemeral, container and TTL indexes are rebuilt
 //! on restore. Equal trees give byte-identical snapshots. Restore checks the invariants
 //! the tree relies on, so corrupt bytes give an error, never a tree that misbehaves later.
 
@@ -10,13 +11,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::acl::Acl;
 use crate::error::CodecError;
 use crate::node::{Node, Session};
 use crate::tree::DataTree;
 use crate::types::NodeKind;
 
 const MAGIC: &[u8; 4] = b"CBZT";
-const FORMAT: u8 = 1;
+/// Format 1 had no ACLs; format 2 carries them.
+const FORMAT_V1: u8 = 1;
+const FORMAT: u8 = 2;
 
 #[derive(Serialize, Deserialize)]
 struct NodeData {
@@ -31,6 +35,23 @@ struct NodeData {
     kind: NodeKind,
 }
 
+/// What format 2 adds to each node.
+#[derive(Serialize, Deserialize)]
+struct NodeAccess {
+    aversion: i32,
+    acl: Vec<Acl>,
+}
+
+impl NodeAccess {
+    /// A format 1 node's: never changed, open to anyone.
+    fn open() -> Self {
+        NodeAccess {
+            aversion: 0,
+            acl: vec![Acl::open()],
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct SessionData {
     id: i64,
@@ -39,11 +60,22 @@ struct SessionData {
     deadline_ms: i64,
 }
 
+/// A snapshot's body; `N` is a node entry: `(path, NodeData)` in format 1,
+/// `(path, NodeData, NodeAccess)` in format 2.
 #[derive(Serialize, Deserialize)]
-struct Data {
+struct Data<N> {
     last_zxid: i64,
-    nodes: Vec<(String, NodeData)>,
+    nodes: Vec<N>,
     sessions: Vec<SessionData>,
+}
+
+/// Decodes a whole body (no trailing bytes).
+fn decode_body<N: serde::de::DeserializeOwned>(body: &[u8]) -> Result<Data<N>, CodecError> {
+    match postcard::take_from_bytes::<Data<N>>(body) {
+        Ok((data, [])) => Ok(data),
+        Ok(_) => Err(CodecError::BadSnapshot("trailing bytes".into())),
+        Err(e) => Err(CodecError::Decode(e.to_string())),
+    }
 }
 
 impl DataTree {
@@ -55,6 +87,10 @@ impl DataTree {
                 .nodes
                 .iter()
                 .map(|(p, n)| {
+                    let access = NodeAccess {
+                        aversion: n.aversion,
+                        acl: n.acl.clone(),
+                    };
                     let d = NodeData {
                         data: n.data.clone(),
                         czxid: n.czxid,
@@ -66,7 +102,7 @@ impl DataTree {
                         cversion: n.cversion,
                         kind: n.kind,
                     };
-                    (p.clone(), d)
+                    (p.clone(), d, access)
                 })
                 .collect(),
             sessions: self
@@ -95,15 +131,23 @@ impl DataTree {
     /// A tree holding a snapshot's state.
     pub fn from_snapshot(bytes: &[u8]) -> Result<DataTree, CodecError> {
         let bad = CodecError::BadSnapshot;
-        let body = match bytes.strip_prefix(MAGIC.as_slice()) {
-            Some([FORMAT, body @ ..]) => body,
+        let data: Data<(String, NodeData, NodeAccess)> = match bytes.strip_prefix(MAGIC.as_slice())
+        {
+            Some([FORMAT, body @ ..]) => decode_body(body)?,
+            Some([FORMAT_V1, body @ ..]) => {
+                let v1: Data<(String, NodeData)> = decode_body(body)?;
+                Data {
+                    last_zxid: v1.last_zxid,
+                    nodes: v1
+                        .nodes
+                        .into_iter()
+                        .map(|(p, n)| (p, n, NodeAccess::open()))
+                        .collect(),
+                    sessions: v1.sessions,
+                }
+            }
             Some(_) => return Err(bad("unknown format version".into())),
             None => return Err(bad("not a tree snapshot".into())),
-        };
-        let data = match postcard::take_from_bytes::<Data>(body) {
-            Ok((data, [])) => data,
-            Ok(_) => return Err(bad("trailing bytes".into())),
-            Err(e) => return Err(CodecError::Decode(e.to_string())),
         };
         let mut sessions = BTreeMap::new();
         for s in data.sessions {
@@ -125,7 +169,7 @@ impl DataTree {
             last_zxid: data.last_zxid,
         };
         // Path order puts every parent before its children.
-        for (path, n) in data.nodes {
+        for (path, n, access) in data.nodes {
             if tree.nodes.contains_key(&path) {
                 return Err(bad(format!("{path} twice")));
             }
@@ -144,6 +188,8 @@ impl DataTree {
                 version: n.version,
                 cversion: n.cversion,
                 kind: n.kind,
+                aversion: access.aversion,
+                acl: access.acl,
                 children: BTreeSet::new(),
             };
             tree.insert_node(&path, node);
@@ -156,6 +202,7 @@ impl DataTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acl::{perm, Id};
     use crate::command::{Command, Op};
     use crate::types::CreateMode;
 
@@ -177,13 +224,93 @@ mod tests {
                 data: b"v".to_vec(),
                 mode,
                 ttl_ms,
+                acl: vec![Acl::open()],
             },
+            auth: vec![],
         };
         t.apply(2, &create("/a", CreateMode::Container, 0));
         t.apply(3, &create("/a/e-", CreateMode::EphemeralSequential, 0));
         t.apply(4, &create("/t", CreateMode::PersistentWithTtl, 100));
         t.apply(5, &create("/a/p", CreateMode::Persistent, 0));
+        let private = Acl {
+            perms: perm::READ,
+            scheme: "digest".into(),
+            id: "u:h".into(),
+        };
+        let restrict = Command::Write {
+            session: 1,
+            now_ms: 30,
+            op: Op::SetAcl {
+                path: "/a/p".into(),
+                acl: vec![private],
+                version: 0,
+            },
+            auth: vec![],
+        };
+        t.apply(6, &restrict);
         t
+    }
+
+    /// `tree` as a format 1 snapshot (no ACLs), as builds before format 2 wrote it.
+    fn snapshot_v1(tree: &DataTree) -> Vec<u8> {
+        let data = Data {
+            last_zxid: tree.last_zxid,
+            nodes: tree
+                .nodes
+                .iter()
+                .map(|(p, n)| {
+                    let d = NodeData {
+                        data: n.data.clone(),
+                        czxid: n.czxid,
+                        mzxid: n.mzxid,
+                        pzxid: n.pzxid,
+                        ctime: n.ctime,
+                        mtime: n.mtime,
+                        version: n.version,
+                        cversion: n.cversion,
+                        kind: n.kind,
+                    };
+                    (p.clone(), d)
+                })
+                .collect(),
+            sessions: Vec::<SessionData>::new(),
+        };
+        let mut out = MAGIC.to_vec();
+        out.push(FORMAT_V1);
+        postcard::to_extend(&data, out).unwrap()
+    }
+
+    #[test]
+    fn acls_survive_a_snapshot_and_format_1_restores_open() {
+        let t = sample();
+        let r = DataTree::from_snapshot(&t.snapshot()).unwrap();
+        let (acl, stat) = r.acl("/a/p").unwrap();
+        assert_eq!(
+            (acl.len(), acl[0].scheme.as_str(), stat.aversion),
+            (1, "digest", 1)
+        );
+        assert!(r.check_perm("/a/p", perm::READ, &[]).is_err());
+        assert!(r
+            .check_perm("/a/p", perm::READ, &[Id::new("digest", "u:h")])
+            .is_ok());
+
+        let mut plain = DataTree::new();
+        let create = Command::Write {
+            session: 0,
+            now_ms: 1,
+            op: Op::Create {
+                path: "/x".into(),
+                data: b"v".to_vec(),
+                mode: CreateMode::Persistent,
+                ttl_ms: 0,
+                acl: vec![Acl::open()],
+            },
+            auth: vec![],
+        };
+        plain.apply(1, &create);
+        let old = DataTree::from_snapshot(&snapshot_v1(&plain)).unwrap();
+        assert_eq!(old, plain);
+        assert_eq!(old.acl("/x").unwrap().0, vec![Acl::open()]);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::acl::{self, Acl, Id};
 use crate::command::{Applied, Command, MultiOutcome, Op, Response};
 use crate::error::TreeError;
 use crate::node::{Node, Session};
@@ -118,11 +119,13 @@ impl DataTree {
                 session,
                 now_ms,
                 op,
+                auth,
             } => self.check_session(*session, *now_ms).and_then(|()| {
                 let ctx = Ctx {
                     zxid,
                     now_ms: *now_ms,
                     session: *session,
+                    auth,
                 };
                 self.exec(&ctx, op, &mut fx.events)
                     .map(|(r, _)| Response::Op(r))
@@ -131,11 +134,13 @@ impl DataTree {
                 session,
                 now_ms,
                 ops,
+                auth,
             } => self.check_session(*session, *now_ms).map(|()| {
                 let ctx = Ctx {
                     zxid,
                     now_ms: *now_ms,
                     session: *session,
+                    auth,
                 };
                 Response::Multi(self.multi(&ctx, ops, &mut fx.events))
             }),
@@ -265,6 +270,20 @@ impl DataTree {
     pub fn children(&self, path: &str) -> Result<(Vec<String>, Stat), TreeError> {
         let node = self.nodes.get(path).ok_or(TreeError::NoNode)?;
         Ok((node.children.iter().cloned().collect(), node.stat()))
+    }
+
+    /// Whether the session holding `auth` may `wanted` (a [`crate::acl::perm`]) on
+    /// `path`: [`TreeError::NoNode`] if there is no such node, [`TreeError::NoAuth`] if its
+    /// ACL does not grant it. For reads; writes are checked at apply.
+    pub fn check_perm(&self, path: &str, wanted: i32, auth: &[Id]) -> Result<(), TreeError> {
+        let node = self.nodes.get(path).ok_or(TreeError::NoNode)?;
+        acl::check(&node.acl, wanted, auth)
+    }
+
+    /// A node's ACL and stat (getACL).
+    pub fn acl(&self, path: &str) -> Result<(Vec<Acl>, Stat), TreeError> {
+        let node = self.nodes.get(path).ok_or(TreeError::NoNode)?;
+        Ok((node.acl.clone(), node.stat()))
     }
 
     /// Number of nodes below `path`, at any depth (getAllChildrenNumber).

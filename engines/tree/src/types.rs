@@ -18,7 +18,7 @@ pub struct Stat {
     pub version: i32,
     /// Number of children created (ZooKeeper does not count deletes).
     pub cversion: i32,
-    /// ACL changes: always 0 (ACLs are not kept).
+    /// Number of ACL changes (setACL).
     pub aversion: i32,
     /// The owning session of an ephemeral node; ZooKeeper's encodings for containers
     /// and TTL nodes (see [`NodeKind::ephemeral_owner`]); 0 otherwise.

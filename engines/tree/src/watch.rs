@@ -342,6 +342,7 @@ mod tests {
             session: 0,
             now_ms: 0,
             op,
+            auth: vec![],
         };
         let create = |p: &str| {
             write(Op::Create {
@@ -349,6 +350,7 @@ mod tests {
                 data: vec![],
                 mode: CreateMode::Persistent,
                 ttl_ms: 0,
+                acl: vec![crate::Acl::open()],
             })
         };
         t.apply(1, &create("/same"));

@@ -7,6 +7,7 @@
 //! cversion counts creates, which is what sequential names use); setData bumps the
 //! version. Checks come in ZooKeeper's order, so the same request fails with the same code.
 
+use crate::acl::{self, perm, Acl, Id};
 use crate::command::{Op, OpResult};
 use crate::error::TreeError;
 use crate::node::Node;
@@ -14,11 +15,19 @@ use crate::path;
 use crate::tree::DataTree;
 use crate::types::{CreateMode, EventType, NodeKind, WatchEvent};
 
-/// Where and when a write happens.
-pub(crate) struct Ctx {
+/// Where and when a write happens, and who asks.
+pub(crate) struct Ctx<'a> {
     pub zxid: i64,
     pub now_ms: i64,
     pub session: i64,
+    /// The ids the session authenticated, for ACL checks.
+    pub auth: &'a [Id],
+}
+
+/// What a create stores: the data and the ACL already fixed up.
+struct Content<'a> {
+    data: &'a [u8],
+    acl: Vec<Acl>,
 }
 
 /// How to take back one successful op.
@@ -40,6 +49,11 @@ pub(crate) enum Undo {
         mzxid: i64,
         mtime: i64,
         version: i32,
+    },
+    SetAcl {
+        path: String,
+        acl: Vec<Acl>,
+        aversion: i32,
     },
     Nothing,
 }
@@ -74,8 +88,16 @@ impl DataTree {
                 data,
                 mode,
                 ttl_ms,
-            } => self.create(ctx, path, data, *mode, *ttl_ms, events),
+                acl,
+            } => {
+                let content = Content {
+                    data,
+                    acl: acl::fix_acl(acl, ctx.auth)?,
+                };
+                self.create(ctx, path, content, *mode, *ttl_ms, events)
+            }
             Op::Delete { path, version } => {
+                self.check_delete_perm(path, ctx.auth)?;
                 self.check_delete(path, *version)?;
                 let (node, (parent_cversion, parent_pzxid)) =
                     self.delete_node(path, ctx.zxid, events);
@@ -93,6 +115,7 @@ impl DataTree {
                 version,
             } => {
                 let node = self.nodes.get_mut(path).ok_or(TreeError::NoNode)?;
+                acl::check(&node.acl, perm::WRITE, ctx.auth)?;
                 if !version_matches(*version, node.version) {
                     return Err(TreeError::BadVersion);
                 }
@@ -112,19 +135,56 @@ impl DataTree {
             }
             Op::Check { path, version } => {
                 let node = self.nodes.get(path).ok_or(TreeError::NoNode)?;
+                acl::check(&node.acl, perm::READ, ctx.auth)?;
                 if !version_matches(*version, node.version) {
                     return Err(TreeError::BadVersion);
                 }
                 Ok((OpResult::Check, Undo::Nothing))
             }
+            Op::SetAcl { path, acl, version } => self.set_acl(ctx, path, acl, *version),
         }
+    }
+
+    /// setACL, in ZooKeeper's order: the node, ADMIN on it, the new list, the aversion.
+    fn set_acl(
+        &mut self,
+        ctx: &Ctx,
+        path: &str,
+        acl: &[Acl],
+        version: i32,
+    ) -> Result<(OpResult, Undo), TreeError> {
+        let node = self.nodes.get_mut(path).ok_or(TreeError::NoNode)?;
+        acl::check(&node.acl, perm::ADMIN, ctx.auth)?;
+        let fixed = acl::fix_acl(acl, ctx.auth)?;
+        if !version_matches(version, node.aversion) {
+            return Err(TreeError::BadVersion);
+        }
+        let undo = Undo::SetAcl {
+            path: path.to_string(),
+            acl: std::mem::replace(&mut node.acl, fixed),
+            aversion: node.aversion,
+        };
+        node.aversion = node.aversion.wrapping_add(1);
+        Ok((OpResult::SetAcl { stat: node.stat() }, undo))
+    }
+
+    /// DELETE on the parent of `path`, checked before the node itself, as ZooKeeper does.
+    fn check_delete_perm(&self, path: &str, auth: &[Id]) -> Result<(), TreeError> {
+        if PROTECTED.contains(&path) {
+            return Ok(()); // check_delete refuses it with its own error
+        }
+        let parent = self
+            .nodes
+            .get(create_parent(path))
+            .ok_or(TreeError::NoNode)?;
+        acl::check(&parent.acl, perm::DELETE, auth)
     }
 
     fn create(
         &mut self,
         ctx: &Ctx,
         path: &str,
-        data: &[u8],
+        content: Content,
         mode: CreateMode,
         ttl_ms: i64,
         events: &mut Vec<WatchEvent>,
@@ -147,6 +207,7 @@ impl DataTree {
         };
         let parent_path = create_parent(path);
         let parent = self.nodes.get(parent_path).ok_or(TreeError::NoNode)?;
+        acl::check(&parent.acl, perm::CREATE, ctx.auth)?;
         let full = if mode.is_sequential() {
             // Zero-padded to 10 digits, as ZooKeeper prints numbers up to i32::MAX.
             let full = format!("{path}{:010}", children_created(parent));
@@ -162,7 +223,13 @@ impl DataTree {
             return Err(TreeError::NoChildrenForEphemerals);
         }
         let (parent_cversion, parent_pzxid) = (parent.cversion, parent.pzxid);
-        let node = Node::new(data.to_vec(), kind, ctx.zxid, ctx.now_ms);
+        let node = Node::new(
+            content.data.to_vec(),
+            kind,
+            ctx.zxid,
+            ctx.now_ms,
+            content.acl,
+        );
         let stat = node.stat();
         self.insert_node(&full, node);
         if let Some(parent) = self.nodes.get_mut(parent_path) {
@@ -238,6 +305,16 @@ impl DataTree {
                 if let Some(parent) = path::parent(&path).and_then(|p| self.nodes.get_mut(p)) {
                     parent.cversion = parent_cversion;
                     parent.pzxid = parent_pzxid;
+                }
+            }
+            Undo::SetAcl {
+                path,
+                acl,
+                aversion,
+            } => {
+                if let Some(node) = self.nodes.get_mut(&path) {
+                    node.acl = acl;
+                    node.aversion = aversion;
                 }
             }
             Undo::SetData {

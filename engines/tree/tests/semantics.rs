@@ -27,6 +27,7 @@ impl T {
                 session,
                 now_ms,
                 op,
+                auth: vec![],
             })
             .result?
         {
@@ -44,6 +45,7 @@ impl T {
                 data: b"d".to_vec(),
                 mode,
                 ttl_ms,
+                acl: vec![Acl::open()],
             },
         )? {
             OpResult::Create { path, .. } => Ok(path),
@@ -324,6 +326,7 @@ fn multi_is_all_or_nothing() {
             data: vec![],
             mode: CreateMode::Persistent,
             ttl_ms: 0,
+            acl: vec![Acl::open()],
         },
         Op::SetData {
             path: "/m".into(),
@@ -335,6 +338,7 @@ fn multi_is_all_or_nothing() {
             data: vec![],
             mode: CreateMode::PersistentSequential,
             ttl_ms: 0,
+            acl: vec![Acl::open()],
         },
         Op::Check {
             path: "/m".into(),
@@ -346,6 +350,7 @@ fn multi_is_all_or_nothing() {
         session: 0,
         now_ms: 5,
         ops: ops.clone(),
+        auth: vec![],
     });
     assert_eq!(
         a.result,
@@ -373,6 +378,7 @@ fn multi_is_all_or_nothing() {
         session: 0,
         now_ms: 5,
         ops: ok,
+        auth: vec![],
     });
     let Ok(Response::Multi(MultiOutcome::Committed(rs))) = a.result else {
         panic!("{a:?}")
@@ -394,4 +400,64 @@ fn old_zxids_change_nothing() {
     assert_eq!(t.tree.descendant_count("/").unwrap(), 4);
     assert_eq!(t.tree.descendant_count("/zookeeper").unwrap(), 2);
     assert_eq!(t.tree.node_count(), 5);
+}
+
+#[test]
+fn acls_guard_writes_as_zookeeper_does() {
+    let mut t = T::new();
+    let alice = vec![Id::new("digest", "alice:h")];
+    let creator_all = Acl {
+        perms: acl::perm::ALL,
+        scheme: "auth".into(),
+        id: String::new(),
+    };
+    let create = |path: &str, acl: Acl| Op::Create {
+        path: path.into(),
+        data: vec![],
+        mode: CreateMode::Persistent,
+        ttl_ms: 0,
+        acl: vec![acl],
+    };
+    let as_ids = |t: &mut T, op: Op, auth: &[Id]| {
+        t.run(Command::Write {
+            session: 0,
+            now_ms: 1,
+            op,
+            auth: auth.to_vec(),
+        })
+        .result
+        .map(|_| ())
+    };
+    // `auth` without an authenticated id is invalid; with one it becomes that id.
+    assert_eq!(
+        as_ids(&mut t, create("/p", creator_all.clone()), &[]),
+        Err(TreeError::InvalidAcl)
+    );
+    as_ids(&mut t, create("/p", creator_all), &alice).unwrap();
+    assert_eq!(t.tree.acl("/p").unwrap().0[0].id, "alice:h");
+    let set = |v: &[u8]| Op::SetData {
+        path: "/p".into(),
+        data: v.to_vec(),
+        version: -1,
+    };
+    assert_eq!(as_ids(&mut t, set(b"x"), &[]), Err(TreeError::NoAuth));
+    assert_eq!(
+        as_ids(&mut t, create("/p/c", Acl::open()), &[]),
+        Err(TreeError::NoAuth)
+    );
+    as_ids(&mut t, set(b"x"), &alice).unwrap();
+    as_ids(&mut t, create("/p/c", Acl::open()), &alice).unwrap();
+    assert_eq!(
+        as_ids(&mut t, delete("/p/c", -1), &[]),
+        Err(TreeError::NoAuth)
+    );
+    let open_up = Op::SetAcl {
+        path: "/p".into(),
+        acl: vec![Acl::open()],
+        version: 0,
+    };
+    assert_eq!(as_ids(&mut t, open_up.clone(), &[]), Err(TreeError::NoAuth));
+    as_ids(&mut t, open_up, &alice).unwrap();
+    assert_eq!(t.tree.stat("/p").unwrap().aversion, 1);
+    as_ids(&mut t, delete("/p/c", -1), &[]).unwrap();
 }

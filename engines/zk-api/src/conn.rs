@@ -125,6 +125,7 @@ pub(crate) async fn serve<R: Replicator<TreeStateMachine>>(
         session,
         peer,
         tx,
+        auth: Default::default(),
     };
     loop {
         let next = tokio::select! {

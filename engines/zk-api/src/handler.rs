@@ -13,13 +13,16 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use coordbench_node::{NodeError, Replicator};
+use coordbench_tree::acl::perm;
 use coordbench_tree::{
-    code, Command, CreateMode, MultiOutcome, Op, OpResult, Response, TreeError, WatchKind, WatchSet,
+    code, Command, CreateMode, Id, MultiOutcome, Op, OpResult, Response, TreeError, WatchKind,
+    WatchSet,
 };
 use tokio::sync::mpsc;
 
+use crate::auth::ConnAuth;
 use crate::core::{now_ms, Core, ProposeError};
-use crate::proto::{op, xid, Acl, CreateRequest, PathMode, RequestHeader};
+use crate::proto::{op, xid, AuthPacket, CreateRequest, PathMode, RequestHeader};
 use crate::reply::{reply_frame, MultiResult, ReadResult, ReplyBody};
 use crate::request::{MultiOp, ReadOp, Request};
 use crate::router::ConnId;
@@ -41,6 +44,8 @@ pub(crate) struct ConnCtx<R> {
     pub session: i64,
     pub peer: SocketAddr,
     pub tx: mpsc::Sender<Vec<u8>>,
+    /// The ids this connection proved (addauth), for ACL checks.
+    pub auth: ConnAuth,
 }
 
 type Reply = (i32, ReplyBody);
@@ -69,7 +74,22 @@ fn create_op(request_op: i32, req: &CreateRequest) -> Result<Op, i32> {
         } else {
             0
         },
+        acl: req.acl.clone(),
     })
+}
+
+/// What getACL shows a reader without ADMIN: digest hashes masked, as ZooKeeper 3.8 does.
+fn redacted(acl: Vec<coordbench_tree::Acl>) -> Vec<coordbench_tree::Acl> {
+    acl.into_iter()
+        .map(|mut a| {
+            if a.scheme == "digest" {
+                if let Some((user, _)) = a.id.split_once(':') {
+                    a.id = format!("{user}:x");
+                }
+            }
+            a
+        })
+        .collect()
 }
 
 fn create_body(request_op: i32, path: String, stat: coordbench_tree::Stat) -> ReplyBody {
@@ -78,6 +98,11 @@ fn create_body(request_op: i32, path: String, stat: coordbench_tree::Stat) -> Re
     } else {
         ReplyBody::Create2 { path, stat }
     }
+}
+
+/// READ on an existing `path` for `ids` (NoNode first, as getData answers).
+fn readable(sm: &TreeStateMachine, path: &str, ids: &[Id]) -> Result<(), TreeError> {
+    sm.tree().check_perm(path, perm::READ, ids)
 }
 
 /// Watch kinds named by a removeWatches / checkWatches type.
@@ -112,19 +137,44 @@ fn aborted(len: usize, index: usize, code: i32) -> Vec<MultiResult> {
 }
 
 impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
+    /// The ids requests of this connection act as (its ip, its digests).
+    fn ids(&self) -> Vec<Id> {
+        self.auth.ids(&self.peer)
+    }
+
     pub async fn handle(&self, header: RequestHeader, req: Request) -> Flow {
         let x = header.xid;
+        let unauthenticated = self.core.options.enforce_auth && !self.auth.authenticated();
+        if unauthenticated && !matches!(req, Request::Auth(_)) {
+            // As ZooKeeper with enforce.auth.enabled: answer, then close the connection.
+            let _ = self
+                .read(x, |_, _| {
+                    (code::SESSION_CLOSED_REQUIRE_AUTH, ReplyBody::Empty)
+                })
+                .await;
+            return Flow::Close;
+        }
         match req {
             Request::Ping => self.read(xid::PING, |_, _| ok(ReplyBody::Empty)).await,
-            Request::Auth(_) => self.read(x, |_, _| ok(ReplyBody::Empty)).await,
+            Request::Auth(packet) => self.add_auth(x, &packet).await,
             Request::WhoAmI => {
-                let who = vec![("ip".to_string(), self.peer.ip().to_string())];
+                let who = self
+                    .ids()
+                    .into_iter()
+                    .map(|i| match i.id.split_once(':') {
+                        Some((user, _)) if i.scheme == "digest" => (i.scheme, user.to_string()),
+                        _ => (i.scheme, i.id),
+                    })
+                    .collect();
                 self.read(x, |_, _| ok(ReplyBody::WhoAmI(who))).await
             }
             Request::CloseSession => {
                 let cmd = Command::CloseSession {
                     session: self.session,
                 };
+                // Otherwise the apply's end of the session closes this connection first and
+                // the client sees it dropped instead of its reply.
+                self.core.router.closing(self.id);
                 match self.core.propose(&cmd).await {
                     Ok(a) => {
                         let _ = self
@@ -171,6 +221,18 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                 };
                 self.write(x, o, |_| ReplyBody::Empty).await
             }
+            Request::SetAcl(r) => {
+                let o = Op::SetAcl {
+                    path: r.path,
+                    acl: r.acl,
+                    version: r.version,
+                };
+                self.write(x, o, |r| match r {
+                    OpResult::SetAcl { stat } => ReplyBody::Stat(stat),
+                    _ => ReplyBody::Empty,
+                })
+                .await
+            }
             Request::Multi(ops) => self.multi(x, ops).await,
             Request::Exists(r) => {
                 self.read(x, move |sm, id| {
@@ -186,43 +248,57 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                 .await
             }
             Request::GetData(r) => {
-                self.read(x, move |sm, id| match sm.tree().get_data(&r.path) {
-                    Ok((data, stat)) => {
-                        if r.watch {
-                            sm.router().add_watch(&r.path, WatchKind::Data, id);
+                let ids = self.ids();
+                self.read(x, move |sm, id| {
+                    match readable(sm, &r.path, &ids).and_then(|()| sm.tree().get_data(&r.path)) {
+                        Ok((data, stat)) => {
+                            if r.watch {
+                                sm.router().add_watch(&r.path, WatchKind::Data, id);
+                            }
+                            ok(ReplyBody::Data {
+                                data: data.to_vec(),
+                                stat,
+                            })
                         }
-                        ok(ReplyBody::Data {
-                            data: data.to_vec(),
-                            stat,
-                        })
+                        Err(e) => err(&e),
                     }
-                    Err(e) => err(&e),
                 })
                 .await
             }
             Request::GetChildren { req: r, with_stat } => {
-                self.read(x, move |sm, id| match sm.tree().children(&r.path) {
-                    Ok((children, stat)) => {
-                        if r.watch {
-                            sm.router().add_watch(&r.path, WatchKind::Child, id);
+                let ids = self.ids();
+                self.read(x, move |sm, id| {
+                    match readable(sm, &r.path, &ids).and_then(|()| sm.tree().children(&r.path)) {
+                        Ok((children, stat)) => {
+                            if r.watch {
+                                sm.router().add_watch(&r.path, WatchKind::Child, id);
+                            }
+                            ok(if with_stat {
+                                ReplyBody::Children2 { children, stat }
+                            } else {
+                                ReplyBody::Strings(children)
+                            })
                         }
-                        ok(if with_stat {
-                            ReplyBody::Children2 { children, stat }
-                        } else {
-                            ReplyBody::Strings(children)
-                        })
+                        Err(e) => err(&e),
                     }
-                    Err(e) => err(&e),
                 })
                 .await
             }
             Request::GetAcl(path) => {
-                self.read(x, move |sm, _| match sm.tree().stat(&path) {
-                    Some(stat) => ok(ReplyBody::Acl {
-                        acl: vec![Acl::open()],
-                        stat,
-                    }),
-                    None => err(&TreeError::NoNode),
+                let ids = self.ids();
+                self.read(x, move |sm, _| {
+                    let t = sm.tree();
+                    match t
+                        .check_perm(&path, perm::READ | perm::ADMIN, &ids)
+                        .and_then(|()| t.acl(&path))
+                    {
+                        Ok((acl, stat)) => {
+                            let admin = t.check_perm(&path, perm::ADMIN, &ids).is_ok();
+                            let acl = if admin { acl } else { redacted(acl) };
+                            ok(ReplyBody::Acl { acl, stat })
+                        }
+                        Err(e) => err(&e),
+                    }
                 })
                 .await
             }
@@ -233,22 +309,27 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                 self.read(x, move |_, _| ok(ReplyBody::Path(path))).await
             }
             Request::MultiRead(ops) => {
+                let ids = self.ids();
                 self.read(x, move |sm, _| {
                     let t = sm.tree();
                     let results = ops
                         .iter()
                         .map(|o| match o {
-                            ReadOp::GetData(p) => match t.get_data(p) {
-                                Ok((data, stat)) => ReadResult::Data {
-                                    data: data.to_vec(),
-                                    stat,
-                                },
-                                Err(e) => ReadResult::Error(e.code()),
-                            },
-                            ReadOp::GetChildren(p) => match t.children(p) {
-                                Ok((c, _)) => ReadResult::Children(c),
-                                Err(e) => ReadResult::Error(e.code()),
-                            },
+                            ReadOp::GetData(p) => {
+                                match readable(sm, p, &ids).and_then(|()| t.get_data(p)) {
+                                    Ok((data, stat)) => ReadResult::Data {
+                                        data: data.to_vec(),
+                                        stat,
+                                    },
+                                    Err(e) => ReadResult::Error(e.code()),
+                                }
+                            }
+                            ReadOp::GetChildren(p) => {
+                                match readable(sm, p, &ids).and_then(|()| t.children(p)) {
+                                    Ok((c, _)) => ReadResult::Children(c),
+                                    Err(e) => ReadResult::Error(e.code()),
+                                }
+                            }
                         })
                         .collect();
                     ok(ReplyBody::MultiRead(results))
@@ -272,6 +353,10 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                 .await
             }
             Request::AddWatch(PathMode { path, mode }) => {
+                // ZooKeeper checks READ on an existing node; a missing one may be watched.
+                if let Some(e) = self.unreadable_existing(&path) {
+                    return self.read(x, move |_, _| err(&e)).await;
+                }
                 let kind = match mode {
                     0 => WatchKind::Persistent,
                     1 => WatchKind::PersistentRecursive,
@@ -323,9 +408,13 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                 .await
             }
             Request::GetAllChildrenNumber(path) => {
-                self.read(x, move |sm, _| match sm.tree().descendant_count(&path) {
-                    Ok(n) => ok(ReplyBody::Int(i32::try_from(n).unwrap_or(i32::MAX))),
-                    Err(e) => err(&e),
+                let ids = self.ids();
+                self.read(x, move |sm, _| {
+                    match readable(sm, &path, &ids).and_then(|()| sm.tree().descendant_count(&path))
+                    {
+                        Ok(n) => ok(ReplyBody::Int(i32::try_from(n).unwrap_or(i32::MAX))),
+                        Err(e) => err(&e),
+                    }
                 })
                 .await
             }
@@ -337,6 +426,30 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                 };
                 self.read(x, move |_, _| (c, ReplyBody::Empty)).await
             }
+        }
+    }
+
+    /// addauth, answered on the request's xid (Java clients send -4); a failed one is
+    /// answered AUTH_FAILED and the connection closed, as ZooKeeper does.
+    async fn add_auth(&self, x: i32, packet: &AuthPacket) -> Flow {
+        match self.auth.add(&packet.scheme, &packet.auth) {
+            Ok(()) => self.read(x, |_, _| ok(ReplyBody::Empty)).await,
+            Err(e) => {
+                tracing::info!(peer = %self.peer, error = %e, "addauth failed; closing");
+                let _ = self
+                    .read(x, |_, _| (code::AUTH_FAILED, ReplyBody::Empty))
+                    .await;
+                Flow::Close
+            }
+        }
+    }
+
+    /// NoAuth if `path` exists and this connection may not read it.
+    fn unreadable_existing(&self, path: &str) -> Option<TreeError> {
+        let ids = self.ids();
+        match self.core.replicator.read(|sm| readable(sm, path, &ids)) {
+            Err(TreeError::NoAuth) => Some(TreeError::NoAuth),
+            _ => None,
         }
     }
 
@@ -368,6 +481,7 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
             session: self.session,
             now_ms: now_ms(),
             op,
+            auth: self.ids(),
         };
         let applied = match self.core.propose(&cmd).await {
             Ok(a) => a,
@@ -419,6 +533,7 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
             session: self.session,
             now_ms: now_ms(),
             ops: tree_ops,
+            auth: self.ids(),
         };
         let applied = match self.core.propose(&cmd).await {
             Ok(a) => a,
@@ -437,6 +552,8 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                         OpResult::Delete => MultiResult::Delete,
                         OpResult::SetData { stat } => MultiResult::SetData(stat),
                         OpResult::Check => MultiResult::Check,
+                        // A multi carries no setACL (the decoder refuses it).
+                        OpResult::SetAcl { stat } => MultiResult::SetData(stat),
                     })
                     .collect();
                 ok(ReplyBody::Multi(results))

@@ -18,10 +18,16 @@
 //! borrows the state machine, so any sound runtime holds a lock); replies and watch
 //! registrations rely on it for their ordering with notifications.
 //!
+//! Access control: every connection's ids (`auth.rs`: its ip, its addauth digests) go with
+//! its writes into the replicated command, where the tree checks ACLs at apply; reads check
+//! READ against the local tree. `ServeOptions::enforce_auth` refuses unauthenticated
+//! connections as ZooKeeper's `enforce.auth.enabled` does.
+//!
 //! Start a member's server with [`serve`] (on a listener, until a shutdown future) or
 //! [`spawn`] (in the background, with a [`ServerHandle`]).
 
 mod client_cap;
+pub mod auth;
 mod conn;
 mod core;
 pub mod four_letter;

@@ -32,6 +32,10 @@ pub struct ServeOptions {
     /// Connections one client address may hold at once (ZooKeeper's `maxClientCnxns`, 60);
     /// further ones are closed as they are accepted. 0: unlimited.
     pub max_client_cnxns: usize,
+    /// Refuse every request but addauth from a connection that has not authenticated
+    /// (ZooKeeper's `enforce.auth.enabled` with `enforce.auth.schemes=digest`): it is
+    /// answered SESSION_CLOSED_REQUIRE_AUTH (-124) and closed.
+    pub enforce_auth: bool,
 }
 
 impl Default for ServeOptions {
@@ -48,6 +52,7 @@ impl Default for ServeOptions {
             outbound_queue: 1024,
             io_timeout: Duration::from_secs(30),
             max_client_cnxns: 60,
+            enforce_auth: false,
         }
     }
 }

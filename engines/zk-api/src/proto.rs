@@ -231,29 +231,21 @@ impl WatcherEvent {
     }
 }
 
-/// An ACL entry (`perms`, `Id { scheme, id }`). ACLs are accepted and not enforced.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Acl {
-    pub perms: i32,
-    pub scheme: String,
-    pub id: String,
+/// An ACL entry (`perms`, `Id { scheme, id }`): the tree's, which keeps and enforces it.
+pub use coordbench_tree::Acl;
+
+/// The jute encoding of an [`Acl`].
+pub trait AclCodec: Sized {
+    fn encode(&self, w: &mut Writer);
+    fn decode(r: &mut Reader) -> Result<Self, DecodeError>;
 }
 
-impl Acl {
-    /// `ZooDefs.Ids.OPEN_ACL_UNSAFE`'s single entry, reported for every node.
-    pub fn open() -> Acl {
-        Acl {
-            perms: PERMS_ALL,
-            scheme: "world".into(),
-            id: "anyone".into(),
-        }
-    }
-
-    pub fn encode(&self, w: &mut Writer) {
+impl AclCodec for Acl {
+    fn encode(&self, w: &mut Writer) {
         w.i32(self.perms).string(&self.scheme).string(&self.id);
     }
 
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+    fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         Ok(Acl {
             perms: r.i32()?,
             scheme: r.string()?,
@@ -292,6 +284,33 @@ impl CreateRequest {
             acl: r.vector(12, Acl::decode)?,
             flags: r.i32()?,
             ttl: if with_ttl { Some(r.i64()?) } else { None },
+        })
+    }
+}
+
+/// SetACLRequest: a path, the new ACL and the expected aversion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetAclRequest {
+    pub path: String,
+    pub acl: Vec<Acl>,
+    pub version: i32,
+}
+
+impl SetAclRequest {
+    pub fn encode(&self, w: &mut Writer) {
+        w.string(&self.path);
+        w.i32(i32::try_from(self.acl.len()).unwrap_or(i32::MAX));
+        for a in &self.acl {
+            a.encode(w);
+        }
+        w.i32(self.version);
+    }
+
+    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+        Ok(SetAclRequest {
+            path: r.string()?,
+            acl: r.vector(12, Acl::decode)?,
+            version: r.i32()?,
         })
     }
 }

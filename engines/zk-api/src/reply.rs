@@ -5,7 +5,7 @@ use coordbench_tree::{Stat, WatchEvent};
 
 use crate::jute::{DecodeError, Reader, Writer};
 use crate::proto::{
-    decode_stat, encode_stat, op, xid, Acl, MultiHeader, ReplyHeader, WatcherEvent,
+    decode_stat, encode_stat, op, xid, Acl, AclCodec, MultiHeader, ReplyHeader, WatcherEvent,
     STATE_SYNC_CONNECTED,
 };
 

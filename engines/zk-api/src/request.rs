@@ -5,7 +5,7 @@
 use crate::jute::{DecodeError, Reader, Writer};
 use crate::proto::{
     op, AuthPacket, CreateRequest, MultiHeader, PathMode, PathVersion, PathWatch, RequestHeader,
-    SetDataRequest, SetWatches,
+    SetAclRequest, SetDataRequest, SetWatches,
 };
 
 /// One op of a multi (write) request.
@@ -47,6 +47,7 @@ pub enum Request {
         with_stat: bool,
     },
     GetAcl(String),
+    SetAcl(SetAclRequest),
     Sync(String),
     Check(PathVersion),
     Multi(Vec<MultiOp>),
@@ -83,6 +84,7 @@ pub fn decode(payload: &[u8]) -> Result<(RequestHeader, Request), DecodeError> {
             with_stat: header.op == op::GET_CHILDREN2,
         },
         op::GET_ACL => Request::GetAcl(r.string()?),
+        op::SET_ACL => Request::SetAcl(SetAclRequest::decode(&mut r)?),
         op::SYNC => Request::Sync(r.string()?),
         op::CHECK => Request::Check(PathVersion::decode(&mut r)?),
         op::MULTI => Request::Multi(decode_multi(&mut r)?),
@@ -150,6 +152,7 @@ pub fn encode(header: RequestHeader, req: &Request, w: &mut Writer) {
         Request::Exists(r) | Request::GetData(r) => r.encode(w),
         Request::GetChildren { req, .. } => req.encode(w),
         Request::SetData(r) => r.encode(w),
+        Request::SetAcl(r) => r.encode(w),
         Request::GetAcl(p)
         | Request::Sync(p)
         | Request::GetEphemerals(p)

@@ -87,6 +87,22 @@ impl Router {
         id
     }
 
+    /// Takes a connection out of its session's set, so the end of the session (its own
+    /// closeSession) does not close it before the reply is written: ZooKeeper answers a
+    /// closeSession, then closes the connection.
+    pub fn closing(&self, id: ConnId) {
+        let mut g = lock(&self.inner);
+        let Some(session) = g.conns.get(&id).map(|c| c.session) else {
+            return;
+        };
+        if let Some(set) = g.by_session.get_mut(&session) {
+            set.remove(&id);
+            if set.is_empty() {
+                g.by_session.remove(&session);
+            }
+        }
+    }
+
     /// Removes a connection and its watches.
     pub fn unregister(&self, id: ConnId) {
         let mut g = lock(&self.inner);

@@ -499,3 +499,20 @@ async fn expiry_closes_the_connection_and_no_leader_means_connection_loss() {
     server.replicator.set_leaderless(false);
     server.stop().await;
 }
+
+/// closeSession is answered (xid, zxid, OK) and only then is the connection closed, as
+/// ZooKeeper does; the session's end must not close the connection that asked for it
+/// first. The two race in the server, so the test closes many sessions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_session_is_answered_before_the_connection_closes() {
+    let server = TestServer::start(common::fast_options()).await;
+    for i in 0..40 {
+        let (mut raw, _) = Raw::session(server.addr()).await;
+        let (h, _) = raw.call(op::CREATE, &create(&format!("/e{i}"))).await;
+        assert_eq!(h.err, 0);
+        let (h, _) = raw.call(op::CLOSE_SESSION, &Request::CloseSession).await;
+        assert_eq!(h.err, 0, "closeSession answered OK");
+        assert!(raw.closed().await, "then the connection closes");
+    }
+    server.stop().await;
+}

@@ -66,6 +66,7 @@ pub fn op(rng: &mut Rng, tree: &DataTree) -> Op {
                 data: data(rng),
                 mode,
                 ttl_ms: if mode.is_ttl() { rng.between(1, 50) } else { 0 },
+                acl: vec![Acl::open()],
             }
         }
         5 | 6 => Op::Delete {
@@ -129,11 +130,13 @@ pub fn command(rng: &mut Rng, tree: &DataTree, now: &mut i64) -> Command {
             session: session(rng, tree),
             now_ms,
             ops: (0..rng.below(4)).map(|_| op(rng, tree)).collect(),
+            auth: vec![],
         },
         _ => Command::Write {
             session: session(rng, tree),
             now_ms,
             op: op(rng, tree),
+            auth: vec![],
         },
     }
 }

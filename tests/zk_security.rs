@@ -1,0 +1,282 @@
+//! ZooKeeper security, on real ZooKeeper (Debian's zookeeper package) and on zab alike:
+//! digest ACLs keep sessions without the credentials out (NoAuth), `--secure` runs of the
+//! lock workload complete without violations, and attach mode authenticates against a
+//! started secured cluster (and fails in one line, exit 2, without credentials).
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::within;
+use coordbench::provision::{raft::RaftOptions, zab, zookeeper, Cluster, ClusterSpec, DiskKind};
+use tempfile::TempDir;
+use zookeeper_client::{Acls, Client, CreateMode, Error};
+
+/// Starting a cluster (JVMs take seconds) or one short CLI run.
+const BOUND: Duration = Duration::from_secs(90);
+
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    Zookeeper,
+    Zab,
+}
+
+impl Target {
+    fn name(self) -> &'static str {
+        match self {
+            Target::Zookeeper => "zookeeper",
+            Target::Zab => "zab",
+        }
+    }
+}
+
+/// Starts `size` members of `target` on tmpfs from `base_port`, requiring digest auth when
+/// `secure`.
+async fn start(target: Target, size: usize, base_port: u16, secure: bool, work: &Path) -> Cluster {
+    let spec = ClusterSpec {
+        base_port: Some(base_port),
+        ..ClusterSpec::new(
+            size,
+            DiskKind::Tmpfs,
+            Duration::from_secs(10),
+            work.to_path_buf(),
+        )
+    };
+    let started = match target {
+        Target::Zookeeper => {
+            let options = zookeeper::ZkOptions {
+                enforce_auth: secure,
+                ..Default::default()
+            };
+            within(
+                BOUND,
+                "starting ZooKeeper",
+                zookeeper::start(&spec, &options),
+            )
+            .await
+        }
+        Target::Zab => {
+            let options = RaftOptions {
+                secure,
+                ..common::raft_options()
+            };
+            within(BOUND, "starting zab", zab::start(&spec, &options)).await
+        }
+    };
+    started.unwrap_or_else(|e| panic!("starting {}: {e}", target.name()))
+}
+
+async fn session(endpoint: &str, digest: Option<&str>) -> Result<Client, Error> {
+    let mut connector = Client::connector().with_session_timeout(Duration::from_secs(5));
+    if let Some(d) = digest {
+        connector = connector.with_auth("digest", d.as_bytes());
+    }
+    within(BOUND, "connecting", connector.connect(endpoint)).await
+}
+
+async fn digest_acl_keeps_out_sessions_without_credentials(target: Target, base_port: u16) {
+    let work = TempDir::new().unwrap();
+    let cluster = start(target, 1, base_port, false, work.path()).await;
+    let endpoint = cluster.endpoints()[0].clone();
+    let alice = session(&endpoint, Some("alice:secret")).await.unwrap();
+    let creator = CreateMode::Persistent.with_acls(Acls::creator_all());
+    alice.create("/private", b"v", &creator).await.unwrap();
+    let (acl, _) = alice.get_acl("/private").await.unwrap();
+    assert_eq!(acl[0].scheme(), "digest", "{}", target.name());
+
+    let anonymous = session(&endpoint, None).await.unwrap();
+    assert_eq!(
+        anonymous.get_data("/private").await.unwrap_err(),
+        Error::NoAuth,
+        "{}",
+        target.name()
+    );
+    let other = session(&endpoint, Some("alice:wrong")).await.unwrap();
+    assert_eq!(
+        other.get_data("/private").await.unwrap_err(),
+        Error::NoAuth,
+        "{}",
+        target.name()
+    );
+    let again = session(&endpoint, Some("alice:secret")).await.unwrap();
+    assert_eq!(
+        again.get_data("/private").await.unwrap().0,
+        b"v",
+        "{}",
+        target.name()
+    );
+    assert_eq!(
+        anonymous.create("/mine", b"", &creator).await.unwrap_err(),
+        Error::InvalidAcl,
+        "{}",
+        target.name()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_digest_acl_answers_no_auth_without_credentials() {
+    digest_acl_keeps_out_sessions_without_credentials(Target::Zookeeper, 38100).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zab_digest_acl_answers_no_auth_without_credentials() {
+    digest_acl_keeps_out_sessions_without_credentials(Target::Zab, 38150).await;
+}
+
+/// Runs `coordbench run ARGS` with `env`; (exit code, stderr).
+async fn coordbench_run(args: &[String], env: &[(&str, &str)]) -> (i32, String) {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_coordbench"));
+    command.arg("run").args(args).kill_on_drop(true);
+    command.env_remove(coordbench::zk_access::PASSWORD_ENV);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = within(BOUND, "coordbench run", command.output())
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn lock_run(target: Target, out: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--target",
+        target.name(),
+        "--workload",
+        "lock",
+        "--clients",
+        "3",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--disk",
+        "tmpfs",
+        "--cluster-size",
+        "1",
+        "--quiet",
+        "--out",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(out.display().to_string());
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn run_json(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap()
+}
+
+async fn secure_lock_run_has_no_violations(target: Target, base_port: u16) {
+    let work = TempDir::new().unwrap();
+    let out = work.path().join("run");
+    let port = base_port.to_string();
+    let (code, stderr) = coordbench_run(
+        &lock_run(target, &out, &["--secure", "--base-port", &port]),
+        &[],
+    )
+    .await;
+    assert_eq!(code, 0, "{}: {stderr}", target.name());
+    let run = run_json(&out);
+    assert_eq!(run["results"]["violations"], 0);
+    assert!(run["results"]["ops"].as_u64().unwrap_or(0) > 0, "{run}");
+    let config = &run["config"];
+    assert_eq!(
+        (
+            &config["secure"],
+            &config["zk_acl"],
+            &config["zk_auth_scheme"],
+            &config["zk_auth_user"]
+        ),
+        (
+            &true.into(),
+            &"creator".into(),
+            &"digest".into(),
+            &"coordbench".into()
+        )
+    );
+    assert!(
+        !run.to_string().contains("password"),
+        "run.json names no password"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_secure_lock_run_has_no_violations() {
+    secure_lock_run_has_no_violations(Target::Zookeeper, 38200).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zab_secure_lock_run_has_no_violations() {
+    secure_lock_run_has_no_violations(Target::Zab, 38250).await;
+}
+
+/// Attach mode against a started secured cluster: with credentials (password from the
+/// environment), creator ACLs and a chroot it completes; without them it fails in one line.
+async fn attach_authenticates(target: Target, base_port: u16) {
+    let work = TempDir::new().unwrap();
+    let cluster = start(target, 1, base_port, true, work.path()).await;
+    let endpoints = cluster.endpoints().join(",");
+    let out = work.path().join("attached");
+    let authenticated = [
+        "--endpoints",
+        &endpoints,
+        "--zk-auth",
+        "digest:alice",
+        "--zk-acl",
+        "creator",
+        "--zk-chroot",
+        "/bench/run",
+    ];
+    let env = [(coordbench::zk_access::PASSWORD_ENV, "s3cret")];
+    let (code, stderr) = coordbench_run(&lock_run(target, &out, &authenticated), &env).await;
+    assert_eq!(code, 0, "{}: {stderr}", target.name());
+    let run = run_json(&out);
+    assert_eq!(run["results"]["violations"], 0);
+    assert_eq!(run["config"]["zk_chroot"], "/bench/run");
+    assert!(!std::fs::read_to_string(out.join("run.json"))
+        .unwrap()
+        .contains("s3cret"));
+    // The workload's nodes are under the chroot, with the creator's ACL.
+    let alice = session(&cluster.endpoints()[0], Some("alice:s3cret"))
+        .await
+        .unwrap();
+    assert!(alice
+        .check_stat("/bench/run/coordbench")
+        .await
+        .unwrap()
+        .is_some());
+    let (acl, _) = alice.get_acl("/bench/run/coordbench").await.unwrap();
+    assert_eq!((acl.len(), acl[0].scheme()), (1, "digest"));
+
+    let refused = work.path().join("refused");
+    let (code, stderr) = coordbench_run(
+        &lock_run(target, &refused, &["--endpoints", &endpoints]),
+        &[],
+    )
+    .await;
+    assert_eq!(code, 2, "{}: {stderr}", target.name());
+    let lines: Vec<&str> = stderr.trim().lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+    assert!(
+        lines[0].contains("--zk-auth"),
+        "{}: {stderr}",
+        target.name()
+    );
+    eprintln!("{}: {}", target.name(), lines[0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_attach_mode_authenticates() {
+    attach_authenticates(Target::Zookeeper, 38300).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zab_attach_mode_authenticates() {
+    attach_authenticates(Target::Zab, 38350).await;
+}
