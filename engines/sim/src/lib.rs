@@ -9,13 +9,18 @@
 //! failing one. Everything protocol-specific — configuration, the durable
 //! state, what a Ready means, the client operations and the invariant
 //! checker — lives in each core's tests behind the [`Core`] trait.
+//!
+//! [`TimedCluster`] is the timed counterpart for measurements (`coordbench simulate`): a
+//! virtual clock in microseconds, per-node tick phases and a link latency with jitter.
 
 mod harness;
 mod prop_rng;
 mod rng;
 mod sim;
+mod timed;
 
 pub use harness::{Harness, Summary};
 pub use prop_rng::PropRng;
 pub use rng::SimRng;
 pub use sim::{Core, Faults, Node, Sim, SimOptions};
+pub use timed::{LinkModel, TimedCluster, TimedNode, TimedStats};
