@@ -95,6 +95,11 @@ pub struct ElectionArgs {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub check_quorum: bool,
 
+    /// Writes per second offered to the leader throughout each trial (8-byte commands), to
+    /// time the cores under load; 0 for none.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub load: u64,
+
     /// Seed of everything random (default: drawn from the clock, and printed).
     #[arg(long)]
     pub seed: Option<u64>,

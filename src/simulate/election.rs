@@ -24,6 +24,8 @@ pub struct Setup {
     pub cap_us: u64,
     pub pre_vote: bool,
     pub check_quorum: bool,
+    /// Writes per second proposed to the leader while there is one (0: none).
+    pub load_per_s: u64,
 }
 
 /// The network of a trial: each link's one-way base latency is drawn from `base_us`
@@ -69,6 +71,7 @@ impl Setup {
             cap_us: micros(args.max_election),
             pre_vote: args.pre_vote,
             check_quorum: args.check_quorum,
+            load_per_s: args.load,
         };
         if setup.cap_us == 0 {
             return Err("--max-election must be above 0".into());
@@ -119,6 +122,8 @@ pub struct Trial {
     pub split_votes: u64,
     /// Simulated time of the whole trial, start-up included.
     pub simulated_us: u64,
+    /// Writes the leader accepted under `--load`.
+    pub writes: u64,
 }
 
 /// The seed of trial `trial` of `range`: every trial replays on its own.
@@ -167,6 +172,7 @@ fn trial_of<M: Member>(
     // elect a first leader.
     let start_spread_us = u64::from(range.min_ms) * 1000;
     let mut c = TimedCluster::new(members, setup.tick_us, start_spread_us, links, SimRng::new(seed));
+    let mut load = Load::new(setup.load_per_s);
     let mut result = Trial {
         trial,
         seed,
@@ -175,17 +181,19 @@ fn trial_of<M: Member>(
         terms: 0,
         split_votes: 0,
         simulated_us: 0,
+        writes: 0,
     };
     // Timeouts too short for the network may never elect a first leader: a cut-off trial.
-    if !c.run_until(setup.cap_us, |c, _| established_leader(c).is_some()) {
+    if !load.run(&mut c, setup.cap_us, |c, _| established_leader(c).is_some()) {
         result.simulated_us = c.now_us();
         return Ok(result);
     }
     // Settle: every follower has heard a few heartbeats of the new leader.
     let heartbeat_us = setup.heartbeat_us(range);
-    c.run_until(c.now_us() + 3 * heartbeat_us, |_, _| false);
+    let settled_at = c.now_us() + 3 * heartbeat_us;
+    load.run(&mut c, settled_at, |_, _| false);
     let crash_at = c.now_us() + choices.below(heartbeat_us);
-    c.run_until(crash_at, |_, _| false);
+    load.run(&mut c, crash_at, |_, _| false);
     let Some(leader) = established_leader(&c) else {
         result.simulated_us = c.now_us();
         return Ok(result);
@@ -193,7 +201,7 @@ fn trial_of<M: Member>(
     let old_term = max_term(&c);
     c.crash(leader);
     let deadline = crash_at + setup.cap_us;
-    let elected = c.run_until(deadline, |c, i| {
+    let elected = load.run(&mut c, deadline, |c, i| {
         c.node(i).is_some_and(|m| m.leadership().leads)
     });
     result.terms = max_term(&c) - old_term;
@@ -211,11 +219,62 @@ fn trial_of<M: Member>(
         .unwrap_or(old_term);
     result.terms = new_term - old_term;
     result.split_votes = result.terms.saturating_sub(1);
-    if c.run_until(deadline, |c, _| established_leader(c).is_some()) {
+    if load.run(&mut c, deadline, |c, _| established_leader(c).is_some()) {
         result.established_us = Some(c.now_us() - crash_at);
     }
     result.simulated_us = c.now_us();
+    result.writes = load.accepted;
     Ok(result)
+}
+
+/// Writes offered to whoever leads at a fixed rate, between the cluster's own events.
+struct Load {
+    every_us: Option<u64>,
+    next_us: u64,
+    accepted: u64,
+}
+
+impl Load {
+    fn new(per_s: u64) -> Self {
+        let every_us = (per_s > 0).then(|| (1_000_000 / per_s).max(1));
+        Self {
+            every_us,
+            next_us: every_us.unwrap_or(0),
+            accepted: 0,
+        }
+    }
+
+    /// [`TimedCluster::run_until`], with this load's writes on the way.
+    fn run<M: Member>(
+        &mut self,
+        c: &mut TimedCluster<M>,
+        until_us: u64,
+        mut stop: impl FnMut(&TimedCluster<M>, usize) -> bool,
+    ) -> bool {
+        let Some(every_us) = self.every_us else {
+            return c.run_until(until_us, stop);
+        };
+        loop {
+            let step_to = self.next_us.min(until_us);
+            if c.run_until(step_to, &mut stop) {
+                return true;
+            }
+            if step_to == until_us && self.next_us > until_us {
+                return false;
+            }
+            self.next_us += every_us;
+            let leader = c.live().find(|(_, m)| m.leadership().leads).map(|(i, _)| i);
+            if let Some(i) = leader {
+                if c.node_mut(i).is_some_and(|m| m.propose(&self.accepted.to_le_bytes())) {
+                    self.accepted += 1;
+                }
+                c.flush(i);
+            }
+            if step_to == until_us {
+                return false;
+            }
+        }
+    }
 }
 
 /// Every trial of one range, in trial order.

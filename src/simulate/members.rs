@@ -36,6 +36,8 @@ pub struct Timing {
 pub trait Member: TimedNode + Sized {
     fn boot(id: u64, members: u64, timing: &Timing, seed: u64) -> Result<Self, String>;
     fn leadership(&self) -> Leadership;
+    /// Offers a write; whether the core took it (only a serving leader does).
+    fn propose(&mut self, data: &[u8]) -> bool;
 }
 
 fn node_config(id: u64, members: u64, timing: &Timing) -> NodeConfig {
@@ -95,6 +97,10 @@ impl Member for RaftMember {
             term: s.term,
         }
     }
+
+    fn propose(&mut self, data: &[u8]) -> bool {
+        self.0.propose(data.to_vec()).is_ok()
+    }
 }
 
 pub struct ZabMember(coordbench_zab::RawNode);
@@ -139,5 +145,9 @@ impl Member for ZabMember {
             established: s.is_established_leader(),
             term: s.round,
         }
+    }
+
+    fn propose(&mut self, data: &[u8]) -> bool {
+        self.0.propose(data.to_vec()).is_ok()
     }
 }

@@ -131,6 +131,7 @@ fn write_outputs(
         "max_election_ms": cap_ms,
         "pre_vote": setup.pre_vote,
         "check_quorum": setup.check_quorum,
+        "load_per_s": setup.load_per_s,
         "wall_s": wall_s,
         "trials_per_s": total_trials as f64 / wall_s.max(1e-9),
         "simulated_s_per_wall_s": simulated_s / wall_s.max(1e-9),

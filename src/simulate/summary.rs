@@ -25,6 +25,8 @@ pub struct LineSummary {
     pub mean_ms: f64,
     pub split_vote_share: f64,
     pub censored: usize,
+    /// Writes the leaders accepted under `--load`, over every trial.
+    pub writes: u64,
     pub wall_s: f64,
     pub trials_per_s: f64,
     pub simulated_s_per_wall_s: f64,
@@ -73,6 +75,7 @@ pub fn summarize(ctx: &LineContext, trials: &[Trial]) -> LineSummary {
         mean_ms: ms.iter().sum::<f64>() / n,
         split_vote_share: trials.iter().filter(|t| t.split_votes > 0).count() as f64 / n,
         censored: trials.iter().filter(|t| t.election_us.is_none()).count(),
+        writes: trials.iter().map(|t| t.writes).sum(),
         wall_s: ctx.wall_s,
         trials_per_s: trials.len() as f64 / wall,
         simulated_s_per_wall_s: simulated_s / wall,
@@ -157,6 +160,7 @@ mod tests {
             terms: split + 1,
             split_votes: split,
             simulated_us: 1_000_000,
+            writes: 0,
         }
     }
 
