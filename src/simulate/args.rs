@@ -56,9 +56,10 @@ pub struct ElectionArgs {
     #[arg(long, default_value = "15ms", value_parser = humantime::parse_duration)]
     pub broadcast: Duration,
 
-    /// Links differ: each pair of members gets a one-way base latency of its own per trial,
-    /// uniform within this many percent of broadcast/2 (the same both ways).
-    #[arg(long, default_value_t = 50.0, value_parser = parse_percent)]
+    /// Unequal links: each pair of members gets a one-way base latency of its own per
+    /// trial, uniform within ± this many percent of broadcast/2 (the same both ways).
+    /// Default 0: every link alike, as on the paper's cluster.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_percent)]
     pub link_spread: f64,
 
     /// Each message's own variation: uniform from 0 to this, on top of its link's base

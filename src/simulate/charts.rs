@@ -21,7 +21,7 @@ fn paper_lines(range: &TimeoutRange) -> Vec<Line> {
         .iter()
         .filter(|p| p.min_ms == range.min_ms && p.max_ms == range.max_ms)
         .map(|p| Line {
-            label: format!("Raft paper, Fig. 16: {}", p.what),
+            label: format!("Raft paper, Fig. 16, {range} ms: {}", p.what),
             color: PAPER,
             dashed: false,
             markers: true,
