@@ -145,6 +145,11 @@ fn established_leader<M: Member>(c: &TimedCluster<M>) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
+/// Whether the member an event touched (the only one it changed) is an established leader.
+fn established_at<M: Member>(c: &TimedCluster<M>, touched: usize) -> bool {
+    c.node(touched).is_some_and(|m| m.leadership().established)
+}
+
 fn max_term<M: Member>(c: &TimedCluster<M>) -> u64 {
     c.live().map(|(_, m)| m.leadership().term).max().unwrap_or(0)
 }
@@ -184,7 +189,7 @@ fn trial_of<M: Member>(
         writes: 0,
     };
     // Timeouts too short for the network may never elect a first leader: a cut-off trial.
-    if !load.run(&mut c, setup.cap_us, |c, _| established_leader(c).is_some()) {
+    if !load.run(&mut c, setup.cap_us, established_at) {
         result.simulated_us = c.now_us();
         return Ok(result);
     }
@@ -219,7 +224,7 @@ fn trial_of<M: Member>(
         .unwrap_or(old_term);
     result.terms = new_term - old_term;
     result.split_votes = result.terms.saturating_sub(1);
-    if load.run(&mut c, deadline, |c, _| established_leader(c).is_some()) {
+    if load.run(&mut c, deadline, established_at) {
         result.established_us = Some(c.now_us() - crash_at);
     }
     result.simulated_us = c.now_us();

@@ -79,29 +79,25 @@ pub trait TimedNode {
     fn endpoints(msg: &Self::Msg) -> (usize, usize);
 }
 
-struct InFlight<M> {
+/// A scheduled delivery; the message itself waits in a slot, so the heap moves only keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Due {
     at_us: u64,
     seq: u64,
-    msg: M,
+    slot: usize,
 }
 
 // Earliest first in a max-heap; `seq` breaks ties in scheduling order.
-impl<M> Ord for InFlight<M> {
+impl Ord for Due {
     fn cmp(&self, other: &Self) -> Ordering {
         (other.at_us, other.seq).cmp(&(self.at_us, self.seq))
     }
 }
-impl<M> PartialOrd for InFlight<M> {
+impl PartialOrd for Due {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<M> PartialEq for InFlight<M> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at_us, self.seq) == (other.at_us, other.seq)
-    }
-}
-impl<M> Eq for InFlight<M> {}
 
 /// Counts of what a cluster has done, for speed reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -117,7 +113,10 @@ pub struct TimedCluster<N: TimedNode> {
     /// `None` once crashed.
     nodes: Vec<Option<N>>,
     next_tick_us: Vec<u64>,
-    queue: BinaryHeap<InFlight<N::Msg>>,
+    queue: BinaryHeap<Due>,
+    /// Messages on the wire, by slot; `free` lists the empty slots.
+    slots: Vec<Option<N::Msg>>,
+    free: Vec<usize>,
     seq: u64,
     link: LinkModel,
     rng: SimRng,
@@ -146,6 +145,8 @@ impl<N: TimedNode> TimedCluster<N> {
             nodes: nodes.into_iter().map(Some).collect(),
             next_tick_us,
             queue: BinaryHeap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
             seq: 0,
             link,
             rng,
@@ -206,10 +207,20 @@ impl<N: TimedNode> TimedCluster<N> {
             match self.link.delay(from, to, &mut self.rng) {
                 Some(d) => {
                     self.seq += 1;
-                    self.queue.push(InFlight {
+                    let slot = match self.free.pop() {
+                        Some(slot) => {
+                            self.slots[slot] = Some(msg);
+                            slot
+                        }
+                        None => {
+                            self.slots.push(Some(msg));
+                            self.slots.len() - 1
+                        }
+                    };
+                    self.queue.push(Due {
                         at_us: self.now_us + d,
                         seq: self.seq,
-                        msg,
+                        slot,
                     });
                 }
                 None => self.stats.lost += 1,
@@ -235,13 +246,17 @@ impl<N: TimedNode> TimedCluster<N> {
             }
             self.now_us = at;
             let touched = if msg_at <= tick_at {
-                let Some(m) = self.queue.pop() else {
+                let Some(due) = self.queue.pop() else {
                     continue;
                 };
-                let to = N::endpoints(&m.msg).1;
+                self.free.push(due.slot);
+                let Some(msg) = self.slots[due.slot].take() else {
+                    continue;
+                };
+                let to = N::endpoints(&msg).1;
                 match self.nodes.get_mut(to).and_then(Option::as_mut) {
                     Some(node) => {
-                        node.step(m.msg);
+                        node.step(msg);
                         self.stats.delivered += 1;
                     }
                     None => continue,
