@@ -40,6 +40,9 @@ pub enum Command {
     /// Run one member of a built-in engine (what --target raft|zab starts N of).
     #[command(subcommand)]
     Serve(ServeCommand),
+    /// Simulate a whole cluster of a built-in core (no sockets, disks or wall clock).
+    #[command(subcommand)]
+    Simulate(crate::simulate::args::SimulateCommand),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -5,7 +5,8 @@
 //! cluster ([`provision`]) and connects its driver, [`runner`] drives the workload and
 //! records, [`results`] writes the files, [`console`] shows progress and the summary. [`sweep`] runs
 //! many points, [`report`] charts them, [`compare`] judges two sets of results and
-//! [`gate`] runs a baseline and a candidate interleaved and holds them to thresholds.
+//! [`gate`] runs a baseline and a candidate interleaved and holds them to thresholds;
+//! [`simulate`] runs the sans-IO cores in a deterministic simulated cluster.
 //! See ARCHITECTURE.md for the seams.
 
 pub mod affinity;
@@ -28,6 +29,7 @@ pub mod runner;
 pub mod serve;
 pub mod server_stats;
 pub mod signals;
+pub mod simulate;
 pub mod sweep;
 pub mod syncfs;
 pub mod targets;

@@ -115,7 +115,7 @@ fn read(path: &Path) -> Vec<(String, Option<f64>, Option<f64>)> {
 }
 
 /// (value, fraction of values at or below it), sorted.
-fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
+pub(crate) fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len() as f64;

@@ -18,6 +18,52 @@ const ZK_TABLE1_WRITES: [(u32, f64); 5] = [
     (13, 8_000.0),
 ];
 
+/// One point of the Raft paper's election-time CDF that the paper states in numbers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ElectionPoint {
+    /// The timeout range (ms) of the paper's line.
+    pub min_ms: u32,
+    pub max_ms: u32,
+    /// Time without a leader (ms) and the fraction of trials at or below it.
+    pub at_ms: f64,
+    pub fraction: f64,
+    pub what: &'static str,
+}
+
+/// Raft paper (Ongaro and Ousterhout, USENIX ATC 2014), Figure 16 and its text in section
+/// 9.3: 5 servers, broadcast time about 15 ms, crash at a random point of a heartbeat
+/// interval. Only the numbers the text states; the curves themselves are not transcribed.
+pub const RAFT_FIGURE16: [ElectionPoint; 4] = [
+    ElectionPoint {
+        min_ms: 150,
+        max_ms: 150,
+        at_ms: 10_000.0,
+        fraction: 0.0,
+        what: "consistently over 10 s",
+    },
+    ElectionPoint {
+        min_ms: 150,
+        max_ms: 155,
+        at_ms: 287.0,
+        fraction: 0.5,
+        what: "median 287 ms",
+    },
+    ElectionPoint {
+        min_ms: 150,
+        max_ms: 200,
+        at_ms: 513.0,
+        fraction: 1.0,
+        what: "worst of 1,000: 513 ms",
+    },
+    ElectionPoint {
+        min_ms: 12,
+        max_ms: 24,
+        at_ms: 152.0,
+        fraction: 1.0,
+        what: "longest 152 ms (mean 35 ms)",
+    },
+];
+
 /// etcd dbtester (2018): etcd 3.3 vs ZooKeeper 3.5.3, 3 servers, 1M writes.
 const DBTESTER: [(&str, f64, f64); 2] = [
     ("average write throughput (ops/s)", 35_258.0, 16_842.0),

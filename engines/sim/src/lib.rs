@@ -13,6 +13,8 @@
 //! Also shared by the engines' other tests: [`fuzz`] (bounded, seeded fuzzing of
 //! decoders) and [`tools`] (tests driving an external tool skip without it, except
 //! under CI).
+//! [`TimedCluster`] is the timed counterpart for measurements (`coordbench simulate`): a
+//! virtual clock in microseconds, per-node tick phases and a link latency with jitter.
 
 pub mod fuzz;
 mod harness;
@@ -20,8 +22,10 @@ mod prop_rng;
 mod rng;
 mod sim;
 pub mod tools;
+mod timed;
 
 pub use harness::{Harness, Summary};
 pub use prop_rng::PropRng;
 pub use rng::SimRng;
 pub use sim::{Core, Faults, Node, Sim, SimOptions};
+pub use timed::{LinkModel, TimedCluster, TimedNode, TimedStats};

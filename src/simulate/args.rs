@@ -1,0 +1,121 @@
+//! `coordbench simulate`'s command line. Parsing only turns text into typed values; the
+//! combinations are checked in [`super::election::Setup::from_args`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::timeouts::TimeoutRange;
+
+#[derive(Debug, Subcommand)]
+pub enum SimulateCommand {
+    /// Crash the leader of a simulated cluster again and again and time the new election
+    /// (the Raft paper's Figure 16), once per timeout range.
+    Election(ElectionArgs),
+}
+
+/// Which sans-IO core the simulated members run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimCore {
+    Raft,
+    Zab,
+}
+
+impl SimCore {
+    pub fn name(self) -> &'static str {
+        match self {
+            SimCore::Raft => "raft",
+            SimCore::Zab => "zab",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ElectionArgs {
+    /// The core the members run.
+    #[arg(long, value_enum, default_value = "raft")]
+    pub core: SimCore,
+
+    /// Cluster size (3 to 13).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(3..=13))]
+    pub members: u8,
+
+    /// Election timeout ranges MIN-MAX in ms, comma-separated; a line (and a chart) each.
+    /// For zab, MIN is syncLimit and MAX initLimit (Zab draws no random timeout).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_parser = TimeoutRange::parse,
+        default_value = "150-150,150-151,150-155,150-175,150-200,150-300,12-24"
+    )]
+    pub timeouts: Vec<TimeoutRange>,
+
+    /// Broadcast time: the round trip of one message between two members (the Raft
+    /// paper's term); every link delays each message by half of it, give or take --jitter.
+    #[arg(long, default_value = "15ms", value_parser = humantime::parse_duration)]
+    pub broadcast: Duration,
+
+    /// Unequal links: each pair of members gets a one-way base latency of its own per
+    /// trial, uniform within ± this many percent of broadcast/2 (the same both ways).
+    /// Default 0: every link alike, as on the paper's cluster.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_percent)]
+    pub link_spread: f64,
+
+    /// Each message's own variation: uniform from 0 to this, on top of its link's base
+    /// (the base is lowered by half of it, so the mean one-way delay stays broadcast/2).
+    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    pub jitter: Duration,
+
+    /// Share of messages lost, in percent.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_percent)]
+    pub loss: f64,
+
+    /// Leader heartbeat interval (default: half the range's minimum timeout, as in the
+    /// paper).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub heartbeat: Option<Duration>,
+
+    /// Length of one core tick: the resolution of every timer.
+    #[arg(long, default_value = "100us", value_parser = humantime::parse_duration)]
+    pub tick: Duration,
+
+    /// Trials per timeout range.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub trials: u32,
+
+    /// A trial that has no new leader this long after the crash is cut off (censored).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub max_election: Duration,
+
+    /// Raft only: run PreVote before each election (our engine does).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub pre_vote: bool,
+
+    /// Raft only: leader lease / CheckQuorum (our engine does).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub check_quorum: bool,
+
+    /// Writes per second offered to the leader throughout each trial (8-byte commands), to
+    /// time the cores under load; 0 for none.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub load: u64,
+
+    /// Seed of everything random (default: drawn from the clock, and printed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// Output directory (default: results/<UTC time>-simulate-election-<core>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a percentage"))?;
+    if !(0.0..100.0).contains(&v) {
+        return Err(format!("{s} is not within 0..100 %"));
+    }
+    Ok(v)
+}
