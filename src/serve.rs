@@ -60,11 +60,13 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 200)]
     pub election_ticks_max: u32,
 
-    /// Applied entries between snapshots (log compaction); etcd's --snapshot-count and
-    /// ZooKeeper's snapCount default.
-    /// A snapshot serializes the whole store with its uncompacted history, so it is costly.
-    #[arg(long, default_value_t = 100_000)]
-    pub snapshot_every: u64,
+    /// Applied entries between snapshots (log compaction), and so the most entries the
+    /// Raft log holds in memory. raft: a snapshot is an index into the value log (no
+    /// values), so it is taken ten times as often as etcd's --snapshot-count 100,000 and
+    /// the log stays short (etcd keeps 5,000 entries after its snapshot); zab: ZooKeeper's
+    /// snapCount default applies (zab's snapshots hold the whole tree).
+    #[arg(long)]
+    pub snapshot_every: Option<u64>,
 
     /// zab: ZooKeeper's tickTime; sessions are negotiated within its bounds and expire on it.
     #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
@@ -115,7 +117,12 @@ struct Member {
     client_addr: SocketAddr,
 }
 
-fn member(args: &ServeArgs) -> anyhow::Result<Member> {
+/// raft's default --snapshot-every (see the option's doc).
+const RAFT_SNAPSHOT_EVERY: u64 = 10_000;
+/// zab's default --snapshot-every: ZooKeeper's snapCount.
+const ZAB_SNAPSHOT_EVERY: u64 = 100_000;
+
+fn member(args: &ServeArgs, default_snapshot_every: u64) -> anyhow::Result<Member> {
     let peers = &args.peers.0;
     let clients = &args.clients.0;
     anyhow::ensure!(
@@ -133,7 +140,7 @@ fn member(args: &ServeArgs) -> anyhow::Result<Member> {
     config.heartbeat_ticks = args.heartbeat_ticks;
     config.election_ticks_min = args.election_ticks_min;
     config.election_ticks_max = args.election_ticks_max;
-    config.snapshot_every = args.snapshot_every;
+    config.snapshot_every = args.snapshot_every.unwrap_or(default_snapshot_every);
     Ok(Member {
         config,
         client_addr: clients[&args.id],
@@ -152,7 +159,7 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
     let Member {
         config,
         client_addr,
-    } = member(&args)?;
+    } = member(&args, RAFT_SNAPSHOT_EVERY)?;
     let clients = &args.clients.0;
     let members = args
         .peers
@@ -166,7 +173,10 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
         })
         .collect();
     let listener = bind_clients(client_addr).await?;
-    let (handle, node) = RaftNode::start(config, KvStateMachine::new())
+    let values = args.data_dir.join("values");
+    let state_machine = KvStateMachine::with_value_dir(&values)
+        .with_context(|| format!("cannot open the value log in {}", values.display()))?;
+    let (handle, node) = RaftNode::start(config, state_machine)
         .await
         .with_context(|| format!("cannot start raft member {}", args.id))?;
     let stop = crate::signals::stop_on_signals().context("cannot install signal handlers")?;
@@ -193,7 +203,7 @@ pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
     let Member {
         config,
         client_addr,
-    } = member(&args)?;
+    } = member(&args, ZAB_SNAPSHOT_EVERY)?;
     let options = coordbench_zk_api::ServeOptions {
         server_id: args.id,
         cluster_size: args.peers.0.len(),

@@ -27,6 +27,15 @@ impl KvStateMachine {
         Self::default()
     }
 
+    /// A state machine whose values live in an append-only file under `dir` (see
+    /// [`KvStore::with_value_dir`]); its snapshots are indexes into that file.
+    pub fn with_value_dir(dir: &std::path::Path) -> std::io::Result<Self> {
+        Ok(KvStateMachine {
+            store: KvStore::with_value_dir(dir)?,
+            ..Self::default()
+        })
+    }
+
     pub fn store(&self) -> &KvStore {
         &self.store
     }
@@ -64,5 +73,13 @@ impl StateMachine for KvStateMachine {
         self.db_size = snapshot.len() as u64;
         self.watches.resync(&self.store);
         Ok(())
+    }
+
+    fn transfer_snapshot(&self, local: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        self.store.transfer_snapshot(local).map_err(|e| e.to_string())
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.store.failure().map(str::to_string)
     }
 }

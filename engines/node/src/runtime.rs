@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use bytes::Bytes;
 use coordbench_raft::NodeId;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, MissedTickBehavior};
@@ -272,9 +273,30 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
         })
     }
 
-    fn send_core(&self, m: C::Message) {
+    fn send_core(&self, mut m: C::Message) {
+        if let Some(data) = C::snapshot_data(&mut m) {
+            let sm = self.sm.read().unwrap_or_else(|e| e.into_inner());
+            match sm.transfer_snapshot(data) {
+                Ok(None) => {}
+                Ok(Some(full)) => *data = Bytes::from(full),
+                Err(error) => {
+                    // The follower asks again; a newer local snapshot will replace this one.
+                    tracing::warn!(id = self.id, error = %error, "cannot send snapshot");
+                    return;
+                }
+            }
+        }
         let (to, payload) = C::wrap(m);
         self.send(to, payload);
+    }
+
+    /// Stops the member once its state machine reports it can no longer be trusted.
+    fn check_state_machine(&self) -> Result<(), RuntimeError> {
+        let sm = self.sm.read().unwrap_or_else(|e| e.into_inner());
+        match sm.failure() {
+            Some(why) => Err(RuntimeError::Task(format!("state machine failed: {why}"))),
+            None => Ok(()),
+        }
     }
 
     // ---- inputs ------------------------------------------------------------------------
@@ -649,7 +671,8 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
             rest,
         });
         self.complete_durable()?;
-        self.maybe_compact()
+        self.maybe_compact()?;
+        self.check_state_machine()
     }
 
     /// The writer made more `Ready`s durable.

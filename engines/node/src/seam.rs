@@ -17,8 +17,21 @@ pub trait StateMachine: Send + Sync + 'static {
     /// for followers too far behind).
     fn snapshot(&self) -> Vec<u8>;
 
-    /// Replaces the whole state with a snapshot.
+    /// Replaces the whole state with a snapshot (one this member took, or one a leader
+    /// sent through [`StateMachine::transfer_snapshot`]).
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String>;
+
+    /// What to send a follower for `local`, a snapshot this member took, when `local`
+    /// refers to state kept beside it (files) rather than holding it. `None`: send `local`.
+    fn transfer_snapshot(&self, _local: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        Ok(None)
+    }
+
+    /// Why the state machine can no longer be trusted (an I/O error of storage it keeps
+    /// beside the log), if so: the member stops rather than serve wrong data.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A member's role as the services see it.
