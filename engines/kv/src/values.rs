@@ -11,7 +11,8 @@
 //!   in the page cache rather than in the process's resident memory (not mmap: mapped
 //!   pages count as resident once touched). A member that installs a snapshot from its
 //!   leader writes a new generation, so the older snapshot files on disk keep naming an
-//!   intact log until the new snapshot is durable.
+//!   intact log until the new snapshot is durable. Generations are random 64-bit numbers,
+//!   so an index snapshot that reached another member by mistake names no file there.
 //!
 //! Reads and appends of the file can fail; apply must not, so the first I/O error is kept
 //! ([`ValueLog::failure`]) and the runtime stops the member rather than serve wrong data.
@@ -88,6 +89,24 @@ fn generations(dir: &Path) -> io::Result<Vec<u64>> {
     Ok(found)
 }
 
+/// A random generation not yet used in `dir`.
+fn new_generation(dir: &Path) -> io::Result<u64> {
+    use std::hash::{BuildHasher, Hasher};
+    let taken = generations(dir)?;
+    loop {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        let g = h.finish();
+        if !taken.contains(&g) {
+            return Ok(g);
+        }
+    }
+}
+
 fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
@@ -97,8 +116,10 @@ impl ValueLog {
     /// generation. Nothing is truncated here: restoring a snapshot does that.
     pub fn open_dir(dir: &Path) -> io::Result<ValueLog> {
         std::fs::create_dir_all(dir)?;
-        let generation = generations(dir)?.last().copied().unwrap_or(0);
-        Self::open_generation(dir, generation, false)
+        match generations(dir)?.last() {
+            Some(&generation) => Self::open_generation(dir, generation, false),
+            None => Self::open_generation(dir, new_generation(dir)?, true),
+        }
     }
 
     fn open_generation(dir: &Path, generation: u64, truncate: bool) -> io::Result<ValueLog> {
@@ -126,10 +147,7 @@ impl ValueLog {
     pub fn fresh_like(&self) -> io::Result<ValueLog> {
         match &self.backend {
             Backend::Arena(_) => Ok(ValueLog::default()),
-            Backend::File { dir, .. } => {
-                let next = generations(dir)?.last().map_or(0, |g| g + 1);
-                Self::open_generation(dir, next, true)
-            }
+            Backend::File { dir, .. } => Self::open_generation(dir, new_generation(dir)?, true),
         }
     }
 
@@ -296,15 +314,19 @@ mod tests {
         log.sync()?;
         log.append(b"cut off");
         drop(log);
-        let log = ValueLog::open_dir(dir.path())?.reopen_prefix(0, 4)?;
+        let reopened = ValueLog::open_dir(dir.path())?;
+        let g = reopened.generation().expect("a file log");
+        let log = reopened.reopen_prefix(g, 4)?;
         assert_eq!((log.len(), log.read(a)), (4, b"kept".to_vec()));
-        assert!(log.reopen_prefix(0, 5).is_err(), "file shorter than asked");
+        assert!(log.reopen_prefix(g, 5).is_err(), "file shorter than asked");
+        assert!(log.reopen_prefix(g ^ 1, 0).is_err(), "no such generation");
         let mut next = log.fresh_like()?;
-        assert_eq!((next.generation(), next.len()), (Some(1), 0));
+        assert_eq!(next.len(), 0);
+        assert_ne!(next.generation(), Some(g));
         next.append(b"new");
         next.remove_other_generations()?;
-        assert_eq!(generations(dir.path())?, vec![1]);
-        assert!(ValueLog::default().reopen_prefix(0, 0).is_err());
+        assert_eq!(generations(dir.path())?, next.generation().into_iter().collect::<Vec<_>>());
+        assert!(ValueLog::default().reopen_prefix(g, 0).is_err());
         Ok(())
     }
 
