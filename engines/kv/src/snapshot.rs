@@ -371,7 +371,7 @@ fn check(m: &Mvcc, leases: &[Lease]) -> Result<(), String> {
                 if p.version < 1
                     || p.create_revision < 2
                     || p.create_revision > e.rev.main
-                    || p.value.len as usize > MAX_VALUE_LEN
+                    || p.value.len() > MAX_VALUE_LEN
                 {
                     return Err(format!("key {key:?} has a bad put at {:?}", e.rev));
                 }

@@ -19,6 +19,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::num::NonZeroU32;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -28,16 +29,30 @@ use serde::{Deserialize, Serialize};
 /// Largest value stored (etcd's default request limit is 1.5 MiB; this is a hard ceiling).
 pub const MAX_VALUE_LEN: usize = 16 << 20;
 
-/// Where one value lives in the log.
+/// Where one value lives in the log. The length is kept plus one in a `NonZeroU32`, so an
+/// `Option` of a put holding a slot needs no extra tag word (a history entry is 56 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Slot {
     pub offset: u64,
-    pub len: u32,
+    len_plus_one: NonZeroU32,
 }
 
 impl Slot {
+    /// `len` is at most [`MAX_VALUE_LEN`].
+    pub fn new(offset: u64, len: usize) -> Slot {
+        let len = u32::try_from(len.min(MAX_VALUE_LEN)).unwrap_or(u32::MAX - 1);
+        Slot {
+            offset,
+            len_plus_one: NonZeroU32::MIN.saturating_add(len),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        (self.len_plus_one.get() - 1) as usize
+    }
+
     pub fn end(&self) -> u64 {
-        self.offset + u64::from(self.len)
+        self.offset + self.len() as u64
     }
 }
 
@@ -179,11 +194,7 @@ impl ValueLog {
     /// Stores `value` once; returns where it went. Callers keep values under
     /// [`MAX_VALUE_LEN`] (the store refuses larger puts).
     pub fn append(&mut self, value: &[u8]) -> Slot {
-        let len = u32::try_from(value.len()).unwrap_or(u32::MAX);
-        let slot = Slot {
-            offset: self.len(),
-            len,
-        };
+        let slot = Slot::new(self.len(), value.len());
         let result = match &mut self.backend {
             Backend::Arena(a) => {
                 a.extend_from_slice(value);
@@ -211,7 +222,7 @@ impl ValueLog {
                 a.get(range).map(<[u8]>::to_vec).unwrap_or_default()
             }
             Backend::File { file, .. } => {
-                let mut buf = vec![0u8; slot.len as usize];
+                let mut buf = vec![0u8; slot.len()];
                 match file.read_exact_at(&mut buf, slot.offset) {
                     Ok(()) => buf,
                     Err(e) => {
@@ -331,10 +342,19 @@ mod tests {
     }
 
     #[test]
+    fn a_history_entry_stays_small() {
+        // 16 (revision) + 40 (slot, create revision, version, lease), no tag word.
+        assert!(std::mem::size_of::<crate::mvcc::Entry>() <= 56);
+        assert_eq!(Slot::new(7, 3).len(), 3);
+        assert_eq!(Slot::new(7, 3).end(), 10);
+        assert_eq!(Slot::new(0, 0).len(), 0);
+    }
+
+    #[test]
     fn a_bad_read_is_reported_not_hidden() -> io::Result<()> {
         let dir = tempfile::tempdir()?;
         let log = ValueLog::open_dir(dir.path())?;
-        let past_end = Slot { offset: 0, len: 8 };
+        let past_end = Slot::new(0, 8);
         assert_eq!(log.read(past_end), b"");
         assert!(log.failure().is_some_and(|f| f.contains("read")));
         Ok(())
