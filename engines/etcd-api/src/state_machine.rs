@@ -76,7 +76,9 @@ impl StateMachine for KvStateMachine {
     }
 
     fn transfer_snapshot(&self, local: &[u8]) -> Result<Option<Vec<u8>>, String> {
-        self.store.transfer_snapshot(local).map_err(|e| e.to_string())
+        self.store
+            .transfer_snapshot(local)
+            .map_err(|e| e.to_string())
     }
 
     fn failure(&self) -> Option<String> {

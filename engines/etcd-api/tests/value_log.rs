@@ -26,7 +26,12 @@ struct Member {
 
 fn peers() -> BTreeMap<u64, SocketAddr> {
     (1..=3)
-        .map(|id| (id, SocketAddr::from(([127, 0, 0, 1], BASE_PORT + id as u16))))
+        .map(|id| {
+            (
+                id,
+                SocketAddr::from(([127, 0, 0, 1], BASE_PORT + id as u16)),
+            )
+        })
         .collect()
 }
 
@@ -87,7 +92,11 @@ fn contents(h: &Handle) -> (i64, BTreeMap<String, String>) {
 }
 
 /// Waits until member `id` holds `want` (bounded).
-async fn converges(members: &BTreeMap<u64, Member>, id: u64, want: &(i64, BTreeMap<String, String>)) {
+async fn converges(
+    members: &BTreeMap<u64, Member>,
+    id: u64,
+    want: &(i64, BTreeMap<String, String>),
+) {
     for _ in 0..300 {
         if &contents(&members[&id].handle) == want {
             return;
@@ -97,9 +106,16 @@ async fn converges(members: &BTreeMap<u64, Member>, id: u64, want: &(i64, BTreeM
     assert_eq!(&contents(&members[&id].handle), want, "member {id}");
 }
 
-async fn write_round(members: &BTreeMap<u64, Member>, round: u32, expect: &mut BTreeMap<String, String>) {
+async fn write_round(
+    members: &BTreeMap<u64, Member>,
+    round: u32,
+    expect: &mut BTreeMap<String, String>,
+) {
     for i in 0..3 * SNAPSHOT_EVERY as u32 {
-        let (key, value) = (format!("k{}", i % 7), format!("r{round}-{i}-{}", "v".repeat(40)));
+        let (key, value) = (
+            format!("k{}", i % 7),
+            format!("r{round}-{i}-{}", "v".repeat(40)),
+        );
         put(members, &key, &value).await;
         expect.insert(key, value);
     }
@@ -137,7 +153,11 @@ async fn snapshots_index_the_value_log_and_lose_no_acknowledged_value() {
         logs_before,
         "caught up from a self-contained snapshot, into a new value log"
     );
-    assert_eq!(value_logs(root.path(), down).len(), 1, "the replaced one is removed");
+    assert_eq!(
+        value_logs(root.path(), down).len(),
+        1,
+        "the replaced one is removed"
+    );
 
     // Everyone restarts: state comes back from index snapshots, value logs and the WAL.
     write_round(&members, 2, &mut expect).await;

@@ -115,9 +115,15 @@ impl PartialEq for Mvcc {
         self.revision == other.revision
             && self.compact_revision == other.compact_revision
             && self.keys.len() == other.keys.len()
-            && self.keys.iter().zip(&other.keys).all(|((ka, ha), (kb, hb))| {
-                ka == kb && ha.len() == hb.len() && ha.iter().zip(hb).all(|(a, b)| same_entry(a, b))
-            })
+            && self
+                .keys
+                .iter()
+                .zip(&other.keys)
+                .all(|((ka, ha), (kb, hb))| {
+                    ka == kb
+                        && ha.len() == hb.len()
+                        && ha.iter().zip(hb).all(|(a, b)| same_entry(a, b))
+                })
     }
 }
 
@@ -313,7 +319,9 @@ impl Mvcc {
             let first = hist.partition_point(|e| e.rev.main < start);
             for i in first..hist.len() {
                 let e = &hist[i];
-                let prev_kv = i.checked_sub(1).and_then(|p| hist[p].to_kv(key, &self.values));
+                let prev_kv = i
+                    .checked_sub(1)
+                    .and_then(|p| hist[p].to_kv(key, &self.values));
                 let ev = match e.to_kv(key, &self.values) {
                     Some(kv) => Event {
                         kind: EventKind::Put,

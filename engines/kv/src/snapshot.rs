@@ -214,7 +214,11 @@ impl KvStore {
                 if too_large.into_iter().any(|p| p.value.len() > MAX_VALUE_LEN) {
                     return Err(bad(format!("a value exceeds {MAX_VALUE_LEN} bytes")));
                 }
-                let fresh = self.mvcc.values.fresh_like().map_err(|e| bad(e.to_string()))?;
+                let fresh = self
+                    .mvcc
+                    .values
+                    .fresh_like()
+                    .map_err(|e| bad(e.to_string()))?;
                 let decoded = from_self_contained(data, fresh);
                 if let Err(e) = check(&decoded.mvcc, &decoded.leases) {
                     decoded.mvcc.values.discard();
@@ -224,7 +228,7 @@ impl KvStore {
             }
             Some([INDEX, body @ ..]) => {
                 let index: IndexOwned = decode_body(body)?;
-                self.from_index(index)?
+                self.decode_index(index)?
             }
             Some(_) => return Err(bad("unknown format version".into())),
             None => return Err(bad("not a kv snapshot".into())),
@@ -238,7 +242,7 @@ impl KvStore {
     }
 
     /// Checks an index snapshot, then opens the value log prefix it names.
-    fn from_index(&self, index: IndexOwned) -> Result<Decoded, CodecError> {
+    fn decode_index(&self, index: IndexOwned) -> Result<Decoded, CodecError> {
         let bad = |m: String| CodecError::BadSnapshot(m);
         let mut mvcc = Mvcc::with_values(ValueLog::default());
         mvcc.keys = index.keys;
@@ -480,7 +484,10 @@ mod tests {
         let s = sample_in(dir.path());
         let index = s.snapshot();
         assert_eq!(index[4], INDEX);
-        assert!(index.len() < s.self_contained_snapshot().len(), "no values inside");
+        assert!(
+            index.len() < s.self_contained_snapshot().len(),
+            "no values inside"
+        );
         // What the WAL replays after the snapshot is appended again on restart: the
         // value log is cut back to the prefix the snapshot covers.
         let mut s = s;

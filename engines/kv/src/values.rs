@@ -336,7 +336,10 @@ mod tests {
         assert_ne!(next.generation(), Some(g));
         next.append(b"new");
         next.remove_other_generations()?;
-        assert_eq!(generations(dir.path())?, next.generation().into_iter().collect::<Vec<_>>());
+        assert_eq!(
+            generations(dir.path())?,
+            next.generation().into_iter().collect::<Vec<_>>()
+        );
         assert!(ValueLog::default().reopen_prefix(g, 0).is_err());
         Ok(())
     }
