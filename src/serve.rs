@@ -60,10 +60,12 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 200)]
     pub election_ticks_max: u32,
 
-    /// Applied entries between snapshots (log compaction), and so the most entries the
-    /// Raft log holds in memory. raft: a snapshot is an index into the value log (no
-    /// values), so it is taken ten times as often as etcd's --snapshot-count 100,000 and
-    /// the log stays short (etcd keeps 5,000 entries after its snapshot); zab: ZooKeeper's
+    /// Applied entries between snapshots (log compaction) at least. A snapshot is taken
+    /// once this many entries were applied since the last one AND their commands add up to
+    /// a quarter of the last snapshot's size, so the cost of serializing the whole state
+    /// stays amortized as it grows. raft: a snapshot is an index into the value log (no
+    /// values), so it is taken far more often than etcd's --snapshot-count 100,000 and the
+    /// log stays short (etcd keeps 5,000 entries after its snapshot); zab: ZooKeeper's
     /// snapCount default applies (zab's snapshots hold the whole tree).
     #[arg(long)]
     pub snapshot_every: Option<u64>,
@@ -118,11 +120,32 @@ struct Member {
 }
 
 /// raft's default --snapshot-every (see the option's doc).
-const RAFT_SNAPSHOT_EVERY: u64 = 10_000;
+pub const RAFT_SNAPSHOT_EVERY: u64 = 10_000;
 /// zab's default --snapshot-every: ZooKeeper's snapCount.
-const ZAB_SNAPSHOT_EVERY: u64 = 100_000;
+pub const ZAB_SNAPSHOT_EVERY: u64 = 100_000;
+
+/// The environment variable naming the level a member logs at to stderr (error, warn, info,
+/// debug, trace; unset: no logging). Members inherit it from `coordbench run`, and their
+/// stderr is the member log under the run's logs/ directory.
+pub const LOG_ENV: &str = "COORDBENCH_LOG";
+
+fn init_logging() -> anyhow::Result<()> {
+    let Ok(level) = std::env::var(LOG_ENV) else {
+        return Ok(());
+    };
+    let level: tracing_subscriber::filter::LevelFilter = level
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{LOG_ENV}={level:?} is not a log level"))?;
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("cannot start logging: {e}"))
+}
 
 fn member(args: &ServeArgs, default_snapshot_every: u64) -> anyhow::Result<Member> {
+    init_logging()?;
     let peers = &args.peers.0;
     let clients = &args.clients.0;
     anyhow::ensure!(

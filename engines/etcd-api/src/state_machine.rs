@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use coordbench_kv::{Applied, CodecError, Command, KvStore};
-use coordbench_node::StateMachine;
+use coordbench_node::{SnapshotSync, StateMachine};
 
 use crate::fanout::WatchFanout;
 
@@ -66,6 +66,14 @@ impl StateMachine for KvStateMachine {
 
     fn snapshot(&self) -> Vec<u8> {
         self.store.snapshot()
+    }
+
+    fn snapshot_unsynced(&self) -> (Vec<u8>, Option<SnapshotSync>) {
+        let (data, pending) = self.store.snapshot_unsynced();
+        let sync = pending.map(|p| -> SnapshotSync {
+            Box::new(move || p.sync().map_err(|e| format!("value log sync: {e}")))
+        });
+        (data, sync)
     }
 
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {

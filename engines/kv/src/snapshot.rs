@@ -23,7 +23,7 @@ use crate::error::CodecError;
 use crate::lease::{Lease, Lessor};
 use crate::mvcc::{Entry, Mvcc, Revision, Stored, LATEST};
 use crate::store::KvStore;
-use crate::values::{ValueLog, MAX_VALUE_LEN};
+use crate::values::{PendingSync, ValueLog, MAX_VALUE_LEN};
 
 const MAGIC: &[u8; 4] = b"CBKV";
 const SELF_CONTAINED: u8 = 1;
@@ -144,29 +144,49 @@ impl KvStore {
     /// live in a file, which is synced first; self-contained (format 1) otherwise, or if
     /// that sync fails (the failure is kept: see [`KvStore::failure`]).
     pub fn snapshot(&self) -> Vec<u8> {
+        let (data, pending) = self.snapshot_unsynced();
+        let Some(pending) = pending else {
+            return data;
+        };
+        match pending.sync() {
+            Ok(()) => data,
+            Err(e) => {
+                self.mvcc.values.fail("sync", e);
+                self.self_contained_snapshot()
+            }
+        }
+    }
+
+    /// Like [`KvStore::snapshot`], but the value log is not synced: an index snapshot comes
+    /// with the [`PendingSync`] that must succeed before the snapshot may become durable
+    /// (the caller syncs off its event loop, then writes the snapshot). `None`: the
+    /// snapshot is self-contained.
+    pub fn snapshot_unsynced(&self) -> (Vec<u8>, Option<PendingSync>) {
         let values = &self.mvcc.values;
         let Some(generation) = values.generation() else {
-            return self.self_contained_snapshot();
+            return (self.self_contained_snapshot(), None);
         };
-        let values_len = match values.sync() {
-            Ok(len) => len,
+        let pending = match values.pending_sync() {
+            Ok(Some(pending)) => pending,
+            Ok(None) => return (self.self_contained_snapshot(), None),
             Err(e) => {
                 values.fail("sync", e);
-                return self.self_contained_snapshot();
+                return (self.self_contained_snapshot(), None);
             }
         };
-        with_header(
+        let index = with_header(
             INDEX,
             &Index {
                 applied_index: self.applied_index,
                 revision: self.mvcc.revision,
                 compact_revision: self.mvcc.compact_revision,
                 generation,
-                values_len,
+                values_len: values.len(),
                 keys: &self.mvcc.keys,
                 leases: self.lessor.leases().collect(),
             },
-        )
+        );
+        (index, Some(pending))
     }
 
     /// The whole state with its values (format 1), as another member can restore it.

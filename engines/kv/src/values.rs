@@ -67,6 +67,18 @@ enum Backend {
     },
 }
 
+/// The value log's file, to be synced off the member's event loop before an index
+/// snapshot naming a prefix of it becomes durable (see [`crate::KvStore::snapshot_unsynced`]).
+#[derive(Debug)]
+pub struct PendingSync(File);
+
+impl PendingSync {
+    /// Makes the value log's bytes durable (every one appended before this returns).
+    pub fn sync(self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+}
+
 /// Append-only store of values (see the module doc).
 #[derive(Debug)]
 pub(crate) struct ValueLog {
@@ -234,12 +246,14 @@ impl ValueLog {
         }
     }
 
-    /// Makes everything appended so far durable; returns the length covered.
-    pub fn sync(&self) -> io::Result<u64> {
-        if let Backend::File { file, .. } = &self.backend {
-            file.sync_data()?;
+    /// A handle that makes everything appended so far durable from another thread (`None`
+    /// for an arena, which has nothing to sync). Appends after it are synced too; the
+    /// prefix that matters is the one that existed when it was taken.
+    pub fn pending_sync(&self) -> io::Result<Option<PendingSync>> {
+        match &self.backend {
+            Backend::Arena(_) => Ok(None),
+            Backend::File { file, .. } => Ok(Some(PendingSync(file.try_clone()?))),
         }
-        Ok(self.len())
     }
 
     /// Switches to file generation `generation` of this log's directory, cut back to `len`
@@ -311,7 +325,9 @@ mod tests {
             assert_eq!(log.read(a), b"hello");
             assert_eq!(log.read(b), b"");
             assert_eq!(log.read(c), b"world!");
-            assert_eq!(log.sync()?, 11);
+            if let Some(pending) = log.pending_sync()? {
+                pending.sync()?;
+            }
             assert_eq!(log.failure(), None);
         }
         Ok(())
@@ -322,7 +338,7 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let mut log = ValueLog::open_dir(dir.path())?;
         let a = log.append(b"kept");
-        log.sync()?;
+        log.pending_sync()?.expect("a file log").sync()?;
         log.append(b"cut off");
         drop(log);
         let reopened = ValueLog::open_dir(dir.path())?;

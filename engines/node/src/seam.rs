@@ -2,6 +2,10 @@
 
 use async_trait::async_trait;
 
+/// Makes durable what a snapshot refers to outside itself; must succeed before the snapshot
+/// is written (see [`StateMachine::snapshot_unsynced`]).
+pub type SnapshotSync = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
 /// A deterministic state machine over opaque replicated commands. Every replica applies the
 /// same commands in the same order and so computes the same outputs.
 pub trait StateMachine: Send + Sync + 'static {
@@ -16,6 +20,14 @@ pub trait StateMachine: Send + Sync + 'static {
     /// Serializes the whole state as of the last applied index (for log compaction and
     /// for followers too far behind).
     fn snapshot(&self) -> Vec<u8>;
+
+    /// Like [`StateMachine::snapshot`], for log compaction: the snapshot may come with a
+    /// [`SnapshotSync`] that makes the storage it refers to durable (a value log's fsync).
+    /// The persistence job runs it, off the event loop, before it writes the snapshot, and
+    /// stops the member if it fails.
+    fn snapshot_unsynced(&self) -> (Vec<u8>, Option<SnapshotSync>) {
+        (self.snapshot(), None)
+    }
 
     /// Replaces the whole state with a snapshot (one this member took, or one a leader
     /// sent through [`StateMachine::transfer_snapshot`]).
