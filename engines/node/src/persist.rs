@@ -275,7 +275,11 @@ mod tests {
             Ok(())
         });
         write_group(&mut wal, vec![compacted(sync)]).unwrap();
-        assert_eq!(seen.load(Ordering::SeqCst), 0, "no snapshot file during the sync");
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            0,
+            "no snapshot file during the sync"
+        );
         drop(wal);
         let (_, recovered) = RaftWal::open(Arc::new(disk), Default::default()).unwrap();
         assert_eq!(recovered.snapshot.map(|s| s.index), Some(6));
