@@ -60,11 +60,15 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 200)]
     pub election_ticks_max: u32,
 
-    /// Applied entries between snapshots (log compaction); etcd's --snapshot-count and
-    /// ZooKeeper's snapCount default.
-    /// A snapshot serializes the whole store with its uncompacted history, so it is costly.
-    #[arg(long, default_value_t = 100_000)]
-    pub snapshot_every: u64,
+    /// Applied entries between snapshots (log compaction) at least. A snapshot is taken
+    /// once this many entries were applied since the last one AND their commands add up to
+    /// a quarter of the last snapshot's size, so the cost of serializing the whole state
+    /// stays amortized as it grows. raft: a snapshot is an index into the value log (no
+    /// values), so it is taken far more often than etcd's --snapshot-count 100,000 and the
+    /// log stays short (etcd keeps 5,000 entries after its snapshot); zab: ZooKeeper's
+    /// snapCount default applies (zab's snapshots hold the whole tree).
+    #[arg(long)]
+    pub snapshot_every: Option<u64>,
 
     /// zab: ZooKeeper's tickTime; sessions are negotiated within its bounds and expire on it.
     #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
@@ -129,7 +133,32 @@ struct Member {
     client_addr: SocketAddr,
 }
 
-fn member(args: &ServeArgs) -> anyhow::Result<Member> {
+/// raft's default --snapshot-every (see the option's doc).
+pub const RAFT_SNAPSHOT_EVERY: u64 = 10_000;
+/// zab's default --snapshot-every: ZooKeeper's snapCount.
+pub const ZAB_SNAPSHOT_EVERY: u64 = 100_000;
+
+/// The environment variable naming the level a member logs at to stderr (error, warn, info,
+/// debug, trace; unset: warn, so the engines' warnings -- a client refused, a peer message
+/// dropped -- are kept). Members inherit it from `coordbench run`, and their stderr is the
+/// member log under the run's logs/ directory.
+pub const LOG_ENV: &str = "COORDBENCH_LOG";
+
+fn init_logging() -> anyhow::Result<()> {
+    let level = std::env::var(LOG_ENV).unwrap_or_else(|_| "warn".to_string());
+    let level: tracing_subscriber::filter::LevelFilter = level
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{LOG_ENV}={level:?} is not a log level"))?;
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("cannot start logging: {e}"))
+}
+
+fn member(args: &ServeArgs, default_snapshot_every: u64) -> anyhow::Result<Member> {
+    init_logging()?;
     let peers = &args.peers.0;
     let clients = &args.clients.0;
     anyhow::ensure!(
@@ -147,7 +176,7 @@ fn member(args: &ServeArgs) -> anyhow::Result<Member> {
     config.heartbeat_ticks = args.heartbeat_ticks;
     config.election_ticks_min = args.election_ticks_min;
     config.election_ticks_max = args.election_ticks_max;
-    config.snapshot_every = args.snapshot_every;
+    config.snapshot_every = args.snapshot_every.unwrap_or(default_snapshot_every);
     config.tcp.max_snapshot_bytes = args.max_snapshot_bytes;
     Ok(Member {
         config,
@@ -162,18 +191,8 @@ async fn bind_clients(addr: SocketAddr) -> anyhow::Result<TcpListener> {
         .with_context(|| format!("cannot listen for clients on {addr}"))
 }
 
-/// Sends the engines' warnings and errors (a client refused, a peer message dropped) to
-/// stderr, which a started member's log file receives.
-fn log_warnings() {
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
-
 /// Runs a Raft member until SIGINT or SIGTERM, then stops it cleanly (the WAL is synced).
 pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
-    log_warnings();
     anyhow::ensure!(
         !args.enforce_auth,
         "--enforce-auth applies only to serve zab (the raft engine has no auth yet)"
@@ -181,7 +200,7 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
     let Member {
         config,
         client_addr,
-    } = member(&args)?;
+    } = member(&args, RAFT_SNAPSHOT_EVERY)?;
     let clients = &args.clients.0;
     let members = args
         .peers
@@ -195,7 +214,10 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
         })
         .collect();
     let listener = bind_clients(client_addr).await?;
-    let (handle, node) = RaftNode::start(config, KvStateMachine::new())
+    let values = args.data_dir.join("values");
+    let state_machine = KvStateMachine::with_value_dir(&values)
+        .with_context(|| format!("cannot open the value log in {}", values.display()))?;
+    let (handle, node) = RaftNode::start(config, state_machine)
         .await
         .with_context(|| format!("cannot start raft member {}", args.id))?;
     let stop = crate::signals::stop_on_signals().context("cannot install signal handlers")?;
@@ -215,7 +237,6 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
 
 /// Runs a Zab member until SIGINT or SIGTERM, then stops it cleanly (the WAL is synced).
 pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
-    log_warnings();
     anyhow::ensure!(
         !args.session_tick.is_zero(),
         "--session-tick must be greater than zero"
@@ -223,7 +244,7 @@ pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
     let Member {
         config,
         client_addr,
-    } = member(&args)?;
+    } = member(&args, ZAB_SNAPSHOT_EVERY)?;
     let options = coordbench_zk_api::ServeOptions {
         server_id: args.id,
         cluster_size: args.peers.0.len(),

@@ -72,3 +72,26 @@ async fn watch_replays_history_with_prev_kv_on_one_member() {
 async fn watch_replays_history_with_prev_kv_on_three_members() {
     conformance::watch_replays_history_with_prev_kv(RAFT, 3).await;
 }
+
+/// run.json's target settings (the cluster info) name the members' snapshot cadence: the
+/// serve default of --snapshot-every and the log fraction of the cadence rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_info_records_the_snapshot_cadence() {
+    let target = start_target(RAFT, 1).await;
+    let settings = &target.cluster.info().settings;
+    let setting = |key: &str| {
+        settings
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(
+        setting("snapshot-every-entries"),
+        Some(coordbench::serve::RAFT_SNAPSHOT_EVERY.to_string())
+    );
+    assert_eq!(
+        setting("snapshot-min-log-fraction"),
+        Some(format!("1/{}", coordbench_node::SNAPSHOT_LOG_FRACTION))
+    );
+    target.stop();
+}

@@ -90,9 +90,23 @@ pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError
 pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, ProvisionError> {
     let mut cluster =
         launch_members(spec, opts, TARGET, &[], |addr| format!("http://{addr}")).await?;
+    let settings = &mut cluster.info_mut().settings;
+    settings.extend(snapshot_settings(crate::serve::RAFT_SNAPSHOT_EVERY));
     let version = etcd::wait_ready(&mut cluster, TARGET).await?;
     cluster.info_mut().version = Some(version);
     Ok(cluster)
+}
+
+/// The members' snapshot cadence as run.json records it (the rule of `serve
+/// --snapshot-every`, at the engine's default, which the launcher does not override).
+pub(super) fn snapshot_settings(every: u64) -> [(String, String); 2] {
+    [
+        ("snapshot-every-entries".into(), every.to_string()),
+        (
+            "snapshot-min-log-fraction".into(),
+            format!("1/{}", coordbench_node::SNAPSHOT_LOG_FRACTION),
+        ),
+    ]
 }
 
 /// Starts `spec.size` `coordbench serve <engine>` processes and returns them without

@@ -27,6 +27,9 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
     // ZooKeeper clients take plain host:port connect strings.
     let mut cluster = launch_members(spec, opts, TARGET, &session_args, str::to_string).await?;
     let settings = &mut cluster.info_mut().settings;
+    settings.extend(super::raft::snapshot_settings(
+        crate::serve::ZAB_SNAPSHOT_EVERY,
+    ));
     if opts.secure {
         settings.push(("enforce.auth.schemes".into(), "digest".into()));
     }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use coordbench_kv::{Applied, CodecError, Command, KvStore};
-use coordbench_node::StateMachine;
+use coordbench_node::{SnapshotSync, StateMachine};
 
 use crate::fanout::WatchFanout;
 
@@ -25,6 +25,15 @@ pub struct KvStateMachine {
 impl KvStateMachine {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A state machine whose values live in an append-only file under `dir` (see
+    /// [`KvStore::with_value_dir`]); its snapshots are indexes into that file.
+    pub fn with_value_dir(dir: &std::path::Path) -> std::io::Result<Self> {
+        Ok(KvStateMachine {
+            store: KvStore::with_value_dir(dir)?,
+            ..Self::default()
+        })
     }
 
     pub fn store(&self) -> &KvStore {
@@ -59,10 +68,28 @@ impl StateMachine for KvStateMachine {
         self.store.snapshot()
     }
 
+    fn snapshot_unsynced(&self) -> (Vec<u8>, Option<SnapshotSync>) {
+        let (data, pending) = self.store.snapshot_unsynced();
+        let sync = pending.map(|p| -> SnapshotSync {
+            Box::new(move || p.sync().map_err(|e| format!("value log sync: {e}")))
+        });
+        (data, sync)
+    }
+
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
         self.store.restore(snapshot).map_err(|e| e.to_string())?;
         self.db_size = snapshot.len() as u64;
         self.watches.resync(&self.store);
         Ok(())
+    }
+
+    fn transfer_snapshot(&self, local: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        self.store
+            .transfer_snapshot(local)
+            .map_err(|e| e.to_string())
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.store.failure().map(str::to_string)
     }
 }

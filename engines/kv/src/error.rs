@@ -49,6 +49,9 @@ pub enum KvError {
     /// [`crate::KvStore::txn_read_only`].
     #[error("etcdserver: txn is not read-only")]
     NotReadOnly,
+    /// A put's value is larger than [`crate::MAX_VALUE_LEN`].
+    #[error("etcdserver: request is too large")]
+    RequestTooLarge,
     /// The command's log index is not above the last applied one; nothing changed.
     #[error("kv: log index {index} already applied (applied index {applied})")]
     AlreadyApplied { index: u64, applied: u64 },
@@ -80,7 +83,8 @@ impl KvError {
             | KvError::DuplicateKey
             | KvError::TooManyOps
             | KvError::TxnTooDeep
-            | KvError::NotReadOnly => GrpcCode::InvalidArgument,
+            | KvError::NotReadOnly
+            | KvError::RequestTooLarge => GrpcCode::InvalidArgument,
             KvError::AlreadyApplied { .. } => GrpcCode::Internal,
         }
     }

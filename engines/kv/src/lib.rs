@@ -50,6 +50,7 @@ mod snapshot;
 mod store;
 pub mod txn;
 pub mod types;
+mod values;
 pub mod watch;
 
 pub use command::{Applied, Command, Response};
@@ -58,6 +59,7 @@ pub use key_range::{prefix_end, KeyRange};
 pub use lease::{Lease, MAX_LEASE_TTL, MIN_LEASE_TTL};
 pub use store::KvStore;
 pub use types::*;
+pub use values::{PendingSync, MAX_VALUE_LEN};
 pub use watch::{
     WatchCreateRequest, WatchCreated, WatchDelivery, WatchError, WatchFilter, WatchHub,
 };

@@ -17,6 +17,9 @@
 //! `>= c` and to give every event at `>= c` its `prev_kv`. (etcd also drops
 //! a tombstone at exactly `c`; keeping it lets a watch restarted at the
 //! compact revision, as etcd clients do, see that delete.)
+//!
+//! Values are not kept here: each put's value is appended once to the [`ValueLog`] and the
+//! history holds its [`Slot`], so the in-memory history is an index of the writes.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::KvError;
 use crate::key_range::KeyRange;
 use crate::types::{Event, EventKind, KeyValue};
+use crate::values::{Slot, ValueLog};
 
 /// Position of a write: store revision and order within it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -33,10 +37,10 @@ pub struct Revision {
     pub sub: i64,
 }
 
-/// The value of a put, as stored in a key's history.
+/// A put, as stored in a key's history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Stored {
-    pub value: Vec<u8>,
+    pub value: Slot,
     pub create_revision: i64,
     pub version: i64,
     pub lease: i64,
@@ -50,13 +54,13 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    fn to_kv(&self, key: &[u8]) -> Option<KeyValue> {
+    pub(crate) fn to_kv(&self, key: &[u8], values: &ValueLog) -> Option<KeyValue> {
         self.put.as_ref().map(|p| KeyValue {
             key: key.to_vec(),
             create_revision: p.create_revision,
             mod_revision: self.rev.main,
             version: p.version,
-            value: p.value.clone(),
+            value: values.read(p.value),
             lease: p.lease,
         })
     }
@@ -78,24 +82,52 @@ pub(crate) struct WriteCtx {
     pub touched: Vec<Vec<u8>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug)]
 pub(crate) struct Mvcc {
     pub keys: BTreeMap<Vec<u8>, Vec<Entry>>,
     /// Current store revision.
     pub revision: i64,
     /// Oldest readable revision; 0 before any compaction.
     pub compact_revision: i64,
+    /// The bytes of every value the history's slots point at.
+    pub values: ValueLog,
 }
 
 impl Default for Mvcc {
     fn default() -> Self {
-        Mvcc {
-            keys: BTreeMap::new(),
-            revision: 1,
-            compact_revision: 0,
-        }
+        Mvcc::with_values(ValueLog::default())
     }
 }
+
+/// Equal histories: the same writes with the same values, wherever the values are stored.
+impl PartialEq for Mvcc {
+    fn eq(&self, other: &Self) -> bool {
+        let same_entry = |a: &Entry, b: &Entry| match (&a.put, &b.put) {
+            (None, None) => a.rev == b.rev,
+            (Some(x), Some(y)) => {
+                a.rev == b.rev
+                    && (x.create_revision, x.version, x.lease)
+                        == (y.create_revision, y.version, y.lease)
+                    && self.values.read(x.value) == other.values.read(y.value)
+            }
+            _ => false,
+        };
+        self.revision == other.revision
+            && self.compact_revision == other.compact_revision
+            && self.keys.len() == other.keys.len()
+            && self
+                .keys
+                .iter()
+                .zip(&other.keys)
+                .all(|((ka, ha), (kb, hb))| {
+                    ka == kb
+                        && ha.len() == hb.len()
+                        && ha.iter().zip(hb).all(|(a, b)| same_entry(a, b))
+                })
+    }
+}
+
+impl Eq for Mvcc {}
 
 /// The entry of `hist` visible at revision `at`, if it is a put.
 fn visible(hist: &[Entry], at: i64) -> Option<&Entry> {
@@ -105,6 +137,15 @@ fn visible(hist: &[Entry], at: i64) -> Option<&Entry> {
 }
 
 impl Mvcc {
+    pub fn with_values(values: ValueLog) -> Self {
+        Mvcc {
+            keys: BTreeMap::new(),
+            revision: 1,
+            compact_revision: 0,
+            values,
+        }
+    }
+
     /// Checks a requested read revision the way etcd does and turns it into
     /// an `at` for the read functions (`<= 0` = current).
     pub fn read_revision(&self, rev: i64) -> Result<i64, KvError> {
@@ -125,7 +166,7 @@ impl Mvcc {
     }
 
     pub fn get(&self, key: &[u8], at: i64) -> Option<KeyValue> {
-        visible(self.keys.get(key)?, at)?.to_kv(key)
+        visible(self.keys.get(key)?, at)?.to_kv(key, &self.values)
     }
 
     /// Keys of `range` visible at `at`, in key order.
@@ -136,7 +177,7 @@ impl Mvcc {
     ) -> impl DoubleEndedIterator<Item = KeyValue> + 'a {
         range
             .iter(&self.keys)
-            .filter_map(move |(k, hist)| visible(hist, at)?.to_kv(k))
+            .filter_map(move |(k, hist)| visible(hist, at)?.to_kv(k, &self.values))
     }
 
     /// Number of keys of `range` visible at `at`.
@@ -176,13 +217,20 @@ impl Mvcc {
         let entry = Entry {
             rev,
             put: Some(Stored {
-                value,
+                value: self.values.append(&value),
                 create_revision,
                 version,
                 lease,
             }),
         };
-        let kv = entry.to_kv(key).unwrap_or_default();
+        let kv = KeyValue {
+            key: key.to_vec(),
+            create_revision,
+            mod_revision: w.main,
+            version,
+            value,
+            lease,
+        };
         self.keys.entry(key.to_vec()).or_default().push(entry);
         w.sub += 1;
         w.touched.push(key.to_vec());
@@ -271,8 +319,10 @@ impl Mvcc {
             let first = hist.partition_point(|e| e.rev.main < start);
             for i in first..hist.len() {
                 let e = &hist[i];
-                let prev_kv = i.checked_sub(1).and_then(|p| hist[p].to_kv(key));
-                let ev = match e.to_kv(key) {
+                let prev_kv = i
+                    .checked_sub(1)
+                    .and_then(|p| hist[p].to_kv(key, &self.values));
+                let ev = match e.to_kv(key, &self.values) {
                     Some(kv) => Event {
                         kind: EventKind::Put,
                         kv,

@@ -2,6 +2,8 @@
 //! together. `apply` is the only mutation; the query methods serve local
 //! (serializable) reads. No I/O, clock, threads or hash-ordered containers:
 //! equal command sequences give equal states, responses and snapshots.
+//! (A store made [`KvStore::with_value_dir`] keeps its values in a file: the only I/O,
+//! behind the value log's seam.)
 
 use crate::command::{Applied, Command, Response};
 use crate::error::KvError;
@@ -19,7 +21,7 @@ use crate::types::{
 };
 
 /// etcd's key-value data model as a deterministic state machine.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct KvStore {
     pub(crate) mvcc: Mvcc,
     pub(crate) lessor: Lessor,
@@ -31,6 +33,21 @@ impl KvStore {
     /// An empty store at revision 1.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store whose values live in an append-only file under `dir` (a member's
+    /// `<data-dir>/values`), read back with pread instead of kept in memory.
+    pub fn with_value_dir(dir: &std::path::Path) -> std::io::Result<Self> {
+        Ok(KvStore {
+            mvcc: Mvcc::with_values(crate::values::ValueLog::open_dir(dir)?),
+            ..Self::default()
+        })
+    }
+
+    /// The first I/O error of the value log, if any: the store can no longer be trusted
+    /// and its member must stop.
+    pub fn failure(&self) -> Option<&str> {
+        self.mvcc.values.failure()
     }
 
     /// Current store revision (1 before the first write).
@@ -258,6 +275,9 @@ impl KvStore {
     }
 
     fn exec_put(&mut self, w: &mut WriteCtx, p: &PutRequest) -> Result<PutResponse, KvError> {
+        if p.value.len() > crate::MAX_VALUE_LEN {
+            return Err(KvError::RequestTooLarge);
+        }
         if p.lease != 0 && !self.lessor.contains(p.lease) {
             return Err(KvError::LeaseNotFound { id: p.lease });
         }

@@ -13,6 +13,8 @@ use crate::config::NodeConfig;
 use crate::envelope::Payload;
 use crate::node::StartError;
 use crate::seam::NodeRole;
+use bytes::Bytes;
+
 use crate::wal::{LogFormat, Recovered, Snapshot};
 
 pub(crate) type Entry<C> = <<C as Core>::Log as LogFormat>::Entry;
@@ -103,6 +105,11 @@ pub(crate) trait Core: Sized + Send + 'static {
     fn step(&mut self, payload: Payload) -> Result<(), String>;
     /// The peer a message goes to, and the message as a payload.
     fn wrap(message: Self::Message) -> (NodeId, Payload);
+    /// The state-machine snapshot a message carries, for the runtime to swap for its
+    /// transfer form ([`crate::StateMachine::transfer_snapshot`]); the default: none.
+    fn snapshot_data(_message: &mut Self::Message) -> Option<&mut Bytes> {
+        None
+    }
     fn status(&self) -> CoreStatus;
     /// Proposes a command (on the leader).
     fn propose(&mut self, command: Vec<u8>) -> Result<Position, Refused>;

@@ -19,6 +19,7 @@
 //! [`NodeTask`] to stop it. [`ZabNode::start`] does the same for a Zab member (the Zab core,
 //! a [`ZabWal`], the same transports, handle and envelopes).
 
+mod cadence;
 mod chunk;
 mod config;
 mod core;
@@ -41,6 +42,7 @@ mod zab_node;
 #[cfg(test)]
 mod fuzz_tests;
 
+pub use cadence::SNAPSHOT_LOG_FRACTION;
 pub use config::NodeConfig;
 pub use disk::{Disk, DiskFile, DiskKind, FileDisk, MemDisk};
 pub use envelope::{Envelope, Payload, Refusal};
@@ -49,7 +51,7 @@ pub use local::LocalReplicator;
 pub use node::{NodeTask, StartError};
 pub use raft_node::{RaftFormat, RaftNode, RaftWal};
 pub use runtime::RuntimeError;
-pub use seam::{NodeError, NodeRole, NodeStatus, Replicator, StateMachine};
+pub use seam::{NodeError, NodeRole, NodeStatus, Replicator, SnapshotSync, StateMachine};
 pub use tcp::{TcpOptions, TcpTransport};
 pub use transport::{InProcNetwork, InProcTransport, Transport};
 pub use wal::{LogFormat, Wal, WalError, WalOptions, WalStats};

@@ -185,6 +185,13 @@ impl Core for RaftCore {
         (m.to, Payload::Raft(m))
     }
 
+    fn snapshot_data(m: &mut Self::Message) -> Option<&mut Bytes> {
+        match &mut m.body {
+            coordbench_raft::MessageBody::InstallSnapshot { snapshot } => Some(&mut snapshot.data),
+            _ => None,
+        }
+    }
+
     fn status(&self) -> CoreStatus {
         let st = self.0.status();
         CoreStatus {

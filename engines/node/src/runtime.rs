@@ -21,10 +21,12 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use bytes::Bytes;
 use coordbench_raft::NodeId;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 
+use crate::cadence::SnapshotCadence;
 use crate::config::NodeConfig;
 use crate::core::{CompactFail, Core, Entry, HardState, Position, Ready, Refused};
 use crate::envelope::{Envelope, Payload, Refusal};
@@ -149,8 +151,9 @@ pub(crate) struct Runtime<C: Core, S: StateMachine> {
     status: watch::Sender<NodeStatus>,
     /// Last applied index (the snapshot's after a restart or install).
     applied: u64,
-    /// Entries applied since the last snapshot (Zab's zxids are not contiguous).
-    since_snapshot: u64,
+    /// What was applied since the last snapshot, and when the next is due (Zab's zxids are
+    /// not contiguous, so entries are counted).
+    cadence: SnapshotCadence,
     /// Last hard state written to the WAL: a change other than the commit point must be
     /// synced.
     last_hard_state: HardState<C>,
@@ -183,6 +186,7 @@ pub(crate) struct Parts<C: Core, S: StateMachine> {
 impl<C: Core, S: StateMachine> Runtime<C, S> {
     pub(crate) fn new(p: Parts<C, S>) -> std::io::Result<Self> {
         let (writer, durable) = WalWriter::start(format!("wal-{}", p.cfg.id), p.wal)?;
+        let cadence = SnapshotCadence::new(p.cfg.snapshot_every);
         Ok(Self {
             id: p.cfg.id,
             cfg: p.cfg,
@@ -197,7 +201,7 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
             requests: p.requests,
             status: p.status,
             applied: p.applied,
-            since_snapshot: 0,
+            cadence,
             last_hard_state: p.hard_state,
             waiters: BTreeMap::new(),
             forwards: HashMap::new(),
@@ -272,9 +276,30 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
         })
     }
 
-    fn send_core(&self, m: C::Message) {
+    fn send_core(&self, mut m: C::Message) {
+        if let Some(data) = C::snapshot_data(&mut m) {
+            let sm = self.sm.read().unwrap_or_else(|e| e.into_inner());
+            match sm.transfer_snapshot(data) {
+                Ok(None) => {}
+                Ok(Some(full)) => *data = Bytes::from(full),
+                Err(error) => {
+                    // The follower asks again; a newer local snapshot will replace this one.
+                    tracing::warn!(id = self.id, error = %error, "cannot send snapshot");
+                    return;
+                }
+            }
+        }
         let (to, payload) = C::wrap(m);
         self.send(to, payload);
+    }
+
+    /// Stops the member once its state machine reports it can no longer be trusted.
+    fn check_state_machine(&self) -> Result<(), RuntimeError> {
+        let sm = self.sm.read().unwrap_or_else(|e| e.into_inner());
+        match sm.failure() {
+            Some(why) => Err(RuntimeError::Task(format!("state machine failed: {why}"))),
+            None => Ok(()),
+        }
     }
 
     // ---- inputs ------------------------------------------------------------------------
@@ -649,7 +674,8 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
             rest,
         });
         self.complete_durable()?;
-        self.maybe_compact()
+        self.maybe_compact()?;
+        self.check_state_machine()
     }
 
     /// The writer made more `Ready`s durable.
@@ -698,7 +724,7 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
         }
         tracing::info!(id = self.id, index, term, "installed snapshot");
         self.applied = index;
-        self.since_snapshot = 0;
+        self.cadence.restart();
         // Proposals up to the snapshot were applied (or not) without us seeing them.
         self.drop_waiters_through(index);
         Ok(())
@@ -719,10 +745,12 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
                 continue;
             };
             let mut outputs = Vec::new();
+            let mut bytes = 0u64;
             {
                 let mut sm = self.sm.write().unwrap_or_else(|e| e.into_inner());
                 for e in chunk {
                     if let Some(cmd) = C::Log::command(e) {
+                        bytes += cmd.len() as u64;
                         let at = (C::Log::index(e), C::Log::term(e));
                         let out = sm.apply(at.0, cmd);
                         if self.waiters.contains_key(&at) {
@@ -733,7 +761,7 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
             }
             self.applied = last;
             self.core.applied(last);
-            self.since_snapshot += chunk.len() as u64;
+            self.cadence.applied(chunk.len() as u64, bytes);
             for (at, out) in outputs {
                 if let Some(reply) = self.waiters.remove(&at) {
                     let _ = reply.send(Ok(out));
@@ -745,28 +773,42 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
         }
     }
 
-    /// Every `snapshot_every` applied entries: snapshot the state machine, compact the
-    /// core's log and the WAL.
+    /// When a snapshot is due (see [`SnapshotCadence`]): snapshot the state machine, compact
+    /// the core's log, and queue the snapshot (with what makes the storage it refers to
+    /// durable) for the WAL writer, which writes it off this loop.
     fn maybe_compact(&mut self) -> Result<(), RuntimeError> {
-        let every = self.cfg.snapshot_every;
-        if every == 0 || self.since_snapshot < every {
+        if !self.cadence.due() {
             return Ok(());
         }
         let index = self.applied;
-        let data = self.sm.read().unwrap_or_else(|e| e.into_inner()).snapshot();
+        let started = Instant::now();
+        let (data, sync) = self
+            .sm
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .snapshot_unsynced();
+        let serialized = started.elapsed();
+        let len = data.len() as u64;
         let snap = match self.core.compact(index, data) {
             Ok(snap) => snap,
             Err(CompactFail::Pending) => return Ok(()),
             Err(CompactFail::Refused(error)) => {
                 tracing::warn!(id = self.id, index, error = %error, "compaction refused");
-                self.since_snapshot = 0;
+                self.cadence.restart();
                 return Ok(());
             }
             Err(CompactFail::Fatal(why)) => return Err(RuntimeError::Task(why)),
         };
-        self.submit(Job::Compacted(snap))?;
-        self.since_snapshot = 0;
-        tracing::debug!(id = self.id, index, "compacted log");
+        self.submit(Job::Compacted(snap, sync))?;
+        self.cadence.taken(len);
+        tracing::debug!(
+            id = self.id,
+            index,
+            bytes = len,
+            serialize_us = serialized.as_micros() as u64,
+            compact_us = (started.elapsed() - serialized).as_micros() as u64,
+            "compacted log"
+        );
         Ok(())
     }
 }

@@ -2,6 +2,10 @@
 
 use async_trait::async_trait;
 
+/// Makes durable what a snapshot refers to outside itself; must succeed before the snapshot
+/// is written (see [`StateMachine::snapshot_unsynced`]).
+pub type SnapshotSync = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
 /// A deterministic state machine over opaque replicated commands. Every replica applies the
 /// same commands in the same order and so computes the same outputs.
 pub trait StateMachine: Send + Sync + 'static {
@@ -17,8 +21,29 @@ pub trait StateMachine: Send + Sync + 'static {
     /// for followers too far behind).
     fn snapshot(&self) -> Vec<u8>;
 
-    /// Replaces the whole state with a snapshot.
+    /// Like [`StateMachine::snapshot`], for log compaction: the snapshot may come with a
+    /// [`SnapshotSync`] that makes the storage it refers to durable (a value log's fsync).
+    /// The persistence job runs it, off the event loop, before it writes the snapshot, and
+    /// stops the member if it fails.
+    fn snapshot_unsynced(&self) -> (Vec<u8>, Option<SnapshotSync>) {
+        (self.snapshot(), None)
+    }
+
+    /// Replaces the whole state with a snapshot (one this member took, or one a leader
+    /// sent through [`StateMachine::transfer_snapshot`]).
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String>;
+
+    /// What to send a follower for `local`, a snapshot this member took, when `local`
+    /// refers to state kept beside it (files) rather than holding it. `None`: send `local`.
+    fn transfer_snapshot(&self, _local: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        Ok(None)
+    }
+
+    /// Why the state machine can no longer be trusted (an I/O error of storage it keeps
+    /// beside the log), if so: the member stops rather than serve wrong data.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A member's role as the services see it.
