@@ -134,7 +134,7 @@ fn unreachable(endpoints: &str, detail: &str) -> DriverError {
     }
 }
 
-/// etcd-client wants a scheme; users often write `host:port`.
+/// URLs want a scheme; users often write `host:port`.
 fn normalize(endpoint: &str) -> String {
     if endpoint.contains("://") {
         endpoint.to_string()

@@ -94,7 +94,7 @@ impl Endpoint {
         Uri::from_parts(parts).map_err(|e| Status::internal(format!("request URI: {e}")))
     }
 
-    fn set(&self, sender: Option<SendRequest<Bytes>>) {
+    pub(super) fn set(&self, sender: Option<SendRequest<Bytes>>) {
         self.up.store(sender.is_some(), Ordering::Relaxed);
         if let Ok(mut slot) = self.sender.lock() {
             *slot = sender;
@@ -112,7 +112,7 @@ impl Drop for CallGuard<'_> {
 
 /// A dialled connection: its request handle, the connection to drive, and its pings.
 pub(super) struct Dialled {
-    sender: SendRequest<Bytes>,
+    pub(super) sender: SendRequest<Bytes>,
     conn: Conn,
     pings: PingPong,
 }

@@ -101,11 +101,16 @@ impl Transport {
             .iter()
             .zip(results.drain(..))
             .map(|(e, first)| {
+                // Published before returning, so a fresh transport shows every endpoint
+                // that answered as up.
+                if let Ok(d) = &first {
+                    e.set(Some(d.sender.clone()));
+                }
                 let task = supervise(e.clone(), first.ok(), dialing, connected.clone());
                 tokio::spawn(task)
             })
             .collect();
-        let transport = Transport {
+        Ok(Transport {
             inner: Arc::new(Inner {
                 endpoints,
                 next: AtomicUsize::new(0),
@@ -113,10 +118,7 @@ impl Transport {
                 wait: dialing.connect_timeout,
                 supervisors,
             }),
-        };
-        // The supervisors publish their first connections as soon as they run.
-        transport.inner.wait_for_any().await;
-        Ok(transport)
+        })
     }
 }
 
@@ -185,10 +187,6 @@ impl Inner {
         }
     }
 
-    async fn wait_for_any(&self) {
-        let _ = self.pick_or_wait().await;
-    }
-
     /// One gRPC call: open the stream on the picked connection, send the request body
     /// (in place when it is complete, as a unary call's is), await the response headers.
     async fn call(self: Arc<Self>, request: Request) -> Result<Response, tower::BoxError> {
@@ -228,13 +226,16 @@ impl tower::Service<Request> for Transport {
     }
 }
 
-/// `http://host:port` → `host:port`; TLS is not built in, so `https` is refused.
+/// `http://host:port` or `host:port` → `host:port`; TLS is not built in, so `https` is
+/// refused.
 fn authority(endpoint: &str) -> Result<http::uri::Authority, TransportError> {
     let bad = |detail: &str| TransportError::BadEndpoint {
         endpoint: endpoint.to_string(),
         detail: detail.to_string(),
     };
-    let uri: Uri = endpoint.parse().map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
+    let uri: Uri = super::normalize(endpoint)
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
     if uri.scheme_str() != Some("http") {
         return Err(bad("only http:// endpoints are supported (no TLS)"));
     }
