@@ -11,17 +11,34 @@ use h2::{RecvStream, SendStream};
 use http_body::{Body, Frame};
 use tonic::Status;
 
-/// Moves a request body into its h2 stream: data frames as they come, then the end of the
-/// stream. A unary call's body is complete at the first poll, so the caller polls once in
-/// place and spawns the pump only for streaming bodies (watch, lease keep-alive).
+/// Moves a request body into its h2 stream: data frames as they come, the last one
+/// carrying the end of the stream (a unary call is HEADERS + one DATA frame). A unary
+/// call's body is complete at the first poll, so the caller polls once in place and spawns
+/// the pump only for streaming bodies (watch, lease keep-alive).
 pub(super) struct Pump {
     body: tonic::body::Body,
     stream: SendStream<Bytes>,
+    /// A data frame held back until the next poll of the body tells whether it is the last.
+    held: Option<Bytes>,
 }
 
 impl Pump {
     pub(super) fn new(body: tonic::body::Body, stream: SendStream<Bytes>) -> Self {
-        Pump { body, stream }
+        Pump {
+            body,
+            stream,
+            held: None,
+        }
+    }
+
+    /// Sends the held frame, if any. Sent without waiting for window: h2 buffers beyond
+    /// it, and request messages here are small (keys, values, watch and lease requests).
+    fn send_held(&mut self, end_of_stream: bool) -> Result<(), h2::Error> {
+        match self.held.take() {
+            Some(data) => self.stream.send_data(data, end_of_stream),
+            None if end_of_stream => self.stream.send_data(Bytes::new(), true),
+            None => Ok(()),
+        }
     }
 }
 
@@ -36,13 +53,30 @@ impl Future for Pump {
             return Poll::Ready(());
         }
         loop {
-            let sent = match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
-                // Sent without waiting for window: h2 buffers beyond it, and request
-                // messages here are small (keys, values, watch and lease requests).
+            let frame = match Pin::new(&mut this.body).poll_frame(cx) {
+                Poll::Ready(frame) => frame,
+                Poll::Pending => {
+                    // A streaming body waits for its next message: what it has goes now.
+                    return match this.send_held(false) {
+                        Ok(()) => Poll::Pending,
+                        Err(_) => Poll::Ready(()),
+                    };
+                }
+            };
+            let sent = match frame {
                 Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => this.stream.send_data(data, false),
+                    Ok(data) => {
+                        let sent = this.send_held(false);
+                        this.held = Some(data);
+                        sent
+                    }
                     Err(frame) => match frame.into_trailers() {
-                        Ok(trailers) => return finish(this.stream.send_trailers(trailers)),
+                        Ok(trailers) => {
+                            let _ = this
+                                .send_held(false)
+                                .and_then(|()| this.stream.send_trailers(trailers));
+                            return Poll::Ready(());
+                        }
                         Err(_) => Ok(()),
                     },
                 },
@@ -50,17 +84,16 @@ impl Future for Pump {
                     this.stream.send_reset(h2::Reason::CANCEL);
                     return Poll::Ready(());
                 }
-                None => return finish(this.stream.send_data(Bytes::new(), true)),
+                None => {
+                    let _ = this.send_held(true);
+                    return Poll::Ready(());
+                }
             };
             if sent.is_err() {
                 return Poll::Ready(());
             }
         }
     }
-}
-
-fn finish(_: Result<(), h2::Error>) -> Poll<()> {
-    Poll::Ready(())
 }
 
 /// A response's data then trailers (where gRPC puts the call's status), releasing each
