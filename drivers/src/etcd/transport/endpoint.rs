@@ -15,6 +15,8 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tonic::Status;
 
+use super::io::BatchingIo;
+
 /// Pause between a broken connection and the next dial, and between failed dials.
 pub(super) const REDIAL: Duration = Duration::from_millis(250);
 /// HTTP/2 windows as hyper's client sets them (tonic's transport): large enough that a
@@ -33,7 +35,7 @@ pub struct Dialing {
     pub keepalive_timeout: Duration,
 }
 
-pub(super) type Conn = Connection<TcpStream, Bytes>;
+pub(super) type Conn = Connection<BatchingIo, Bytes>;
 
 /// One endpoint: its address, its current connection's request handle (none while it is
 /// down), and the calls waiting on it, which the transport balances by.
@@ -130,7 +132,7 @@ pub(super) async fn dial(address: &str, dialing: &Dialing) -> Result<Dialled, St
         let (sender, mut conn) = h2::client::Builder::new()
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONNECTION_WINDOW)
-            .handshake(tcp)
+            .handshake(BatchingIo::new(tcp))
             .await
             .map_err(|e| format!("http/2 handshake: {e}"))?;
         let mut pings = conn

@@ -15,6 +15,7 @@
 
 mod body;
 mod endpoint;
+mod io;
 
 use std::future::Future;
 use std::pin::Pin;
