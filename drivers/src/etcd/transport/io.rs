@@ -20,28 +20,13 @@ pub(super) struct BatchingIo {
     tcp: TcpStream,
     /// Set once this flush round has yielded; cleared when h2 flushes.
     yielded: bool,
-    mode: Mode,
-}
-
-/// TEMPORARY (measurement): which shaping is on.
-#[derive(Clone, Copy, PartialEq)]
-enum Mode {
-    Plain,
-    Unvectored,
-    Batched,
 }
 
 impl BatchingIo {
     pub(super) fn new(tcp: TcpStream) -> Self {
-        let mode = match std::env::var("COORDBENCH_H2_IO").as_deref() {
-            Ok("plain") => Mode::Plain,
-            Ok("unvectored") => Mode::Unvectored,
-            _ => Mode::Batched,
-        };
         BatchingIo {
             tcp,
             yielded: false,
-            mode,
         }
     }
 }
@@ -62,7 +47,7 @@ impl AsyncWrite for BatchingIo {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        if self.mode == Mode::Batched && !self.yielded {
+        if !self.yielded {
             // tokio runs a task that woke itself after the tasks already queued.
             self.yielded = true;
             cx.waker().wake_by_ref();
@@ -71,16 +56,9 @@ impl AsyncWrite for BatchingIo {
         Pin::new(&mut self.tcp).poll_write(cx, buf)
     }
 
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs)
-    }
-
+    /// No vectored writes: h2 then copies frames under 1 KiB into its buffer.
     fn is_write_vectored(&self) -> bool {
-        self.mode == Mode::Plain
+        false
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
