@@ -1,9 +1,12 @@
 //! The load generator's per-operation client path against real engine processes, so a
 //! costlier driver or runtime cannot slip in unnoticed: one put through the etcd driver's
-//! `Session` against one `coordbench serve raft` member, and one through the ZooKeeper
-//! driver against one `coordbench serve zab` member, each alone and as a burst of 64
-//! sessions sharing the driver's connections (the closed-loop kv-put shape, where HTTP/2
-//! batching decides what a put costs). Runs on a multi-thread runtime like the generator's.
+//! `Session` (etcd-client's gRPC clients over the driver's own HTTP/2 transport,
+//! drivers/src/etcd/transport) against one `coordbench serve raft` member, and one through
+//! the ZooKeeper driver against one `coordbench serve zab` member, each alone and as a
+//! burst of 64 sessions sharing the driver's connections (the closed-loop kv-put shape,
+//! where HTTP/2 batching decides what a put costs); and the etcd burst against 3 raft
+//! members, where the transport spreads the calls over the three connections. Runs on a
+//! multi-thread runtime like the generator's.
 //!
 //! Run with `cargo bench --bench client_path`; `cargo test --all-targets` runs each case
 //! once (a few seconds: it starts and stops the two members).
@@ -33,10 +36,10 @@ fn runtime() -> Runtime {
         .expect("a tokio runtime")
 }
 
-/// One member of `engine` on tmpfs, served by the coordbench binary cargo built.
-fn start(rt: &Runtime, engine: &str, dir: &tempfile::TempDir) -> Cluster {
+/// `members` members of `engine` on tmpfs, served by the coordbench binary cargo built.
+fn start(rt: &Runtime, engine: &str, members: usize, dir: &tempfile::TempDir) -> Cluster {
     let spec = ClusterSpec::new(
-        1,
+        members,
         DiskKind::Tmpfs,
         Duration::from_secs(10),
         dir.path().to_path_buf(),
@@ -93,20 +96,26 @@ async fn burst(sessions: &mut [Box<dyn Session>], keys: &[String]) {
     .expect("burst of puts");
 }
 
-fn bench_engine(c: &mut Criterion, engine: &str) {
+fn bench_engine(c: &mut Criterion, engine: &str, members: usize) {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut cluster = start(&rt, engine, &dir);
+    let mut cluster = start(&rt, engine, members, &dir);
     let coordinator = rt.block_on(connect(engine, cluster.endpoints()));
     let mut all = rt.block_on(sessions(coordinator.as_ref(), BURST));
     let keys: Vec<String> = (0..BURST)
         .map(|i| format!("/coordbench/kv/bench{i:04}"))
         .collect();
-    let mut group = c.benchmark_group(format!("client_path/{engine}"));
-    group.throughput(Throughput::Elements(1));
-    group.bench_function("put", |b| {
-        b.iter(|| rt.block_on(all[0].put(&keys[0], VALUE)).expect("put"))
-    });
+    let name = match members {
+        1 => engine.to_string(),
+        n => format!("{engine}x{n}"),
+    };
+    let mut group = c.benchmark_group(format!("client_path/{name}"));
+    if members == 1 {
+        group.throughput(Throughput::Elements(1));
+        group.bench_function("put", |b| {
+            b.iter(|| rt.block_on(all[0].put(&keys[0], VALUE)).expect("put"))
+        });
+    }
     group.throughput(Throughput::Elements(BURST as u64));
     group.bench_function("put_x64_sessions", |b| {
         b.iter(|| rt.block_on(burst(&mut all, &keys)))
@@ -122,11 +131,15 @@ fn bench_engine(c: &mut Criterion, engine: &str) {
 }
 
 fn etcd_driver_on_raft(c: &mut Criterion) {
-    bench_engine(c, "raft");
+    bench_engine(c, "raft", 1);
+}
+
+fn etcd_driver_on_three_raft_members(c: &mut Criterion) {
+    bench_engine(c, "raft", 3);
 }
 
 fn zookeeper_driver_on_zab(c: &mut Criterion) {
-    bench_engine(c, "zab");
+    bench_engine(c, "zab", 1);
 }
 
 criterion_group! {
@@ -137,6 +150,6 @@ criterion_group! {
         .sample_size(20)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(5));
-    targets = etcd_driver_on_raft, zookeeper_driver_on_zab
+    targets = etcd_driver_on_raft, etcd_driver_on_three_raft_members, zookeeper_driver_on_zab
 }
 criterion_main!(benches);

@@ -174,8 +174,11 @@ pub async fn run_with(
         .cluster
         .as_ref()
         .and_then(|c| resources::Sampler::start(c.member_pids(), RESOURCE_SAMPLE_EVERY).ok());
-    // After pinning, so the cores it may use are the ones it is pinned to.
-    let generator_monitor = GeneratorMonitor::start(CpuList::available().cpus().len()).ok();
+    // After pinning, so the cores it may use are the ones it is pinned to; fewer runtime
+    // workers than that use no more cores than they are.
+    let cores = CpuList::available().cpus().len();
+    let cores = args.client_threads.map_or(cores, |n| cores.min(n.into()));
+    let generator_monitor = GeneratorMonitor::start(cores).ok();
     // When the measured window began, from the first progress report inside it.
     let mut window_start: Option<std::time::Instant> = None;
     // With --fault, the injector owns the cluster while the workload runs beside it.

@@ -409,6 +409,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "CPUS")]
     pub pin_client: Option<crate::affinity::CpuList>,
 
+    /// Worker threads of the load generator's runtime (default: one per CPU it may use,
+    /// after --pin-client). One worker spends less CPU per operation (no wake-ups between
+    /// workers; RESULTS.md, the generator's own cost) but caps the generator at one core.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub client_threads: Option<u16>,
+
     /// Pin every member coordbench starts to these CPUs (not with --endpoints).
     #[arg(long, value_name = "CPUS")]
     pub pin_servers: Option<crate::affinity::CpuList>,

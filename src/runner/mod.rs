@@ -8,6 +8,7 @@
 //! `finish`) and the workload's own background sessions (watchers, observers) are stopped
 //! after catching up (`Workload::stop`), so a run always ends within a bounded time.
 
+pub mod op_timeout;
 pub mod pacer;
 pub mod recorder;
 pub mod timer;
@@ -20,6 +21,7 @@ use coordbench_workloads::{Actor, CheckReport, RunClock, Workload, WorkloadError
 use futures::future::join_all;
 use tokio_util::sync::CancellationToken;
 
+pub use op_timeout::OpTimeout;
 pub use pacer::{LoadMode, Pacer};
 pub use recorder::{Aggregator, ClientRecorder, IntervalStats};
 pub use timer::PreciseTimer;
@@ -268,6 +270,13 @@ async fn client_loop(
     op_timeout: Duration,
 ) -> (Box<dyn Actor>, ClientCounters) {
     let pacer = &schedule.pacer;
+    // A token of its own: the run's token keeps one waiter list for all its clones, and 64
+    // clients registering with it around every operation contended for its lock.
+    let done = done.child_token();
+    // Registered once, polled around every operation.
+    let cancelled = done.clone().cancelled_owned();
+    let mut cancelled = std::pin::pin!(cancelled);
+    let mut timeout = OpTimeout::new(op_timeout);
     // Counters when this client's first measured operation began.
     let mut at_measure_start = None;
     // The clock is read as little as possible: at a million operations a second, reading
@@ -288,8 +297,8 @@ async fn client_loop(
             std::task::Poll::Ready(r) => Ok(r),
             std::task::Poll::Pending => tokio::select! {
                 biased;
-                r = tokio::time::timeout(op_timeout, op) => r,
-                _ = done.cancelled() => break,
+                r = timeout.run(started, op) => r,
+                _ = &mut cancelled => break,
             },
         };
         let completed = Instant::now();
@@ -311,7 +320,7 @@ async fn client_loop(
                 tokio::time::sleep(ERROR_BACKOFF).await;
                 now = Instant::now();
             }
-            Err(_elapsed) => {
+            Err(op_timeout::Elapsed) => {
                 recorder.record_error(completed, "timeout", Some(queued + op_timeout), lag)
             }
         }

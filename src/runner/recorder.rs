@@ -55,6 +55,19 @@ impl IntervalStats {
     fn is_empty(&self) -> bool {
         self.ops == 0 && self.errors.is_empty() && self.latency.is_empty()
     }
+
+    /// Empties it for the next interval, keeping the histograms' memory: allocating three
+    /// zeroed ~180 KB count arrays per client every second showed in the generator's
+    /// profile (page faults and zeroing).
+    fn clear(&mut self) {
+        self.ops = 0;
+        for h in [&mut self.latency, &mut self.service, &mut self.schedule_lag] {
+            if !h.is_empty() {
+                h.reset();
+            }
+        }
+        self.errors.clear();
+    }
 }
 
 impl Default for IntervalStats {
@@ -232,7 +245,7 @@ impl ClientRecorder {
             .fetch_add(std::mem::take(&mut self.starts), Ordering::Relaxed);
         if !self.current.is_empty() {
             self.sink.absorb(self.current_index, &self.current);
-            self.current = IntervalStats::new();
+            self.current.clear();
         }
     }
 }

@@ -1,8 +1,8 @@
 //! The etcd v3 driver: real etcd and the built-in Raft engine, through the etcd-client crate.
 //!
-//! One [`EtcdCoordinator`] holds `conns` gRPC connections (each balanced over every
-//! endpoint); client `i` uses connection `i % conns`, so many clients can share few
-//! connections as in etcd's own benchmark tool.
+//! One [`EtcdCoordinator`] holds `conns` transports ([`transport`]: an HTTP/2 connection
+//! to every endpoint, calls balanced over them); client `i` uses transport `i % conns`, so
+//! many clients can share few connections as in etcd's own benchmark tool.
 //!
 //! Recipes follow etcd's concurrency package: locks ([`lock`]) and elections ([`election`])
 //! queue by create revision under a prefix ([`queue`]); service instances are leased keys
@@ -16,6 +16,7 @@ mod prefix_view;
 mod queue;
 mod registry;
 mod session;
+pub mod transport;
 mod versioned;
 mod watch;
 mod watch_mux;
@@ -23,11 +24,12 @@ mod watch_mux;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use etcd_client::{Client, ConnectOptions};
+use etcd_client::Client;
 
 use crate::{ApiFamily, Coordinator, DriverError, Session, SessionOptions};
 pub use errors::map_error;
 use session::EtcdSession;
+use transport::{Dialing, Transport, TransportError};
 
 /// Keys this driver creates for recipes live under this prefix.
 pub const KEY_PREFIX: &str = "/coordbench/";
@@ -59,18 +61,23 @@ impl EtcdCoordinator {
         if endpoints.is_empty() {
             return Err(DriverError::Unsupported("no etcd endpoints given".into()));
         }
-        let options = ConnectOptions::new()
-            .with_connect_timeout(config.connect_timeout)
-            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
+        let dialing = Dialing {
+            connect_timeout: config.connect_timeout,
+            keepalive_interval: Duration::from_secs(10),
+            keepalive_timeout: Duration::from_secs(5),
+        };
         let mut clients = Vec::with_capacity(config.conns.max(1));
         for _ in 0..config.conns.max(1) {
-            let client = tokio::time::timeout(
-                config.connect_timeout,
-                Client::connect(&endpoints, Some(options.clone())),
-            )
-            .await
-            .map_err(|_| unreachable(&shown, "connection attempt timed out"))?
-            .map_err(|e| unreachable(&shown, &e.to_string()))?;
+            let transport = Transport::connect(&endpoints, dialing)
+                .await
+                .map_err(|e| match e {
+                    TransportError::BadEndpoint { .. } => DriverError::Unsupported(e.to_string()),
+                    TransportError::Unreachable { detail } => unreachable(&shown, &detail),
+                })?;
+            let client = transport
+                .etcd_client()
+                .await
+                .map_err(|e| unreachable(&shown, &e.to_string()))?;
             clients.push(client);
         }
         let coordinator = EtcdCoordinator {
@@ -127,7 +134,7 @@ fn unreachable(endpoints: &str, detail: &str) -> DriverError {
     }
 }
 
-/// etcd-client wants a scheme; users often write `host:port`.
+/// URLs want a scheme; users often write `host:port`.
 fn normalize(endpoint: &str) -> String {
     if endpoint.contains("://") {
         endpoint.to_string()
