@@ -31,7 +31,10 @@ fn main() -> ExitCode {
     // A generator pinned to fewer cores than the machine has gets one worker per core:
     // idle workers sharing a core would be woken to steal every task and switch in vain.
     if let Command::Run(args) = &cli.command {
-        let pinned = args.pin_client.as_ref().map(|cpus| cpus.cpus().len().max(1));
+        let pinned = args
+            .pin_client
+            .as_ref()
+            .map(|cpus| cpus.cpus().len().max(1));
         if let Some(workers) = args.client_threads.map(usize::from).or(pinned) {
             builder.worker_threads(workers);
         }

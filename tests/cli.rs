@@ -192,6 +192,7 @@ fn bad_input_exits_2_with_one_line() {
         (vec!["--rate=-5"], "-5"),
         (vec!["--rate", "0"], "--rate"),
         (vec!["--clients", "0"], "--clients"),
+        (vec!["--client-threads", "0"], "--client-threads"),
         (vec!["--recipe", "zk-recipe"], "zk-recipe"),
         (
             vec![
@@ -366,30 +367,37 @@ fn null_open_loop_run_writes_every_result_file() {
 /// of it (or waits for it), so the run must call itself saturated and say so.
 #[test]
 fn a_generator_pinned_to_a_busy_core_reports_saturation() {
+    saturated_on_one_core(&["--pin-client", "0"]);
+}
+
+#[test]
+fn a_generator_on_one_runtime_worker_reports_saturation_of_one_core() {
+    saturated_on_one_core(&["--client-threads", "1"]);
+}
+
+/// A closed-loop null run (always busy) limited to one core by `limit` must say it was
+/// saturated and count one core.
+fn saturated_on_one_core(limit: &[&str]) {
     let dir = tempdir();
     let out = dir.path().join("out");
-    let f = run(
-        dir.path(),
-        &[
-            "run",
-            "--target",
-            "null",
-            "--workload",
-            "kv-put",
-            "--clients",
-            "4",
-            "--duration",
-            "2s",
-            "--warmup",
-            "0s",
-            "--pin-client",
-            "0",
-            "--out",
-            path_str(&out),
-            "--quiet",
-        ],
-        Duration::from_secs(30),
-    );
+    let mut args = vec![
+        "run",
+        "--target",
+        "null",
+        "--workload",
+        "kv-put",
+        "--clients",
+        "4",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--out",
+        path_str(&out),
+        "--quiet",
+    ];
+    args.extend_from_slice(limit);
+    let f = run(dir.path(), &args, Duration::from_secs(30));
     assert_eq!(f.status.code(), Some(0), "{}", f.describe());
     assert!(
         f.stderr

@@ -79,7 +79,10 @@ mod tests {
         let ran = started.elapsed();
         assert_eq!(r, Err(Elapsed));
         assert!(ran >= limit, "timed out after {ran:?}, before the limit");
-        assert!(ran < Duration::from_secs(5), "the slow operation was not cut off");
+        assert!(
+            ran < Duration::from_secs(5),
+            "the slow operation was not cut off"
+        );
     }
 
     #[tokio::test]
