@@ -52,33 +52,40 @@ fn node_config(id: u64, members: u64, timing: &Timing) -> NodeConfig {
     c
 }
 
+/// Both cores step, tick and hand out Readies alike; only their types differ.
+macro_rules! timed_node {
+    ($member:ident, $core:ident) => {
+        impl TimedNode for $member {
+            type Msg = $core::Message;
+
+            fn tick(&mut self) {
+                self.0.tick();
+            }
+
+            fn step(&mut self, msg: Self::Msg) {
+                // A stale or duplicated message is refused by the core and has no effect.
+                let _ = self.0.step(msg);
+            }
+
+            fn drain(&mut self, out: &mut Vec<Self::Msg>) {
+                while self.0.has_ready() {
+                    let mut rd = self.0.ready();
+                    out.append(&mut rd.messages);
+                    out.append(&mut rd.persisted_messages);
+                    self.0.advance(rd);
+                }
+            }
+
+            fn endpoints(msg: &Self::Msg) -> (usize, usize) {
+                ((msg.from - 1) as usize, (msg.to - 1) as usize)
+            }
+        }
+    };
+}
+
 pub struct RaftMember(coordbench_raft::RawNode);
 
-impl TimedNode for RaftMember {
-    type Msg = coordbench_raft::Message;
-
-    fn tick(&mut self) {
-        self.0.tick();
-    }
-
-    fn step(&mut self, msg: Self::Msg) {
-        // A stale or duplicated message is refused by the core and has no effect.
-        let _ = self.0.step(msg);
-    }
-
-    fn drain(&mut self, out: &mut Vec<Self::Msg>) {
-        while self.0.has_ready() {
-            let mut rd = self.0.ready();
-            out.append(&mut rd.messages);
-            out.append(&mut rd.persisted_messages);
-            self.0.advance(rd);
-        }
-    }
-
-    fn endpoints(msg: &Self::Msg) -> (usize, usize) {
-        ((msg.from - 1) as usize, (msg.to - 1) as usize)
-    }
-}
+timed_node!(RaftMember, coordbench_raft);
 
 impl Member for RaftMember {
     fn boot(id: u64, members: u64, timing: &Timing, seed: u64) -> Result<Self, String> {
@@ -105,30 +112,7 @@ impl Member for RaftMember {
 
 pub struct ZabMember(coordbench_zab::RawNode);
 
-impl TimedNode for ZabMember {
-    type Msg = coordbench_zab::Message;
-
-    fn tick(&mut self) {
-        self.0.tick();
-    }
-
-    fn step(&mut self, msg: Self::Msg) {
-        let _ = self.0.step(msg);
-    }
-
-    fn drain(&mut self, out: &mut Vec<Self::Msg>) {
-        while self.0.has_ready() {
-            let mut rd = self.0.ready();
-            out.append(&mut rd.messages);
-            out.append(&mut rd.persisted_messages);
-            self.0.advance(rd);
-        }
-    }
-
-    fn endpoints(msg: &Self::Msg) -> (usize, usize) {
-        ((msg.from - 1) as usize, (msg.to - 1) as usize)
-    }
-}
+timed_node!(ZabMember, coordbench_zab);
 
 impl Member for ZabMember {
     fn boot(id: u64, members: u64, timing: &Timing, seed: u64) -> Result<Self, String> {
