@@ -35,6 +35,23 @@ struct NodeData {
     kind: NodeKind,
 }
 
+impl NodeData {
+    /// The stored form of a node's data and stat (both formats).
+    fn of(n: &Node) -> Self {
+        NodeData {
+            data: n.data.clone(),
+            czxid: n.czxid,
+            mzxid: n.mzxid,
+            pzxid: n.pzxid,
+            ctime: n.ctime,
+            mtime: n.mtime,
+            version: n.version,
+            cversion: n.cversion,
+            kind: n.kind,
+        }
+    }
+}
+
 /// What format 2 adds to each node.
 #[derive(Serialize, Deserialize)]
 struct NodeAccess {
@@ -91,17 +108,7 @@ impl DataTree {
                         aversion: n.aversion,
                         acl: n.acl.clone(),
                     };
-                    let d = NodeData {
-                        data: n.data.clone(),
-                        czxid: n.czxid,
-                        mzxid: n.mzxid,
-                        pzxid: n.pzxid,
-                        ctime: n.ctime,
-                        mtime: n.mtime,
-                        version: n.version,
-                        cversion: n.cversion,
-                        kind: n.kind,
-                    };
+                    let d = NodeData::of(n);
                     (p.clone(), d, access)
                 })
                 .collect(),
@@ -259,17 +266,7 @@ mod tests {
                 .nodes
                 .iter()
                 .map(|(p, n)| {
-                    let d = NodeData {
-                        data: n.data.clone(),
-                        czxid: n.czxid,
-                        mzxid: n.mzxid,
-                        pzxid: n.pzxid,
-                        ctime: n.ctime,
-                        mtime: n.mtime,
-                        version: n.version,
-                        cversion: n.cversion,
-                        kind: n.kind,
-                    };
+                    let d = NodeData::of(n);
                     (p.clone(), d)
                 })
                 .collect(),
