@@ -8,5 +8,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 # A one-shot build gains nothing from incremental caches, which would double target/ on disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
-cargo test --workspace --all-targets "$@"
+# Every test binary of `cargo test --workspace --all-targets`, two at a time (most wait on
+# servers they start); TEST_JOBS=1 runs them one after another.
+scripts/run_tests.py "$@"
 scripts/test-notebooks.sh

@@ -35,6 +35,9 @@ const JITTER: Duration = Duration::from_millis(100);
 /// writes see the cluster run without it.
 const DOWN: Duration = Duration::from_millis(500);
 
+/// How long, once writes resumed, the views may take to show the new term.
+const NEW_TERM_GRACE: Duration = Duration::from_secs(2);
+
 /// A fault that went wrong: what was measured of it (if it began) and why.
 #[derive(Debug)]
 pub struct FaultFailure {
@@ -188,6 +191,9 @@ impl<'a> Injector<'a> {
         }
         if !record.cut_short {
             self.await_writes(t_f).await;
+            if kind == FaultArg::RestartAll {
+                self.await_new_term(&mut watch).await;
+            }
         }
         let acks = self.writes.acks();
         record.first_write_us = first_write_after(&acks, t_f).map(micros);
@@ -340,6 +346,21 @@ impl<'a> Injector<'a> {
             healthy(v).map(|_| ())
         })
         .await
+    }
+
+    /// After restart-all, whose old leader may lead again, waits a little
+    /// for the views to show its new term: a ZooKeeper-protocol member reports its term as
+    /// the epoch of its last zxid, which moves only with the first write of the new epoch,
+    /// so the poll after that write is the one that sees it.
+    async fn await_new_term(&self, watch: &mut Watch) {
+        if watch.new_leader_found() {
+            return;
+        }
+        let _ = poll_until(&self.views, &self.stop, Instant::now() + NEW_TERM_GRACE, |v, at| {
+            watch.observe(v, at);
+            watch.new_leader_found().then_some(())
+        })
+        .await;
     }
 
     /// Waits (within the bound) until a probe put issued after `t_f` was acknowledged.
