@@ -177,7 +177,8 @@ pub async fn run_with(
     // After pinning, so the cores it may use are the ones it is pinned to; fewer runtime
     // workers than that use no more cores than they are.
     let cores = CpuList::available().cpus().len();
-    let cores = args.client_threads.map_or(cores, |n| cores.min(n.into()));
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    let cores = cores.min(workers.max(1));
     let generator_monitor = GeneratorMonitor::start(cores).ok();
     // When the measured window began, from the first progress report inside it.
     let mut window_start: Option<std::time::Instant> = None;

@@ -440,6 +440,20 @@ pub struct RunArgs {
     pub quiet: bool,
 }
 
+impl RunArgs {
+    /// Whether coordbench starts the servers on this machine (not attached, not null).
+    pub fn starts_servers(&self) -> bool {
+        self.endpoints.is_empty() && self.target != TargetKind::Null
+    }
+
+    /// Whether the members' traffic runs through this process's delay proxy (--net-delay,
+    /// or a partition fault, which cuts links in it).
+    pub fn proxies_members(&self) -> bool {
+        self.starts_servers()
+            && (self.net_delay.is_some() || self.fault.iter().any(|k| k.is_partition()))
+    }
+}
+
 /// How a lock's protected resource fences stale holders (`--protect`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProtectArg {

@@ -371,7 +371,7 @@ fn validate_holder_pauses(
 /// `--sync-delay` and `--net-delay` shape clusters coordbench starts, and only where
 /// they mean something.
 fn validate_cluster_emulation(args: &RunArgs) -> Result<(), ConfigError> {
-    let started = args.endpoints.is_empty() && args.target != TargetKind::Null;
+    let started = args.starts_servers();
     if args.sync_delay.is_some() && !args.disk.is_emulated() {
         return Err(ConfigError(
             "--sync-delay applies only to --disk hdd, ssd or nvme".into(),

@@ -20,6 +20,26 @@ pub const SATURATED_UTIL: f64 = 0.85;
 /// of this length).
 pub const SATURATED_FOR: Duration = Duration::from_secs(1);
 
+/// The generator runtime's worker threads for a run, or `None` for one per core.
+///
+/// `--client-threads` decides; else one per CPU of `--pin-client`; else, when coordbench
+/// starts the servers on this machine, half of its CPUs (at least one): the servers get
+/// the rest, and fewer workers wake each other less (RESULTS.md, the generator's own cost:
+/// one worker took 0.7–0.9× the CPU per op at the same throughput on 2 cores). Attached
+/// clusters, the in-process null target, and runs whose members talk through the
+/// generator's delay proxy leave it every core.
+pub fn workers(
+    client_threads: Option<u16>,
+    pinned_cpus: Option<usize>,
+    servers_local: bool,
+    cpus: usize,
+) -> Option<usize> {
+    client_threads
+        .map(usize::from)
+        .or(pinned_cpus.map(|n| n.max(1)))
+        .or(servers_local.then_some((cpus / 2).max(1)))
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Reading {
     at: Instant,
@@ -207,6 +227,17 @@ fn saturated_seconds(readings: &[Reading], from: Instant, to: Instant, cores: us
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn local_servers_leave_the_generator_half_the_cpus() {
+        use super::workers;
+        assert_eq!(workers(None, None, true, 2), Some(1));
+        assert_eq!(workers(None, None, true, 1), Some(1));
+        assert_eq!(workers(None, None, true, 8), Some(4));
+        assert_eq!(workers(None, None, false, 8), None);
+        assert_eq!(workers(None, Some(3), true, 8), Some(3));
+        assert_eq!(workers(Some(2), Some(3), true, 8), Some(2));
+    }
+
     use super::*;
 
     fn readings(t0: Instant, cpu_per_step: &[f64]) -> Vec<Reading> {

@@ -30,12 +30,18 @@ fn main() -> ExitCode {
     builder.enable_all();
     // A generator pinned to fewer cores than the machine has gets one worker per core:
     // idle workers sharing a core would be woken to steal every task and switch in vain.
+    // Beside servers it started, it takes half the cores (generator::workers).
     if let Command::Run(args) = &cli.command {
         let pinned = args
             .pin_client
             .as_ref()
             .map(|cpus| cpus.cpus().len().max(1));
-        if let Some(workers) = args.client_threads.map(usize::from).or(pinned) {
+        let cpus = coordbench::affinity::CpuList::available().cpus().len();
+        // The delay proxy carries the members' traffic on the generator's runtime.
+        let beside_servers = args.starts_servers() && !args.proxies_members();
+        if let Some(workers) =
+            coordbench::generator::workers(args.client_threads, pinned, beside_servers, cpus)
+        {
             builder.worker_threads(workers);
         }
     }
