@@ -4,10 +4,7 @@
 
 use std::process::ExitCode;
 
-/// Both the load generator and the engine members allocate per request (gRPC frames,
-/// protobuf messages); glibc's allocator showed up as the top cost in profiles of a member.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+mod allocator;
 
 use clap::error::ErrorKind;
 use clap::Parser;
@@ -26,6 +23,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Command::Serve(_) = &cli.command {
+        allocator::return_freed_memory_promptly();
+    }
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
     // A generator pinned to fewer cores than the machine has gets one worker per core:

@@ -42,6 +42,7 @@
 pub mod command;
 mod compare;
 pub mod error;
+mod history;
 pub mod key_range;
 pub mod lease;
 mod mvcc;

@@ -19,13 +19,15 @@
 //! compact revision, as etcd clients do, see that delete.)
 //!
 //! Values are not kept here: each put's value is appended once to the [`ValueLog`] and the
-//! history holds its [`Slot`], so the in-memory history is an index of the writes.
+//! history holds its [`Slot`], so the in-memory history is an index of the writes, packed
+//! per key by [`History`] (24 bytes per revision).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::KvError;
+use crate::history::History;
 use crate::key_range::KeyRange;
 use crate::types::{Event, EventKind, KeyValue};
 use crate::values::{Slot, ValueLog};
@@ -37,8 +39,8 @@ pub struct Revision {
     pub sub: i64,
 }
 
-/// A put, as stored in a key's history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A put, as a key's history gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Stored {
     pub value: Slot,
     pub create_revision: i64,
@@ -47,7 +49,7 @@ pub(crate) struct Stored {
 }
 
 /// One write to a key: a put, or a tombstone (`put == None`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Entry {
     pub rev: Revision,
     pub put: Option<Stored>,
@@ -84,7 +86,7 @@ pub(crate) struct WriteCtx {
 
 #[derive(Debug)]
 pub(crate) struct Mvcc {
-    pub keys: BTreeMap<Vec<u8>, Vec<Entry>>,
+    pub keys: BTreeMap<Vec<u8>, History>,
     /// Current store revision.
     pub revision: i64,
     /// Oldest readable revision; 0 before any compaction.
@@ -122,7 +124,7 @@ impl PartialEq for Mvcc {
                 .all(|((ka, ha), (kb, hb))| {
                     ka == kb
                         && ha.len() == hb.len()
-                        && ha.iter().zip(hb).all(|(a, b)| same_entry(a, b))
+                        && ha.iter().zip(hb.iter()).all(|(a, b)| same_entry(&a, &b))
                 })
     }
 }
@@ -130,10 +132,9 @@ impl PartialEq for Mvcc {
 impl Eq for Mvcc {}
 
 /// The entry of `hist` visible at revision `at`, if it is a put.
-fn visible(hist: &[Entry], at: i64) -> Option<&Entry> {
-    let idx = hist.partition_point(|e| e.rev.main <= at);
-    let e = hist.get(idx.checked_sub(1)?)?;
-    e.put.as_ref().map(|_| e)
+fn visible(hist: &History, at: i64) -> Option<Entry> {
+    let e = hist.get(hist.count_at_or_below(at).checked_sub(1)?)?;
+    e.put.map(|_| e)
 }
 
 impl Mvcc {
@@ -292,12 +293,12 @@ impl Mvcc {
     /// `compact_revision < rev <= revision`.
     pub fn compact(&mut self, rev: i64) {
         self.keys.retain(|_, hist| {
-            let idx = hist.partition_point(|e| e.rev.main < rev);
+            let idx = hist.count_below(rev);
             let keep_from = match idx.checked_sub(1).and_then(|i| hist.get(i)) {
                 Some(e) if e.put.is_some() => idx - 1,
                 _ => idx,
             };
-            hist.drain(..keep_from);
+            hist.drop_front(keep_from);
             !hist.is_empty()
         });
         self.compact_revision = rev;
@@ -316,12 +317,11 @@ impl Mvcc {
         }
         let mut out: Vec<(Revision, Event)> = Vec::new();
         for (key, hist) in range.iter(&self.keys) {
-            let first = hist.partition_point(|e| e.rev.main < start);
-            for i in first..hist.len() {
-                let e = &hist[i];
-                let prev_kv = i
-                    .checked_sub(1)
-                    .and_then(|p| hist[p].to_kv(key, &self.values));
+            let first = hist.count_below(start);
+            let mut prev = first.checked_sub(1).and_then(|p| hist.get(p));
+            for e in (first..hist.len()).filter_map(|i| hist.get(i)) {
+                let prev_kv = prev.and_then(|p| p.to_kv(key, &self.values));
+                prev = Some(e);
                 let ev = match e.to_kv(key, &self.values) {
                     Some(kv) => Event {
                         kind: EventKind::Put,

@@ -17,9 +17,11 @@
 
 use std::collections::BTreeMap;
 
+use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::error::CodecError;
+use crate::history::History;
 use crate::lease::{Lease, Lessor};
 use crate::mvcc::{Entry, Mvcc, Revision, Stored, LATEST};
 use crate::store::KvStore;
@@ -56,12 +58,12 @@ struct SelfContainedRef<'a> {
 }
 
 struct WithValues<'a> {
-    keys: &'a BTreeMap<Vec<u8>, Vec<Entry>>,
+    keys: &'a BTreeMap<Vec<u8>, History>,
     values: &'a ValueLog,
 }
 
 struct HistoryWithValues<'a> {
-    hist: &'a [Entry],
+    hist: &'a History,
     values: &'a ValueLog,
 }
 
@@ -78,15 +80,20 @@ impl Serialize for WithValues<'_> {
 
 impl Serialize for HistoryWithValues<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.hist.iter().map(|e| EntryWithValue {
-            rev: e.rev,
-            put: e.put.as_ref().map(|p| StoredValue {
-                value: self.values.read(p.value),
-                create_revision: p.create_revision,
-                version: p.version,
-                lease: p.lease,
-            }),
-        }))
+        // An explicit length: postcard cannot size a sequence from an iterator's hint.
+        let mut seq = s.serialize_seq(Some(self.hist.len()))?;
+        for e in self.hist.iter() {
+            seq.serialize_element(&EntryWithValue {
+                rev: e.rev,
+                put: e.put.map(|p| StoredValue {
+                    value: self.values.read(p.value),
+                    create_revision: p.create_revision,
+                    version: p.version,
+                    lease: p.lease,
+                }),
+            })?;
+        }
+        seq.end()
     }
 }
 
@@ -111,7 +118,7 @@ struct Index<K, L> {
     leases: Vec<L>,
 }
 
-type IndexOwned = Index<BTreeMap<Vec<u8>, Vec<Entry>>, Lease>;
+type IndexOwned = Index<BTreeMap<Vec<u8>, History>, Lease>;
 
 /// The state a snapshot decodes to, before it is checked.
 struct Decoded {
@@ -230,9 +237,14 @@ impl KvStore {
         let decoded = match bytes.strip_prefix(MAGIC.as_slice()) {
             Some([SELF_CONTAINED, body @ ..]) => {
                 let data: SelfContained = decode_body(body)?;
-                let too_large = data.keys.values().flatten().filter_map(|e| e.put.as_ref());
+                let entries = || data.keys.values().flatten();
+                let too_large = entries().filter_map(|e| e.put.as_ref());
                 if too_large.into_iter().any(|p| p.value.len() > MAX_VALUE_LEN) {
                     return Err(bad(format!("a value exceeds {MAX_VALUE_LEN} bytes")));
+                }
+                // A history packs sub-revisions in 32 bits (history.rs).
+                if entries().any(|e| u32::try_from(e.rev.sub).is_err()) {
+                    return Err(bad("a sub-revision out of range".into()));
                 }
                 let fresh = self
                     .mvcc
@@ -272,8 +284,8 @@ impl KvStore {
         let beyond = mvcc
             .keys
             .values()
-            .flatten()
-            .filter_map(|e| e.put.as_ref())
+            .flat_map(History::iter)
+            .filter_map(|e| e.put)
             .any(|p| p.value.end() > index.values_len);
         if beyond {
             return Err(bad("a value lies beyond the value log it names".into()));
@@ -300,7 +312,7 @@ impl KvStore {
 
 fn self_contained(
     applied_index: u64,
-    keys: &BTreeMap<Vec<u8>, Vec<Entry>>,
+    keys: &BTreeMap<Vec<u8>, History>,
     values: &ValueLog,
     (revision, compact_revision): (i64, i64),
     leases: Vec<&Lease>,
@@ -321,7 +333,7 @@ fn self_contained(
 fn from_self_contained(data: SelfContained, mut values: ValueLog) -> Decoded {
     let mut keys = BTreeMap::new();
     for (key, hist) in data.keys {
-        let hist: Vec<Entry> = hist
+        let hist: History = hist
             .into_iter()
             .map(|e| Entry {
                 rev: e.rev,
@@ -384,13 +396,15 @@ fn check(m: &Mvcc, leases: &[Lease]) -> Result<(), String> {
         if hist.is_empty() {
             return Err(format!("key {key:?} has no history"));
         }
-        for (i, e) in hist.iter().enumerate() {
+        let mut prev: Option<Revision> = None;
+        for e in hist.iter() {
             if e.rev.main < 2 || e.rev.main > m.revision || e.rev.sub < 0 {
                 return Err(format!("key {key:?} has revision {:?}", e.rev));
             }
-            if i > 0 && hist[i - 1].rev >= e.rev {
+            if prev.is_some_and(|p| p >= e.rev) {
                 return Err(format!("key {key:?} history out of order"));
             }
+            prev = Some(e.rev);
             if let Some(p) = &e.put {
                 if p.version < 1
                     || p.create_revision < 2

@@ -125,6 +125,12 @@ pub(crate) trait Core: Sized + Send + 'static {
     /// and live without it); the default ignores it, as Raft waits out its election timeout
     /// like etcd.
     fn peer_disconnected(&mut self, _peer: NodeId) {}
+    /// Whether compacting the log through `index` now would cut off a live follower that
+    /// still needs entries from it (so it would need a whole snapshot): the runtime then
+    /// postpones a due snapshot, within bounds ([`crate::cadence`]). The default: never.
+    fn followers_need_log_through(&self, _index: u64) -> bool {
+        false
+    }
     /// The state machine captured everything up to the applied `index` in `data`: drop
     /// the log up to there and return the snapshot to store.
     fn compact(&mut self, index: u64, data: Vec<u8>) -> Result<Snapshot, CompactFail>;

@@ -258,6 +258,10 @@ impl Core for RaftCore {
         self.0.applied_to(index);
     }
 
+    fn followers_need_log_through(&self, index: u64) -> bool {
+        self.0.followers_need_log_through(index)
+    }
+
     fn compact(&mut self, index: u64, data: Vec<u8>) -> Result<Snapshot, CompactFail> {
         // One buffer for the core (to catch followers up) and the snapshot file.
         let data = Bytes::from(data);

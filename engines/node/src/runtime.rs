@@ -781,6 +781,9 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
             return Ok(());
         }
         let index = self.applied;
+        if self.core.followers_need_log_through(index) && !self.cadence.overdue() {
+            return Ok(());
+        }
         let started = Instant::now();
         let (data, sync) = self
             .sm

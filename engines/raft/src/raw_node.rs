@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::log::RaftLog;
 use crate::message::{Entry, HardState, Message, NodeId, Snapshot};
+use crate::progress::ProgressState;
 use crate::raft::{Raft, Role};
 use crate::ready::{Ready, SoftState};
 
@@ -186,6 +187,21 @@ impl RawNode {
             snapshot_index: r.log.snapshot_index(),
             last_index: r.log.last_index(),
         }
+    }
+
+    /// On a leader: whether a follower heard from lately still needs entries at or below
+    /// `index` that have not been sent to it. Compacting the log through `index` now would
+    /// make it catch up from a whole snapshot instead of the log (followers in `Snapshot`
+    /// state need one anyway and do not count). False on any other role.
+    pub fn followers_need_log_through(&self, index: u64) -> bool {
+        let r = &self.raft;
+        r.role == Role::Leader
+            && r.progress.iter().any(|(id, p)| {
+                *id != r.id
+                    && p.recent_active
+                    && !matches!(p.state, ProgressState::Snapshot { .. })
+                    && p.next <= index
+            })
     }
 
     /// Term of the entry at `index` in this node's (in-memory) log, if known

@@ -756,6 +756,39 @@ fn compacted_log_sends_install_snapshot_then_resumes_appends() {
 }
 
 #[test]
+fn leader_tells_when_compaction_would_cut_off_a_live_follower() {
+    let mut n = node(config(1, 3));
+    let term = elect(&mut n);
+    process(&mut n);
+    let ack = |index| MessageBody::AppendResponse {
+        index,
+        reject: None,
+    };
+    n.step(msg(2, 1, term, ack(1))).unwrap();
+    for i in 0..3u8 {
+        n.propose(vec![i]).unwrap();
+    }
+    process(&mut n);
+    n.step(msg(2, 1, term, ack(4))).unwrap();
+    process(&mut n);
+    assert!(
+        !n.followers_need_log_through(4),
+        "2 has everything; 3 was never heard from"
+    );
+    // 3 answers the probe: it has nothing, and is live.
+    let reject = MessageBody::AppendResponse {
+        index: 0,
+        reject: Some(RejectHint { index: 0, term: 0 }),
+    };
+    n.step(msg(3, 1, term, reject)).unwrap();
+    assert!(n.followers_need_log_through(4));
+    assert!(
+        !node(config(2, 3)).followers_need_log_through(1),
+        "not a leader"
+    );
+}
+
+#[test]
 fn follower_installs_snapshot_before_applying_anything_after_it() {
     let mut n = node(config(2, 3));
     let snap = Snapshot {
