@@ -10,12 +10,21 @@ use super::table::Table;
 
 /// ZooKeeper paper (Hunt et al., USENIX ATC 2010), Table 1, 0% reads column: saturated
 /// write throughput by servers.
-const ZK_TABLE1_WRITES: [(u32, f64); 5] = [
+pub(crate) const ZK_TABLE1_WRITES: [(u32, f64); 5] = [
     (3, 21_000.0),
     (5, 18_000.0),
     (7, 14_000.0),
     (9, 12_000.0),
     (13, 8_000.0),
+];
+
+/// The same table's 100% reads column.
+pub(crate) const ZK_TABLE1_READS: [(u32, f64); 5] = [
+    (3, 87_000.0),
+    (5, 165_000.0),
+    (7, 257_000.0),
+    (9, 296_000.0),
+    (13, 460_000.0),
 ];
 
 /// One point of the Raft paper's election-time CDF that the paper states in numbers.

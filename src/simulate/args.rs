@@ -13,6 +13,51 @@ pub enum SimulateCommand {
     /// Crash the leader of a simulated cluster again and again and time the new election
     /// (the Raft paper's Figure 16), once per timeout range.
     Election(ElectionArgs),
+    /// Saturated throughput against cluster size and read ratio, from per-operation CPU
+    /// costs measured on this machine (a model, beside the ZooKeeper paper's Table 1).
+    Throughput(ThroughputArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ThroughputArgs {
+    /// Run or sweep directories to calibrate from: per target, a kv-put run on one
+    /// member, a kv-put run on 2 or more, and a kv-get run
+    /// (`coordbench sweep workloads/throughput-calibration.toml` makes them).
+    #[arg(long, num_args = 1.., required = true)]
+    pub calibrate: Vec<PathBuf>,
+
+    /// Cluster sizes to model, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "3,5,7,9,13",
+          value_parser = clap::value_parser!(u32).range(1..=101))]
+    pub members: Vec<u32>,
+
+    /// Read ratios to model (0 to 1), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.3,0.7,1", value_parser = parse_ratio)]
+    pub read_ratios: Vec<f64>,
+
+    /// CPU cores per server in the model (the paper's servers had two quad-core CPUs).
+    #[arg(long, default_value_t = 1.0, value_parser = parse_cores)]
+    pub cores: f64,
+
+    /// Output directory (default: results/<UTC time>-simulate-throughput-model/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn parse_ratio(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err(format!("{text:?}: a read ratio is a number from 0 to 1")),
+    }
+}
+
+fn parse_cores(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(c) if c > 0.0 && c.is_finite() => Ok(c),
+        _ => Err(format!(
+            "{text:?}: cores per server must be a positive number"
+        )),
+    }
 }
 
 /// Which sans-IO core the simulated members run.

@@ -3,12 +3,16 @@
 //! wall clock. `simulate election` reproduces the Raft paper's Figure 16: per timeout
 //! range, many trials of crashing the leader and timing the next election; election.csv,
 //! summary.csv/json and CDF charts beside the paper's points, all from one printed seed.
+//! `simulate throughput` is a CPU model calibrated on measured runs (throughput.rs): the
+//! ZooKeeper paper's Table 1 shape for cluster sizes and cores this machine lacks.
 
 pub mod args;
 pub mod charts;
 pub mod election;
 pub mod members;
 pub mod summary;
+pub mod throughput;
+pub mod throughput_report;
 pub mod timeouts;
 
 use std::path::{Path, PathBuf};
@@ -18,7 +22,7 @@ use anyhow::Context;
 
 use crate::app::{Outcome, UsageError};
 use crate::report::published::RAFT_FIGURE16;
-use args::{ElectionArgs, SimulateCommand};
+use args::{ElectionArgs, SimulateCommand, ThroughputArgs};
 use election::{Setup, Trial};
 use summary::{LineContext, LineSummary};
 use timeouts::TimeoutRange;
@@ -26,7 +30,29 @@ use timeouts::TimeoutRange;
 pub fn run(command: &SimulateCommand) -> Result<Outcome, UsageError> {
     match command {
         SimulateCommand::Election(args) => election_command(args),
+        SimulateCommand::Throughput(args) => throughput_command(args),
     }
+}
+
+fn throughput_command(args: &ThroughputArgs) -> Result<Outcome, UsageError> {
+    let runs = throughput::find_runs(&args.calibrate).map_err(UsageError)?;
+    let costs = throughput::calibrate(&runs).map_err(UsageError)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| crate::results::default_out_dir("simulate-throughput", "model"));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let model = throughput_report::Model {
+        costs: &costs,
+        runs: &runs,
+        members: &args.members,
+        read_ratios: &args.read_ratios,
+        cores: args.cores,
+    };
+    let summary = throughput_report::write(&out, &model)?;
+    println!("{summary}");
+    println!("results: {}", out.display());
+    Ok(Outcome::Complete)
 }
 
 fn default_seed() -> u64 {
@@ -38,11 +64,11 @@ fn default_seed() -> u64 {
 fn election_command(args: &ElectionArgs) -> Result<Outcome, UsageError> {
     let setup = Setup::from_args(args).map_err(UsageError)?;
     let seed = args.seed.unwrap_or_else(default_seed);
-    let out = args.out.clone().unwrap_or_else(|| {
-        crate::results::default_out_dir("simulate-election", setup.core.name())
-    });
-    std::fs::create_dir_all(&out)
-        .with_context(|| format!("creating {}", out.display()))?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| crate::results::default_out_dir("simulate-election", setup.core.name()));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     println!(
         "simulate election: {} x {} members, {} trials per range, seed {seed} (replay with --seed {seed})",
         setup.core.name(),
@@ -79,7 +105,10 @@ fn run_lines(
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("a simulation thread panicked".into())))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a simulation thread panicked".into()))
+            })
             .collect()
     })
 }
@@ -170,7 +199,15 @@ fn published(range: &str) -> String {
 fn print_summaries(summaries: &[LineSummary], wall_s: f64) {
     println!(
         "{:>9} {:>7} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8} {:>9}  paper",
-        "timeouts", "trials", "median ms", "p99 ms", "max ms", "mean ms", "split", "censored", "trials/s"
+        "timeouts",
+        "trials",
+        "median ms",
+        "p99 ms",
+        "max ms",
+        "mean ms",
+        "split",
+        "censored",
+        "trials/s"
     );
     for s in summaries {
         println!(
@@ -193,7 +230,10 @@ fn print_summaries(summaries: &[LineSummary], wall_s: f64) {
         trials as f64 / wall_s.max(1e-9),
         summaries
             .iter()
-            .map(|s| format!("{} {:.0}x real time", s.timeout_range, s.simulated_s_per_wall_s))
+            .map(|s| format!(
+                "{} {:.0}x real time",
+                s.timeout_range, s.simulated_s_per_wall_s
+            ))
             .collect::<Vec<_>>()
             .join(", ")
     );
