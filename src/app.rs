@@ -7,6 +7,7 @@ use std::time::SystemTime;
 
 use coordbench_drivers::ApiFamily;
 use coordbench_workloads::config_watch::{ConfigWatchOptions, ConfigWatchWorkload};
+use coordbench_workloads::barrier::{BarrierOptions, BarrierWorkload};
 use coordbench_workloads::discovery::{DiscoveryOptions, DiscoveryWorkload};
 use coordbench_workloads::election::{ElectionOptions, ElectionWorkload};
 use coordbench_workloads::kv::{KvOp, KvOptions, KvWorkload};
@@ -388,6 +389,13 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
             },
             clock,
         )?),
+        WorkloadKind::Barrier => Arc::new(BarrierWorkload::new(
+            BarrierOptions {
+                clients: config.clients,
+                run_tag: run_tag(),
+            },
+            clock,
+        )?),
         WorkloadKind::Register => Arc::new(RegisterWorkload::new(
             RegisterOptions {
                 keys: config.keys,
@@ -399,6 +407,15 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
             clock,
         )?),
     })
+}
+
+/// A tag unique to this run (process and start time), so that the barriers of earlier runs
+/// on an attached cluster are not this run's.
+fn run_tag() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{:x}{:x}", std::process::id(), nanos % (1 << 40))
 }
 
 /// The one-line warning a saturated generator prints.

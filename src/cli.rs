@@ -187,6 +187,9 @@ pub enum WorkloadKind {
     /// Clients read, write and compare-and-set a few keys (--keys, default 4); the history
     /// is checked for linearizability (history.jsonl, summary.csv `linearizable`).
     Register,
+    /// --clients pass --barriers double barriers in sequence (enter: all clients arrive;
+    /// leave: all clients depart); the window lasts until every barrier is passed.
+    Barrier,
 }
 
 /// The ZooKeeper client library a run drives.
@@ -299,6 +302,12 @@ pub struct RunArgs {
     /// Default: none.
     #[arg(long, value_enum)]
     pub protect: Option<ProtectArg>,
+
+    /// barrier: double barriers every client passes in sequence (default 200). A barrier
+    /// run has no warm-up and its window lasts until every barrier is passed (at most 10
+    /// minutes), so --warmup and --duration do not apply to it.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub barriers: Option<u64>,
 
     /// election: end the window after this many won elections (default: run for
     /// --duration).

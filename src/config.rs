@@ -153,6 +153,7 @@ impl RunConfig {
                     | WorkloadKind::Discovery
                     | WorkloadKind::ConfigWatch
                     | WorkloadKind::Register
+                    | WorkloadKind::Barrier
             ) {
                 return Err(ConfigError(format!(
                     "--zk-client async runs only the kv and lock workloads (zookeeper-async has no session id to recognise its own nodes and drops watches on reconnect); omit --zk-client for --workload {}",
@@ -196,11 +197,17 @@ impl RunConfig {
             ConsistencyArg::Linearizable => Consistency::Linearizable,
             ConsistencyArg::Serializable => Consistency::Serializable,
         };
+        // A barrier run counts every barrier from the first, and lasts until all are passed.
+        let (warmup, duration) = if args.workload == WorkloadKind::Barrier {
+            (Duration::ZERO, workload_options::BARRIER_TIME_LIMIT)
+        } else {
+            (args.warmup, args.duration)
+        };
         let plan = LoadPlan {
             clients,
             mode,
-            warmup: args.warmup,
-            duration: args.duration,
+            warmup,
+            duration,
             max_ops: shape.max_ops,
             // A paused holder's own stall is not the server's slowness: its operation may
             // take the pause on top of --op-timeout before it counts as a timeout.
@@ -229,8 +236,8 @@ impl RunConfig {
             rate: shape.rate,
             clients,
             conns: shape.conns,
-            duration_s: args.duration.as_secs_f64(),
-            warmup_s: args.warmup.as_secs_f64(),
+            duration_s: duration.as_secs_f64(),
+            warmup_s: warmup.as_secs_f64(),
             ops: args.ops,
             op_timeout_ms: args.op_timeout.as_millis() as u64,
             keys: args

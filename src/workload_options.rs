@@ -12,6 +12,10 @@ use crate::cli::{ProtectArg, RunArgs, WorkloadKind};
 
 /// config-watch: the writer's default updates per second.
 pub const DEFAULT_UPDATE_RATE: f64 = 10.0;
+/// barrier: default barriers (the ZooKeeper paper's Table 3 starts at 200).
+pub const DEFAULT_BARRIERS: u64 = 200;
+/// barrier: the longest a barrier run's window may last.
+pub const BARRIER_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 /// discovery: default registrations + deregistrations per second.
 pub const DEFAULT_CHURN: f64 = 20.0;
 
@@ -32,6 +36,8 @@ pub struct WorkloadOptions {
     pub watchers: Option<usize>,
     /// discovery, config-watch: sessions the watchers are spread over.
     pub watch_sessions: Option<usize>,
+    /// barrier: barriers every client passes.
+    pub barriers: Option<u64>,
     /// register: the linearizability check's wall-clock bound, ms.
     pub check_budget_ms: Option<u64>,
     /// lock: how long a paused holder freezes, ms (`--holder-pause`).
@@ -66,7 +72,7 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
             Ok(())
         }
     };
-    use WorkloadKind::{ConfigWatch, Discovery, Election, Lock, Register};
+    use WorkloadKind::{Barrier, ConfigWatch, Discovery, Election, Lock, Register};
     only(
         args.recipe.is_some(),
         "--recipe",
@@ -93,6 +99,10 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
     )?;
     only(args.protect.is_some(), "--protect", &[Lock], "lock")?;
     only(args.crash_leader, "--crash-leader", &[Election], "election")?;
+    only(args.barriers.is_some(), "--barriers", &[Barrier], "barrier")?;
+    if w == Barrier && (args.ops.is_some() || args.rate.is_some()) {
+        return Err("a barrier run is as long as its --barriers; omit --ops and --rate".into());
+    }
     only(
         args.instances.is_some(),
         "--instances",
@@ -178,6 +188,12 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
         }
         Register => {
             options.check_budget_ms = Some(args.check_budget.as_millis() as u64);
+        }
+        Barrier => {
+            let barriers = args.barriers.unwrap_or(DEFAULT_BARRIERS);
+            options.barriers = Some(barriers);
+            // Every client passes every barrier: one op each.
+            shape.max_ops = Some(barriers.saturating_mul(u64::from(args.clients)));
         }
         _ => {}
     }

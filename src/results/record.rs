@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use coordbench_workloads::checker::LockCheckSummary;
 use coordbench_workloads::election::ElectionSummary;
+use coordbench_workloads::barrier::BarrierCheck;
 use coordbench_workloads::fencing::FencingCheck;
 use coordbench_workloads::herd::HerdSummary;
 use coordbench_workloads::propagation::PropagationSummary;
@@ -123,6 +124,8 @@ pub struct MeasuredResults {
     /// lock with `--holder-pause` or `--protect`: paused and unsafe sections, stale writes
     /// by outcome, lost locks.
     pub holder_pauses: Option<FencingCheck>,
+    /// barrier: barriers every client passed, passes, early exits (also in `violations`).
+    pub barrier: Option<BarrierCheck>,
     /// Requests sent, notifications received, keep-alives: all clients, whole run.
     pub requests: u64,
     pub notifications: u64,
@@ -175,6 +178,7 @@ impl MeasuredResults {
                 .map(|c| c.summary(window_s)),
             register: outcome.check.register.clone(),
             holder_pauses: outcome.check.fencing.clone(),
+            barrier: outcome.check.barrier.clone(),
             requests: outcome.counters.requests,
             notifications: outcome.counters.notifications,
             keepalives: outcome.counters.keepalives,

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use crate::barrier::BarrierCheck;
 use crate::election::ElectionCheck;
 use crate::fencing::FencingCheck;
 use crate::herd::HerdSummary;
@@ -63,6 +64,8 @@ pub struct CheckReport {
     pub register: Option<RegisterCheck>,
     /// Lock with holder pauses or a protected resource: unsafe sections, stale writes.
     pub fencing: Option<FencingCheck>,
+    /// barrier: barriers passed and early exits.
+    pub barrier: Option<BarrierCheck>,
 }
 
 impl CheckReport {
@@ -76,7 +79,8 @@ impl CheckReport {
         let election = self.election.as_ref().map_or(0, |e| {
             e.intervals.violations + e.intervals.token_regressions
         });
-        lock + election
+        let barrier = self.barrier.as_ref().map_or(0, |b| b.violations);
+        lock + election + barrier
     }
 
     /// Handover latencies, µs: lock or election.

@@ -5,6 +5,7 @@
 //! which server it runs against. Timing, loops and recording belong to the runner.
 
 pub mod background;
+pub mod barrier;
 pub mod checker;
 pub mod clock;
 pub mod config_watch;
