@@ -12,6 +12,8 @@ use crate::cli::{ProtectArg, RunArgs, WorkloadKind};
 
 /// config-watch: the writer's default updates per second.
 pub const DEFAULT_UPDATE_RATE: f64 = 10.0;
+/// kv-mixed: the default probability that an operation is a read.
+pub const DEFAULT_READ_RATIO: f64 = 0.5;
 /// discovery: default registrations + deregistrations per second.
 pub const DEFAULT_CHURN: f64 = 20.0;
 
@@ -32,6 +34,8 @@ pub struct WorkloadOptions {
     pub watchers: Option<usize>,
     /// discovery, config-watch: sessions the watchers are spread over.
     pub watch_sessions: Option<usize>,
+    /// kv-mixed: the probability that an operation is a read (`--read-ratio`).
+    pub read_ratio: Option<f64>,
     /// register: the linearizability check's wall-clock bound, ms.
     pub check_budget_ms: Option<u64>,
     /// lock: how long a paused holder freezes, ms (`--holder-pause`).
@@ -66,7 +70,13 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
             Ok(())
         }
     };
-    use WorkloadKind::{ConfigWatch, Discovery, Election, Lock, Register};
+    use WorkloadKind::{ConfigWatch, Discovery, Election, KvMixed, Lock, Register};
+    only(
+        args.read_ratio.is_some(),
+        "--read-ratio",
+        &[KvMixed],
+        "kv-mixed",
+    )?;
     only(
         args.recipe.is_some(),
         "--recipe",
@@ -179,6 +189,7 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
         Register => {
             options.check_budget_ms = Some(args.check_budget.as_millis() as u64);
         }
+        KvMixed => options.read_ratio = Some(args.read_ratio.unwrap_or(DEFAULT_READ_RATIO)),
         _ => {}
     }
     Ok((options, shape))
@@ -246,6 +257,7 @@ mod tests {
             &["--workload", "config-watch", "--instances", "5"],
             &["--workload", "election", "--elections", "5", "--ops", "5"],
             &["--workload", "kv-put", "--holder-pause", "3s"],
+            &["--workload", "kv-get", "--read-ratio", "0.5"],
             &["--workload", "election", "--protect", "token"],
             &["--workload", "lock", "--holder-pause", "3s"],
             &["--workload", "lock", "--holder-pause-ratio", "0.2"],
@@ -296,6 +308,10 @@ mod tests {
         );
         let (o, _) = resolved(&["--holder-pause", "1s", "--holder-pause-ratio", "1"]).unwrap();
         assert_eq!(o.protect, Some("none"));
+        let (o, _) = resolved(&["--workload", "kv-mixed", "--read-ratio", "0.7"]).unwrap();
+        assert_eq!(o.read_ratio, Some(0.7));
+        let (o, _) = resolved(&["--workload", "kv-mixed"]).unwrap();
+        assert_eq!(o.read_ratio, Some(DEFAULT_READ_RATIO));
         let (o, s) = resolved(&["--workload", "lock"]).unwrap();
         assert_eq!((o.holder_pause, o.protect), (None, None));
         assert_eq!((s.clients, s.conns, s.rate, s.max_ops), (16, 1, None, None));

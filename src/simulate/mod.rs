@@ -9,7 +9,8 @@ pub mod charts;
 pub mod election;
 pub mod members;
 pub mod summary;
-pub mod timeouts;
+/// Timeout ranges live with the run option that shares them.
+pub use crate::election_timing::range as timeouts;
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};

@@ -1,5 +1,7 @@
 //! Election timeout ranges as the Raft paper writes them (`150-300`: drawn uniformly from
-//! 150 ms to 300 ms, both included) and their mapping to a core's ticks.
+//! 150 ms to 300 ms, both included; `150ms-300ms` and `1s-2s` are the same form with units)
+//! and their mapping to a core's ticks. `simulate election --timeouts` and `run
+//! --election-timeout` both take them.
 
 use std::fmt;
 
@@ -14,15 +16,20 @@ pub struct TimeoutRange {
 const MAX_TIMEOUT_MS: u32 = 60_000;
 
 impl TimeoutRange {
-    /// Parses `MIN-MAX` (whole milliseconds, 1 ≤ MIN ≤ MAX ≤ 60000).
+    /// Parses `MIN-MAX` (whole milliseconds, 1 ≤ MIN ≤ MAX ≤ 60000), each bound a plain
+    /// number of ms or a duration with its unit (`150ms`, `1s`).
     pub fn parse(s: &str) -> Result<Self, String> {
         let (min, max) = s
             .split_once('-')
             .ok_or_else(|| format!("timeout range {s:?} is not MIN-MAX in ms, e.g. 150-300"))?;
         let number = |v: &str| {
-            v.trim()
-                .parse::<u32>()
-                .map_err(|_| format!("timeout range {s:?}: {v:?} is not a whole number of ms"))
+            let v = v.trim();
+            v.parse::<u32>()
+                .ok()
+                .or_else(|| whole_ms(humantime::parse_duration(v).ok()?))
+                .ok_or_else(|| {
+                    format!("timeout range {s:?}: {v:?} is not a whole number of ms (150 or 150ms)")
+                })
         };
         let range = Self {
             min_ms: number(min)?,
@@ -52,6 +59,13 @@ impl TimeoutRange {
     }
 }
 
+/// `d` in whole milliseconds, if it is a whole number of them.
+pub fn whole_ms(d: std::time::Duration) -> Option<u32> {
+    (d.subsec_nanos() % 1_000_000 == 0)
+        .then(|| u32::try_from(d.as_millis()).ok())
+        .flatten()
+}
+
 impl fmt::Display for TimeoutRange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}-{}", self.min_ms, self.max_ms)
@@ -68,12 +82,34 @@ mod tests {
         assert_eq!((r.min_ms, r.max_ms), (150, 155));
         assert_eq!(r.to_string(), "150-155");
         assert_eq!(r.ticks(100), (1500, 1551));
-        assert_eq!(TimeoutRange::parse("150-150").unwrap().ticks(1000), (150, 151));
+        assert_eq!(
+            TimeoutRange::parse("150-150").unwrap().ticks(1000),
+            (150, 151)
+        );
+        for same in ["150ms-300ms", "150 - 300", "150ms-300", "150-300ms"] {
+            assert_eq!(
+                TimeoutRange::parse(same),
+                TimeoutRange::parse("150-300"),
+                "{same}"
+            );
+        }
+        let r = TimeoutRange::parse("1s-2s").unwrap();
+        assert_eq!((r.min_ms, r.max_ms), (1000, 2000));
     }
 
     #[test]
     fn refuses_bad_ranges() {
-        for bad in ["200-150", "150", "a-b", "0-10", "10-70000", "-5"] {
+        for bad in [
+            "200-150",
+            "150",
+            "a-b",
+            "0-10",
+            "10-70000",
+            "-5",
+            "0ms-10ms",
+            "1.5ms-3ms",
+            "",
+        ] {
             assert!(TimeoutRange::parse(bad).is_err(), "{bad}");
         }
     }
