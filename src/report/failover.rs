@@ -175,4 +175,46 @@ mod tests {
         assert_eq!(cdf(&[300.0, 100.0]), vec![(100.0, 0.5), (300.0, 1.0)]);
         assert!(read(&dir.path().join("none.csv")).is_empty());
     }
+
+    #[test]
+    fn a_target_with_several_points_gets_lines_per_swept_value() {
+        let dir = tempfile::TempDir::new().unwrap();
+        std::fs::write(
+            dir.path().join("summary.csv"),
+            "point,target,election_timeout,throughput_ops_s\na,raft,150-155,1\nb,raft,150-300,1\n",
+        )
+        .unwrap();
+        for (point, us) in [("a", 400_000), ("b", 250_000)] {
+            std::fs::create_dir(dir.path().join(point)).unwrap();
+            std::fs::write(
+                dir.path().join(point).join("failover.csv"),
+                format!("fault,new_leader_us,first_write_us\nkill-leader,{us},{us}\n"),
+            )
+            .unwrap();
+        }
+        let table = Table::read(&dir.path().join("summary.csv")).unwrap();
+        let point = |x: f64, text: &str, row: usize| super::super::groups::GroupPoint {
+            x,
+            x_text: text.into(),
+            rows: vec![row],
+        };
+        let series = [Series {
+            target: "raft".into(),
+            key: String::new(),
+            variant: 0,
+            points: vec![point(0.0, "150-155", 0), point(1.0, "150-300", 1)],
+        }];
+        let chart = chart(dir.path(), &table, &series).unwrap();
+        let labels: Vec<&str> = chart.lines.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "raft 150-155: new leader (1 faults)",
+                "raft 150-155: first write (1 faults)",
+                "raft 150-300: new leader (1 faults)",
+                "raft 150-300: first write (1 faults)",
+            ]
+        );
+        assert_eq!(chart.lines[2].points, vec![(250.0, 1.0)]);
+    }
 }
