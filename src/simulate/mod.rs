@@ -9,8 +9,7 @@ pub mod charts;
 pub mod election;
 pub mod members;
 pub mod summary;
-/// Timeout ranges live with the run option that shares them.
-pub use crate::election_timing::range as timeouts;
+pub mod timeouts;
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
