@@ -20,7 +20,13 @@ fn record_ok(c: &mut Criterion) {
             // Vary the value so the histogram's bucket lookup is not trivially cached.
             latency_us = latency_us % 50_000 + 97;
             let latency = Duration::from_micros(latency_us);
-            recorder.record_ok(Instant::now(), black_box(latency), black_box(latency), None);
+            recorder.record_ok(
+                Instant::now(),
+                black_box(latency),
+                black_box(latency),
+                None,
+                None,
+            );
         })
     });
     group.finish();

@@ -325,19 +325,32 @@ pub async fn run_with(
     Ok(outcome)
 }
 
+/// What a kv workload's clients do.
+fn kv_op(config: &RunConfig) -> KvOp {
+    match config.workload_kind {
+        WorkloadKind::KvGet => KvOp::Get(config.read_consistency),
+        WorkloadKind::KvMixed => KvOp::Mixed {
+            read_ratio: config
+                .workload_options
+                .read_ratio
+                .unwrap_or(crate::workload_options::DEFAULT_READ_RATIO),
+            consistency: config.read_consistency,
+        },
+        _ => KvOp::Put,
+    }
+}
+
 fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workload>, UsageError> {
     let w = &config.workload_options;
     Ok(match config.workload_kind {
-        WorkloadKind::KvPut | WorkloadKind::KvGet => Arc::new(KvWorkload::new(KvOptions {
-            op: if config.workload_kind == WorkloadKind::KvPut {
-                KvOp::Put
-            } else {
-                KvOp::Get(config.read_consistency)
-            },
-            keys: config.keys,
-            value_size: config.value_size,
-            seed: config.seed,
-        })?),
+        WorkloadKind::KvPut | WorkloadKind::KvGet | WorkloadKind::KvMixed => {
+            Arc::new(KvWorkload::new(KvOptions {
+                op: kv_op(config),
+                keys: config.keys,
+                value_size: config.value_size,
+                seed: config.seed,
+            })?)
+        }
         WorkloadKind::Lock => {
             let lock = LockWorkload::new(
                 LockOptions {

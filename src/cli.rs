@@ -173,6 +173,8 @@ pub enum WorkloadKind {
     KvPut,
     /// Reads of random keys (see --consistency).
     KvGet,
+    /// Reads (with probability --read-ratio, see --consistency) and writes of random keys.
+    KvMixed,
     /// Clients contend for locks, hold, release (see --locks, --hold, --recipe).
     Lock,
     /// Clients campaign in one election; each leader leads for --term, then resigns (or
@@ -259,10 +261,15 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
     pub value_size: u64,
 
-    /// kv-get and register: read consistency (serializable: from the member's local state,
-    /// without etcd's quorum read or ZooKeeper's sync).
+    /// kv-get, kv-mixed and register: read consistency (serializable: from the member's
+    /// local state, without etcd's quorum read or ZooKeeper's sync).
     #[arg(long, value_enum, default_value = "linearizable")]
     pub consistency: ConsistencyArg,
+
+    /// kv-mixed: the probability that an operation is a read (else a write), in [0, 1],
+    /// drawn per operation from --seed (default 0.5).
+    #[arg(long, value_parser = parse_read_ratio)]
+    pub read_ratio: Option<f64>,
 
     /// register: wall-clock bound on the linearizability check; past it the verdict is
     /// `unknown`.
@@ -368,6 +375,17 @@ pub struct RunArgs {
     /// Also delay traffic between clients and members (with --net-delay).
     #[arg(long)]
     pub net_delay_clients: bool,
+
+    /// Started clusters: the election timeout range, MIN-MAX in ms (150-300 or 150ms-300ms),
+    /// mapped onto each target's own settings; what a target cannot meet exactly is noted in
+    /// run.json (RESULTS.md, Election timing).
+    #[arg(long, value_name = "MIN-MAX", value_parser = parse_timeout_range)]
+    pub election_timeout: Option<crate::election_timing::TimeoutRange>,
+
+    /// Started clusters: the leader's heartbeat interval, whole ms (default with
+    /// --election-timeout: MIN / 10; else the target's own).
+    #[arg(long, value_parser = parse_positive_duration)]
+    pub heartbeat: Option<Duration>,
 
     /// Attach to a running cluster instead of starting one (host:port,...).
     #[arg(long, value_delimiter = ',')]
@@ -528,6 +546,17 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(r) if r > 0.0 && r <= 1.0 => Ok(r),
         _ => Err("must be a fraction in (0, 1], e.g. 0.2".into()),
+    }
+}
+
+fn parse_timeout_range(s: &str) -> Result<crate::election_timing::TimeoutRange, String> {
+    crate::election_timing::TimeoutRange::parse(s)
+}
+
+fn parse_read_ratio(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err("must be a probability in [0, 1], e.g. 0.7".into()),
     }
 }
 

@@ -11,6 +11,7 @@ use crate::affinity::CpuList;
 use crate::cli::{
     ConsistencyArg, FaultArg, ProtectArg, RunArgs, TargetKind, WorkloadKind, ZkClientArg,
 };
+use crate::election_timing::ElectionTiming;
 use crate::provision::{self, DiskKind};
 use crate::runner::{LoadMode, LoadPlan};
 use crate::workload_options::{self, WorkloadOptions};
@@ -75,6 +76,13 @@ pub struct RunConfig {
     pub net_delay: Option<crate::netdelay::NetDelay>,
     /// Whether clients' traffic to members is delayed too.
     pub net_delay_clients: bool,
+    /// The election timeout range asked for (`--election-timeout`, ms, as `150-300`);
+    /// what the cluster ran with is `cluster.election_timing`.
+    pub election_timeout: Option<String>,
+    /// The heartbeat asked for (`--heartbeat`), ms.
+    pub heartbeat_ms: Option<u32>,
+    #[serde(skip)]
+    pub election_timing: ElectionTiming,
     pub seed: u64,
     /// CPUs the load generator is pinned to (`--pin-client`), if any.
     pub pin_client: Option<CpuList>,
@@ -122,6 +130,7 @@ impl RunConfig {
         validate_cluster_emulation(args)?;
         validate_faults(args)?;
         validate_binaries(args)?;
+        let election_timing = validate_election_timing(args)?;
         if args.target == TargetKind::Null && !args.endpoints.is_empty() {
             return Err(ConfigError(
                 "--endpoints cannot be used with --target null".into(),
@@ -160,7 +169,7 @@ impl RunConfig {
                     value_name(args.workload)
                 )));
             }
-            if args.workload == WorkloadKind::KvGet
+            if matches!(args.workload, WorkloadKind::KvGet | WorkloadKind::KvMixed)
                 && args.consistency == ConsistencyArg::Linearizable
             {
                 return Err(ConfigError(
@@ -268,6 +277,9 @@ impl RunConfig {
             }),
             net_delay: args.net_delay,
             net_delay_clients: args.net_delay_clients,
+            election_timeout: election_timing.requested().0,
+            heartbeat_ms: election_timing.requested().1,
+            election_timing,
             seed: args.seed,
             pin_client: args.pin_client.clone(),
             pin_servers: args.pin_servers.clone(),
@@ -303,6 +315,23 @@ impl RunConfig {
             seed: self.seed,
         })
     }
+}
+
+/// `--election-timeout` and `--heartbeat` shape clusters coordbench starts, as far as the
+/// target can take them (its provisioner's mapping decides, so the error is the one the
+/// start would give, before anything starts).
+fn validate_election_timing(args: &RunArgs) -> Result<ElectionTiming, ConfigError> {
+    let timing = ElectionTiming::new(args.election_timeout, args.heartbeat).map_err(ConfigError)?;
+    if timing.is_default() {
+        return Ok(timing);
+    }
+    if !args.starts_servers() {
+        return Err(ConfigError(
+            "--election-timeout and --heartbeat apply to clusters coordbench starts; omit them with --endpoints or --target null".into(),
+        ));
+    }
+    crate::targets::check_election_timing(args.target, &timing).map_err(ConfigError)?;
+    Ok(timing)
 }
 
 /// `--secure` starts a secured cluster: zookeeper and zab only for now.
@@ -645,6 +674,19 @@ mod tests {
                 "txn",
             ],
             &["--target", "zab", "--recipe", "naive", "--protect", "txn"],
+            &["--target", "null", "--election-timeout", "150-300"],
+            &["--heartbeat", "10ms", "--endpoints", "127.0.0.1:1"],
+            &["--election-timeout", "150-300", "--heartbeat", "150ms"],
+            &["--heartbeat", "1500us"],
+            &[
+                "--target",
+                "etcd",
+                "--election-timeout",
+                "150-300",
+                "--heartbeat",
+                "50ms",
+            ],
+            &["--target", "zab", "--heartbeat", "2s"],
         ] {
             let err = config(args).unwrap_err().to_string();
             assert!(!err.is_empty() && !err.contains('\n'), "{args:?}: {err}");
@@ -834,6 +876,28 @@ mod tests {
         assert_eq!(one.fault_kinds, [FaultArg::RestartAll]);
         let none = config(&[]).unwrap();
         assert_eq!((none.fault, none.fault_duration_ms), (None, None));
+    }
+
+    #[test]
+    fn election_timing_is_recorded_as_asked_for_every_started_target() {
+        for target in ["raft", "zab", "etcd", "zookeeper"] {
+            let c = config(&[
+                "--target",
+                target,
+                "--election-timeout",
+                "150ms-300ms",
+                "--heartbeat",
+                "15ms",
+            ])
+            .unwrap();
+            assert_eq!(
+                (c.election_timeout.as_deref(), c.heartbeat_ms),
+                (Some("150-300"), Some(15)),
+                "{target}"
+            );
+        }
+        let c = config(&[]).unwrap();
+        assert_eq!((c.election_timeout, c.heartbeat_ms), (None, None));
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod compare;
 pub mod config;
 pub mod console;
 pub mod cumulative;
+pub mod election_timing;
 pub mod environment;
 pub mod fault;
 pub mod gate;

@@ -15,6 +15,7 @@ use coordbench_drivers::Coordinator;
 
 use crate::cli::{TargetKind, ZkClientArg};
 use crate::config::RunConfig;
+use crate::election_timing::ElectionTiming;
 use crate::netdelay::NetDelay;
 use crate::provision::{self, Cluster, ClusterSpec};
 
@@ -51,13 +52,15 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
             let cluster = if config.attached() {
                 Cluster::attached(name, config.endpoints.clone())
             } else if config.target_kind == TargetKind::Raft {
-                provision::raft::start(&cluster_spec(config, work_dir), &engine_options(config))
+                provision::raft::start(&cluster_spec(config, work_dir), &engine_options(config)?)
                     .await?
             } else {
                 let options = provision::etcd::EtcdOptions {
                     binary: config.etcd_bin.clone(),
                     ..Default::default()
-                };
+                }
+                .with_timing(&config.election_timing)
+                .map_err(anyhow::Error::msg)?;
                 provision::etcd::start(&cluster_spec(config, work_dir), &options).await?
             };
             ready(config, cluster, name).await
@@ -66,12 +69,13 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
             let cluster = if config.attached() {
                 Cluster::attached(value_of(config.target_kind), config.endpoints.clone())
             } else if config.target_kind == TargetKind::Zab {
-                provision::zab::start(&cluster_spec(config, work_dir), &engine_options(config))
+                provision::zab::start(&cluster_spec(config, work_dir), &engine_options(config)?)
                     .await?
             } else {
                 let options = provision::zookeeper::ZkOptions {
                     classpath: config.zk_classpath.clone(),
                     enforce_auth: config.secure,
+                    election_timing: config.election_timing,
                     ..Default::default()
                 };
                 provision::zookeeper::start(&cluster_spec(config, work_dir), &options).await?
@@ -162,13 +166,31 @@ fn value_of(kind: TargetKind) -> &'static str {
     }
 }
 
-/// How the built-in engines' members start: from `--engine-bin` when given.
-fn engine_options(config: &RunConfig) -> provision::raft::RaftOptions {
+/// How the built-in engines' members start: from `--engine-bin` when given, with the
+/// run's election timing.
+fn engine_options(config: &RunConfig) -> anyhow::Result<provision::raft::RaftOptions> {
     provision::raft::RaftOptions {
         binary: config.engine_bin.clone(),
         // Only zab takes it; config refuses --secure for raft.
         secure: config.secure,
         ..Default::default()
+    }
+    .with_timing(&config.election_timing)
+    .map_err(anyhow::Error::msg)
+}
+
+/// Whether `kind`'s provisioner can start members with `timing` (the same mapping the
+/// start uses); a one-line reason when not.
+pub fn check_election_timing(kind: TargetKind, timing: &ElectionTiming) -> Result<(), String> {
+    match kind {
+        TargetKind::Etcd => provision::etcd::EtcdOptions::default()
+            .with_timing(timing)
+            .map(drop),
+        TargetKind::Raft | TargetKind::Zab => provision::raft::RaftOptions::default()
+            .with_timing(timing)
+            .map(drop),
+        // Any heartbeat and MIN become a tickTime and a syncLimit (provision::zookeeper).
+        TargetKind::Zookeeper | TargetKind::Null => Ok(()),
     }
 }
 

@@ -16,6 +16,8 @@ pub const DEFAULT_UPDATE_RATE: f64 = 10.0;
 pub const DEFAULT_BARRIERS: u64 = 200;
 /// barrier: the longest a barrier run's window may last.
 pub const BARRIER_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
+/// kv-mixed: the default probability that an operation is a read.
+pub const DEFAULT_READ_RATIO: f64 = 0.5;
 /// discovery: default registrations + deregistrations per second.
 pub const DEFAULT_CHURN: f64 = 20.0;
 
@@ -38,6 +40,8 @@ pub struct WorkloadOptions {
     pub watch_sessions: Option<usize>,
     /// barrier: barriers every client passes.
     pub barriers: Option<u64>,
+    /// kv-mixed: the probability that an operation is a read (`--read-ratio`).
+    pub read_ratio: Option<f64>,
     /// register: the linearizability check's wall-clock bound, ms.
     pub check_budget_ms: Option<u64>,
     /// lock: how long a paused holder freezes, ms (`--holder-pause`).
@@ -72,7 +76,13 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
             Ok(())
         }
     };
-    use WorkloadKind::{Barrier, ConfigWatch, Discovery, Election, Lock, Register};
+    use WorkloadKind::{Barrier, ConfigWatch, Discovery, Election, KvMixed, Lock, Register};
+    only(
+        args.read_ratio.is_some(),
+        "--read-ratio",
+        &[KvMixed],
+        "kv-mixed",
+    )?;
     only(
         args.recipe.is_some(),
         "--recipe",
@@ -195,6 +205,7 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
             // Every client passes every barrier: one op each.
             shape.max_ops = Some(barriers.saturating_mul(u64::from(args.clients)));
         }
+        KvMixed => options.read_ratio = Some(args.read_ratio.unwrap_or(DEFAULT_READ_RATIO)),
         _ => {}
     }
     Ok((options, shape))
@@ -262,6 +273,7 @@ mod tests {
             &["--workload", "config-watch", "--instances", "5"],
             &["--workload", "election", "--elections", "5", "--ops", "5"],
             &["--workload", "kv-put", "--holder-pause", "3s"],
+            &["--workload", "kv-get", "--read-ratio", "0.5"],
             &["--workload", "election", "--protect", "token"],
             &["--workload", "lock", "--holder-pause", "3s"],
             &["--workload", "lock", "--holder-pause-ratio", "0.2"],
@@ -312,6 +324,10 @@ mod tests {
         );
         let (o, _) = resolved(&["--holder-pause", "1s", "--holder-pause-ratio", "1"]).unwrap();
         assert_eq!(o.protect, Some("none"));
+        let (o, _) = resolved(&["--workload", "kv-mixed", "--read-ratio", "0.7"]).unwrap();
+        assert_eq!(o.read_ratio, Some(0.7));
+        let (o, _) = resolved(&["--workload", "kv-mixed"]).unwrap();
+        assert_eq!(o.read_ratio, Some(DEFAULT_READ_RATIO));
         let (o, s) = resolved(&["--workload", "lock"]).unwrap();
         assert_eq!((o.holder_pause, o.protect), (None, None));
         assert_eq!((s.clients, s.conns, s.rate, s.max_ops), (16, 1, None, None));

@@ -194,6 +194,35 @@ fn bad_input_exits_2_with_one_line() {
         (vec!["--clients", "0"], "--clients"),
         (vec!["--client-threads", "0"], "--client-threads"),
         (vec!["--recipe", "zk-recipe"], "zk-recipe"),
+        (vec!["--workload", "kv-mixed", "--read-ratio", "1.5"], "1.5"),
+        (
+            vec!["--workload", "kv-mixed", "--read-ratio", "x"],
+            "--read-ratio",
+        ),
+        (vec!["--read-ratio", "0.5"], "--read-ratio"),
+        (vec!["--election-timeout", "300-150"], "MIN is above MAX"),
+        (vec!["--election-timeout", "0-150"], "0-150"),
+        (vec!["--election-timeout", "150ms"], "150ms"),
+        (vec!["--heartbeat", "0s"], "--heartbeat"),
+        (
+            vec!["--election-timeout", "150-300", "--heartbeat", "200ms"],
+            "--heartbeat",
+        ),
+        (
+            vec![
+                "--target",
+                "etcd",
+                "--election-timeout",
+                "100-200",
+                "--heartbeat",
+                "50ms",
+            ],
+            "5 heartbeats",
+        ),
+        (
+            vec!["--target", "null", "--heartbeat", "10ms"],
+            "--heartbeat",
+        ),
         (
             vec![
                 "--target",

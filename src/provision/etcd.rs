@@ -10,6 +10,7 @@ use super::disk::{self, DiskKind};
 use super::executable::find_executable;
 use super::process::Launch;
 use super::{ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
+use crate::election_timing::{EffectiveTiming, ElectionTiming};
 use crate::netdelay::Ends;
 
 const TARGET: &str = "etcd";
@@ -28,8 +29,12 @@ const HELP_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct EtcdOptions {
     /// The etcd server binary; `None` means `etcd` on PATH, else /usr/bin/etcd.
     pub binary: Option<PathBuf>,
+    /// `--heartbeat-interval`: also etcd's Raft tick.
     pub heartbeat_ms: u64,
+    /// `--election-timeout`: T of etcd's random timeout in [T, 2T).
     pub election_ms: u64,
+    /// The election timing the run asked for (what [`EtcdOptions::with_timing`] mapped).
+    pub requested: ElectionTiming,
 }
 
 impl Default for EtcdOptions {
@@ -38,7 +43,73 @@ impl Default for EtcdOptions {
             binary: None,
             heartbeat_ms: 100,
             election_ms: 1000,
+            requested: ElectionTiming::default(),
         }
+    }
+}
+
+/// etcd's largest `--election-timeout`, ms.
+const MAX_ELECTION_MS: u64 = 50_000;
+
+impl EtcdOptions {
+    /// etcd's flags for `timing`: `--heartbeat-interval` is the heartbeat (a tenth of MIN
+    /// when only a timeout is given) and `--election-timeout` is MIN. etcd then waits a
+    /// random whole number of heartbeat ticks in [T, 2T), T = MIN in whole heartbeats, so
+    /// MAX cannot be set: it is 2T less one tick. Errors are one line (etcd refuses a
+    /// timeout under 5 heartbeats or over 50 s).
+    pub fn with_timing(mut self, timing: &ElectionTiming) -> Result<Self, String> {
+        self.requested = *timing;
+        if timing.is_default() {
+            return Ok(self);
+        }
+        self.heartbeat_ms = u64::from(timing.heartbeat_or(self.heartbeat_ms as u32));
+        self.election_ms = timing
+            .timeout
+            .map_or(self.election_ms, |t| u64::from(t.min_ms));
+        if self.election_ms < 5 * self.heartbeat_ms {
+            return Err(format!(
+                "etcd needs an election timeout of at least 5 heartbeats: MIN {} ms with --heartbeat {} ms (etcd refuses to start); lengthen MIN or shorten --heartbeat",
+                self.election_ms, self.heartbeat_ms
+            ));
+        }
+        if self.election_ms > MAX_ELECTION_MS {
+            return Err(format!(
+                "etcd takes an election timeout of at most {MAX_ELECTION_MS} ms (got MIN {} ms)",
+                self.election_ms
+            ));
+        }
+        Ok(self)
+    }
+
+    /// The flags that set etcd's election timing.
+    pub fn timing_args(&self) -> [String; 2] {
+        [
+            format!("--heartbeat-interval={}", self.heartbeat_ms),
+            format!("--election-timeout={}", self.election_ms),
+        ]
+    }
+
+    /// What etcd runs with: T = `--election-timeout` in whole heartbeat ticks, a timeout
+    /// from T to 2T − 1 ticks.
+    pub fn effective_timing(&self) -> EffectiveTiming {
+        let hb = self.heartbeat_ms.max(1);
+        let ticks = self.election_ms / hb;
+        let effective = EffectiveTiming {
+            election_timeout_min_ms: ticks * hb,
+            election_timeout_max_ms: (2 * ticks).saturating_sub(1) * hb,
+            heartbeat_ms: hb,
+            settings: self.timing_args().join(" "),
+            note: None,
+        };
+        let (min, max) = (
+            effective.election_timeout_min_ms,
+            effective.election_timeout_max_ms,
+        );
+        effective.noting(&self.requested, || {
+            format!(
+                "etcd draws its timeout from [T, 2T) in heartbeat ticks with T = --election-timeout: only MIN can be set (rounded down to whole heartbeats); it runs {min}-{max} ms"
+            )
+        })
     }
 }
 
@@ -148,6 +219,7 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
             ("election-timeout-ms".into(), opts.election_ms.to_string()),
             ("fsync".into(), fsync),
         ],
+        election_timing: Some(opts.effective_timing()),
     };
     // From here on, returning early drops `cluster`, which stops the members started so far
     // and removes a tmpfs data root.
@@ -211,9 +283,8 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
             format!("--initial-cluster={initial_cluster}"),
             format!("--initial-cluster-token={token}"),
             "--initial-cluster-state=new".into(),
-            format!("--heartbeat-interval={}", opts.heartbeat_ms),
-            format!("--election-timeout={}", opts.election_ms),
         ];
+        args.extend(opts.timing_args());
         if caps.logger {
             // 3.4 defaults to the deprecated capnslog; zap gives one JSON line per event.
             args.push("--logger=zap".into());
@@ -320,5 +391,88 @@ pub(super) async fn wait_ready(
             });
         }
         tokio::time::sleep(POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::election_timing::TimeoutRange;
+
+    fn timing(range: Option<&str>, heartbeat_ms: Option<u64>) -> ElectionTiming {
+        ElectionTiming::new(
+            range.map(|r| TimeoutRange::parse(r).unwrap()),
+            heartbeat_ms.map(Duration::from_millis),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_default_is_etcds_own_and_met_exactly() {
+        let o = EtcdOptions::default()
+            .with_timing(&ElectionTiming::default())
+            .unwrap();
+        assert_eq!(
+            o.timing_args(),
+            ["--heartbeat-interval=100", "--election-timeout=1000"]
+        );
+        let e = o.effective_timing();
+        assert_eq!(
+            (
+                e.election_timeout_min_ms,
+                e.election_timeout_max_ms,
+                e.heartbeat_ms
+            ),
+            (1000, 1900, 100)
+        );
+        assert_eq!(e.note, None);
+    }
+
+    #[test]
+    fn min_maps_to_election_timeout_and_max_is_noted_when_etcd_cannot_meet_it() {
+        let o = EtcdOptions::default()
+            .with_timing(&timing(Some("150ms-300ms"), Some(15)))
+            .unwrap();
+        assert_eq!(
+            o.timing_args(),
+            ["--heartbeat-interval=15", "--election-timeout=150"]
+        );
+        let e = o.effective_timing();
+        assert_eq!(
+            (e.election_timeout_min_ms, e.election_timeout_max_ms),
+            (150, 285)
+        );
+        assert!(e.note.unwrap().contains("only MIN can be set"));
+        // No heartbeat asked for: a tenth of MIN.
+        let o = EtcdOptions::default()
+            .with_timing(&timing(Some("150-155"), None))
+            .unwrap();
+        assert_eq!(
+            o.timing_args(),
+            ["--heartbeat-interval=15", "--election-timeout=150"]
+        );
+        // Only a heartbeat: etcd's 1 s timeout stays.
+        let o = EtcdOptions::default()
+            .with_timing(&timing(None, Some(50)))
+            .unwrap();
+        assert_eq!(
+            o.timing_args(),
+            ["--heartbeat-interval=50", "--election-timeout=1000"]
+        );
+        assert_eq!(o.effective_timing().note, None);
+    }
+
+    #[test]
+    fn timing_etcd_refuses_is_refused_in_one_line() {
+        for (range, hb) in [
+            (Some("150-300"), Some(40)),
+            (None, Some(300)),
+            (Some("55000-60000"), None),
+        ] {
+            let err = EtcdOptions::default()
+                .with_timing(&timing(range, hb))
+                .unwrap_err();
+            assert!(err.contains("etcd") && !err.contains('\n'), "{err}");
+        }
     }
 }

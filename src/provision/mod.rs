@@ -88,6 +88,9 @@ pub struct ClusterInfo {
     pub members: Vec<MemberInfo>,
     /// Server flags that shape performance (heartbeat, election timeout, ...).
     pub settings: Vec<(String, String)>,
+    /// The election timing the members run with (started clusters only), whether or not
+    /// the run asked for one (`--election-timeout`, `--heartbeat`).
+    pub election_timing: Option<crate::election_timing::EffectiveTiming>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -150,6 +153,7 @@ impl Cluster {
                 version: None,
                 members,
                 settings: Vec::new(),
+                election_timing: None,
             },
             members: Vec::new(),
             proxy: None,

@@ -12,6 +12,7 @@ use super::disk::{self, DiskKind};
 use super::executable::find_executable;
 use super::process::Launch;
 use super::{etcd, ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
+use crate::election_timing::{EffectiveTiming, ElectionTiming, TimeoutRange};
 use crate::netdelay::Ends;
 
 const TARGET: &str = "raft";
@@ -29,6 +30,8 @@ pub struct RaftOptions {
     /// zab: members require digest authentication (`serve zab --enforce-auth`, as
     /// ZooKeeper's `enforce.auth.enabled`). Not offered for raft yet.
     pub secure: bool,
+    /// The election timing the run asked for (what [`RaftOptions::with_timing`] mapped).
+    pub requested: ElectionTiming,
 }
 
 impl Default for RaftOptions {
@@ -41,15 +44,86 @@ impl Default for RaftOptions {
             election_ticks_min: 100,
             election_ticks_max: 200,
             secure: false,
+            requested: ElectionTiming::default(),
         }
     }
 }
+
+/// The longest tick the engines run with when a timing is asked for (their default).
+const MAX_TICK_MS: u32 = 10;
 
 impl RaftOptions {
     /// The longest election timeout a member may draw.
     pub fn election_timeout_max(&self) -> Duration {
         self.tick * self.election_ticks_max
     }
+
+    /// The members' ticks for `timing`: a tick that divides MIN, MAX and the heartbeat
+    /// (the largest up to 10 ms), so both are met exactly: raft draws its timeout
+    /// uniformly from MIN to MAX in ticks; zab gives up on a silent leader after MIN
+    /// (syncLimit) and bounds discovery and sync by MAX (initLimit). Without a timeout
+    /// asked for, the default 1000-1990 ms stays; without a heartbeat, it is MIN / 10.
+    pub fn with_timing(mut self, timing: &ElectionTiming) -> Result<Self, String> {
+        self.requested = *timing;
+        if timing.is_default() {
+            return Ok(self);
+        }
+        let tick_ms = self.tick.as_millis() as u32;
+        let range = timing.timeout_or(TimeoutRange {
+            min_ms: tick_ms * self.election_ticks_min,
+            max_ms: tick_ms * (self.election_ticks_max - 1),
+        });
+        let heartbeat = timing.heartbeat_or(tick_ms * self.heartbeat_ticks);
+        timing.check_heartbeat_below(range.min_ms, heartbeat)?;
+        let tick = common_tick(&[range.min_ms, range.max_ms, heartbeat]);
+        (self.election_ticks_min, self.election_ticks_max) = range.ticks(u64::from(tick) * 1000);
+        self.heartbeat_ticks = heartbeat / tick;
+        self.tick = Duration::from_millis(u64::from(tick));
+        Ok(self)
+    }
+
+    /// The `serve raft|zab` flags that set the election timing.
+    pub fn timing_args(&self) -> [String; 4] {
+        [
+            format!("--tick={}ms", self.tick.as_millis()),
+            format!("--heartbeat-ticks={}", self.heartbeat_ticks),
+            format!("--election-ticks-min={}", self.election_ticks_min),
+            format!("--election-ticks-max={}", self.election_ticks_max),
+        ]
+    }
+
+    /// What the members of `engine` run with. raft: a timeout from MIN to MAX ticks (the
+    /// core's range is [min, max) ticks); zab: no random timeout, a follower waits MIN.
+    pub fn effective_timing(&self, engine: &str) -> EffectiveTiming {
+        let tick = self.tick.as_millis() as u64;
+        let min = tick * u64::from(self.election_ticks_min);
+        let last = tick * u64::from(self.election_ticks_max.saturating_sub(1));
+        let effective = EffectiveTiming {
+            election_timeout_min_ms: min,
+            election_timeout_max_ms: if engine == "zab" { min } else { last },
+            heartbeat_ms: tick * u64::from(self.heartbeat_ticks),
+            settings: self.timing_args().join(" "),
+            note: None,
+        };
+        effective.noting(&self.requested, || {
+            format!(
+                "zab draws no random timeout: a follower gives up on a silent leader after syncLimit = MIN; MAX ({last} ms) is initLimit, the bound on discovery and sync after an election"
+            )
+        })
+    }
+}
+
+/// The longest tick up to [`MAX_TICK_MS`] that divides every one of `ms`.
+fn common_tick(ms: &[u32]) -> u32 {
+    fn gcd(a: u32, b: u32) -> u32 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let g = ms.iter().copied().fold(0, gcd).max(1);
+    (1..=MAX_TICK_MS).rev().find(|t| g % t == 0).unwrap_or(1)
 }
 
 /// The binary that serves members: an explicit one (`--engine-bin`: an executable file, a
@@ -161,6 +235,7 @@ pub(super) async fn launch_members(
             ),
             ("fsync".into(), fsync),
         ],
+        election_timing: Some(opts.effective_timing(engine)),
     };
     // From here on, an early return drops `cluster`, which stops what was started.
     let mut cluster = Cluster::provisioned(info, Some(root), spec);
@@ -212,11 +287,8 @@ pub(super) async fn launch_members(
             format!("--clients={clients}"),
             format!("--data-dir={}", data_dir.display()),
             format!("--disk={engine_disk}"),
-            format!("--tick={}ms", opts.tick.as_millis()),
-            format!("--heartbeat-ticks={}", opts.heartbeat_ticks),
-            format!("--election-ticks-min={}", opts.election_ticks_min),
-            format!("--election-ticks-max={}", opts.election_ticks_max),
         ];
+        args.extend(opts.timing_args());
         args.extend_from_slice(extra_args);
         let launch = Launch {
             program: binary.clone(),
@@ -240,4 +312,94 @@ pub(super) async fn launch_members(
         cluster.add_member(member, launch, process);
     }
     Ok(cluster)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mapped(range: Option<&str>, heartbeat_ms: Option<u64>) -> Result<RaftOptions, String> {
+        let timing = ElectionTiming::new(
+            range.map(|r| TimeoutRange::parse(r).unwrap()),
+            heartbeat_ms.map(Duration::from_millis),
+        )?;
+        RaftOptions::default().with_timing(&timing)
+    }
+
+    #[test]
+    fn the_default_keeps_ten_ms_ticks() {
+        let o = mapped(None, None).unwrap();
+        assert_eq!(
+            o.timing_args(),
+            [
+                "--tick=10ms",
+                "--heartbeat-ticks=10",
+                "--election-ticks-min=100",
+                "--election-ticks-max=200"
+            ]
+        );
+        let e = o.effective_timing("raft");
+        assert_eq!(
+            (
+                e.election_timeout_min_ms,
+                e.election_timeout_max_ms,
+                e.heartbeat_ms
+            ),
+            (1000, 1990, 100)
+        );
+        assert_eq!(e.note, None);
+    }
+
+    #[test]
+    fn ranges_map_to_ticks_that_meet_them_exactly() {
+        let o = mapped(Some("150-300"), Some(15)).unwrap();
+        assert_eq!(
+            o.timing_args(),
+            [
+                "--tick=5ms",
+                "--heartbeat-ticks=3",
+                "--election-ticks-min=30",
+                "--election-ticks-max=61"
+            ]
+        );
+        let e = o.effective_timing("raft");
+        assert_eq!(
+            (
+                e.election_timeout_min_ms,
+                e.election_timeout_max_ms,
+                e.heartbeat_ms
+            ),
+            (150, 300, 15)
+        );
+        assert_eq!(e.note, None);
+        let o = mapped(Some("150-155"), None).unwrap();
+        assert_eq!(o.tick, Duration::from_millis(5));
+        assert_eq!((o.election_ticks_min, o.election_ticks_max), (30, 32));
+        let o = mapped(Some("151-300"), Some(15)).unwrap();
+        assert_eq!(o.tick, Duration::from_millis(1));
+        // zab waits MIN; MAX is its initLimit, which the note explains.
+        let z = mapped(Some("150-300"), Some(15))
+            .unwrap()
+            .effective_timing("zab");
+        assert_eq!(
+            (z.election_timeout_min_ms, z.election_timeout_max_ms),
+            (150, 150)
+        );
+        assert!(z.note.unwrap().contains("initLimit"));
+    }
+
+    #[test]
+    fn a_heartbeat_alone_keeps_the_default_range() {
+        let o = mapped(None, Some(25)).unwrap();
+        let e = o.effective_timing("raft");
+        assert_eq!(
+            (
+                e.election_timeout_min_ms,
+                e.election_timeout_max_ms,
+                e.heartbeat_ms
+            ),
+            (1000, 1990, 25)
+        );
+        assert!(mapped(None, Some(1000)).is_err());
+    }
 }

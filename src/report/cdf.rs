@@ -12,7 +12,8 @@ use super::chart::{shade, target_color, Line, LineChart, XScale};
 use super::groups::{point_label, Series, XAxis};
 use super::table::Table;
 
-/// Adds every interval of `path` into `into`.
+/// Adds every untagged interval of `path` (the combined histograms; tagged ones are a
+/// kind of operation alone, already in the combined one) into `into`.
 pub fn merge_log(path: &Path, into: &mut Histogram<u64>) -> Result<(), String> {
     let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut deserializer = Deserializer::new();
@@ -21,6 +22,9 @@ pub fn merge_log(path: &Path, into: &mut Histogram<u64>) -> Result<(), String> {
         let LogEntry::Interval(interval) = entry else {
             continue;
         };
+        if interval.tag().is_some() {
+            continue;
+        }
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(interval.encoded_histogram())
             .map_err(|e| format!("{}: {e}", path.display()))?;

@@ -1,7 +1,7 @@
 //! The failover chart: when runs injected faults (`--fault`, failover.csv in their run
 //! directories), the time to a new leader and to the first acknowledged write after each
 //! fault, as a CDF over the faults, one pair of lines per target (and fault kind, when
-//! several ran). The figures are defined in RESULTS.md ("failover.csv columns").
+//! several ran, and swept value, when a target ran several points). The figures are defined in RESULTS.md ("failover.csv columns").
 
 use std::path::Path;
 
@@ -16,41 +16,68 @@ struct Faults {
     first_write_ms: Vec<f64>,
 }
 
-/// The failover chart, when any run of `series` has a failover.csv with figures.
-pub fn chart(dir: &Path, table: &Table, series: &[Series]) -> Option<LineChart> {
-    // (target, kind) in first-seen order.
-    let mut groups: Vec<((String, String), Faults)> = Vec::new();
+/// A line pair's identity: target, fault kind and, when a series has several points (a
+/// swept axis such as `election_timeout`), the point's x value, so each value gets its own
+/// lines rather than all being pooled.
+type Key = (String, String, String);
+
+/// The faults of every run of `series`, grouped by [`Key`] in first-seen order.
+fn grouped(dir: &Path, table: &Table, series: &[Series]) -> Vec<(Key, Faults)> {
+    let mut groups: Vec<(Key, Faults)> = Vec::new();
     for s in series {
-        for row in s.points.iter().flat_map(|p| &p.rows) {
-            let Some(run_dir) = table.run_dir(dir, *row) else {
-                continue;
+        let per_point = s.points.len() > 1;
+        for point in &s.points {
+            let x = if per_point {
+                point.x_text.clone()
+            } else {
+                String::new()
             };
-            for (kind, new_leader, first_write) in read(&run_dir.join("failover.csv")) {
-                let key = (s.target.clone(), kind);
-                let i = match groups.iter().position(|(k, _)| *k == key) {
-                    Some(i) => i,
-                    None => {
-                        groups.push((key, Faults::default()));
-                        groups.len() - 1
-                    }
+            for row in &point.rows {
+                let Some(run_dir) = table.run_dir(dir, *row) else {
+                    continue;
                 };
-                let faults = &mut groups[i].1;
-                faults.new_leader_ms.extend(new_leader);
-                faults.first_write_ms.extend(first_write);
+                for (kind, new_leader, first_write) in read(&run_dir.join("failover.csv")) {
+                    let key = (s.label(), kind, x.clone());
+                    let i = match groups.iter().position(|(k, _)| *k == key) {
+                        Some(i) => i,
+                        None => {
+                            groups.push((key, Faults::default()));
+                            groups.len() - 1
+                        }
+                    };
+                    groups[i].1.new_leader_ms.extend(new_leader);
+                    groups[i].1.first_write_ms.extend(first_write);
+                }
             }
         }
     }
-    let first_kind = groups.first().map(|((_, kind), _)| kind);
-    let several_kinds = groups.iter().any(|((_, kind), _)| Some(kind) != first_kind);
+    groups
+}
+
+/// The failover chart, when any run of `series` has a failover.csv with figures.
+pub fn chart(dir: &Path, table: &Table, series: &[Series]) -> Option<LineChart> {
+    let groups = grouped(dir, table, series);
+    let first_kind = groups.first().map(|((_, kind, _), _)| kind);
+    let several_kinds = groups
+        .iter()
+        .any(|((_, kind, _), _)| Some(kind) != first_kind);
+    let per_point = groups.iter().any(|((_, _, x), _)| !x.is_empty());
     let mut lines = Vec::new();
-    for (i, ((target, kind), faults)) in groups.iter().enumerate() {
-        let name = if several_kinds {
-            format!("{target} {kind}")
-        } else {
-            target.clone()
-        };
-        let color = if several_kinds {
-            shade(target_color(target), i as f64 / groups.len() as f64)
+    for (i, ((label, kind, x), faults)) in groups.iter().enumerate() {
+        let target = label.split(' ').next().unwrap_or(label);
+        let mut name = label.clone();
+        for part in [several_kinds.then_some(kind), per_point.then_some(x)]
+            .into_iter()
+            .flatten()
+        {
+            name = format!("{name} {part}");
+        }
+        let color = if several_kinds || per_point {
+            // Shades of the target's colour, one per line pair of that target.
+            let of_target = |k: &&(Key, Faults)| k.0 .0.split(' ').next() == Some(target);
+            let nth = groups[..i].iter().filter(of_target).count();
+            let all = groups.iter().filter(of_target).count().max(1);
+            shade(target_color(target), nth as f64 / all as f64)
         } else {
             target_color(target)
         };
@@ -147,5 +174,47 @@ mod tests {
         assert_eq!(rows[2], ("pause-leader".into(), None, Some(900.0)));
         assert_eq!(cdf(&[300.0, 100.0]), vec![(100.0, 0.5), (300.0, 1.0)]);
         assert!(read(&dir.path().join("none.csv")).is_empty());
+    }
+
+    #[test]
+    fn a_target_with_several_points_gets_lines_per_swept_value() {
+        let dir = tempfile::TempDir::new().unwrap();
+        std::fs::write(
+            dir.path().join("summary.csv"),
+            "point,target,election_timeout,throughput_ops_s\na,raft,150-155,1\nb,raft,150-300,1\n",
+        )
+        .unwrap();
+        for (point, us) in [("a", 400_000), ("b", 250_000)] {
+            std::fs::create_dir(dir.path().join(point)).unwrap();
+            std::fs::write(
+                dir.path().join(point).join("failover.csv"),
+                format!("fault,new_leader_us,first_write_us\nkill-leader,{us},{us}\n"),
+            )
+            .unwrap();
+        }
+        let table = Table::read(&dir.path().join("summary.csv")).unwrap();
+        let point = |x: f64, text: &str, row: usize| super::super::groups::GroupPoint {
+            x,
+            x_text: text.into(),
+            rows: vec![row],
+        };
+        let series = [Series {
+            target: "raft".into(),
+            key: String::new(),
+            variant: 0,
+            points: vec![point(0.0, "150-155", 0), point(1.0, "150-300", 1)],
+        }];
+        let chart = chart(dir.path(), &table, &series).unwrap();
+        let labels: Vec<&str> = chart.lines.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "raft 150-155: new leader (1 faults)",
+                "raft 150-155: first write (1 faults)",
+                "raft 150-300: new leader (1 faults)",
+                "raft 150-300: first write (1 faults)",
+            ]
+        );
+        assert_eq!(chart.lines[2].points, vec![(250.0, 1.0)]);
     }
 }

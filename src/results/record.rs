@@ -10,6 +10,7 @@ use coordbench_workloads::herd::HerdSummary;
 use coordbench_workloads::propagation::PropagationSummary;
 use coordbench_workloads::register::RegisterCheck;
 use coordbench_workloads::versions::VersionSummary;
+use coordbench_workloads::OpClass;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -133,6 +134,38 @@ pub struct MeasuredResults {
     /// Sessions the client library silently replaced after they expired (zookeeper-async):
     /// each may have taken a held lock with it without the holder knowing.
     pub session_reestablishments: u64,
+    /// kv-mixed: the reads alone (each is also in the combined figures above).
+    pub reads: Option<ClassSummary>,
+    /// kv-mixed: the writes alone.
+    pub writes: Option<ClassSummary>,
+}
+
+/// One kind of operation of a run that mixes kinds (kv-mixed's reads or writes).
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassSummary {
+    /// Successful operations of this kind in the window.
+    pub ops: u64,
+    /// Failed operations of this kind (timeouts included).
+    pub errors: u64,
+    pub throughput_ops_s: f64,
+    /// As the combined latency: timeouts enter at the timeout.
+    pub latency: LatencySummary,
+}
+
+impl ClassSummary {
+    fn of(outcome: &RunOutcome, class: OpClass, window_s: f64) -> Option<Self> {
+        let stats = outcome.total.classes.as_ref()?.of(class);
+        Some(ClassSummary {
+            ops: stats.ops,
+            errors: stats.errors,
+            throughput_ops_s: if window_s > 0.0 {
+                stats.ops as f64 / window_s
+            } else {
+                0.0
+            },
+            latency: LatencySummary::of(&stats.latency),
+        })
+    }
 }
 
 impl MeasuredResults {
@@ -183,6 +216,8 @@ impl MeasuredResults {
             notifications: outcome.counters.notifications,
             keepalives: outcome.counters.keepalives,
             session_reestablishments: outcome.counters.session_reestablishments,
+            reads: ClassSummary::of(outcome, OpClass::Read, window_s),
+            writes: ClassSummary::of(outcome, OpClass::Write, window_s),
         }
     }
 }

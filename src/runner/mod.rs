@@ -8,6 +8,7 @@
 //! `finish`) and the workload's own background sessions (watchers, observers) are stopped
 //! after catching up (`Workload::stop`), so a run always ends within a bounded time.
 
+pub mod op_classes;
 pub mod op_timeout;
 pub mod pacer;
 pub mod recorder;
@@ -290,17 +291,20 @@ async fn client_loop(
         if at_measure_start.is_none() && started >= pacer.measure_start() {
             at_measure_start = Some(actor.counters());
         }
-        let mut op = std::pin::pin!(actor.run_op());
-        // An operation that completes at once (the null target) needs neither a timeout
-        // timer nor a registration with the token; the rest are bounded by both.
-        let result = match futures::poll!(op.as_mut()) {
-            std::task::Poll::Ready(r) => Ok(r),
-            std::task::Poll::Pending => tokio::select! {
-                biased;
-                r = timeout.run(started, op) => r,
-                _ = &mut cancelled => break,
-            },
+        let result = {
+            let mut op = std::pin::pin!(actor.run_op());
+            // An operation that completes at once (the null target) needs neither a timeout
+            // timer nor a registration with the token; the rest are bounded by both.
+            match futures::poll!(op.as_mut()) {
+                std::task::Poll::Ready(r) => Ok(r),
+                std::task::Poll::Pending => tokio::select! {
+                    biased;
+                    r = timeout.run(started, op) => r,
+                    _ = &mut cancelled => break,
+                },
+            }
         };
+        let class = actor.op_class();
         let completed = Instant::now();
         now = completed;
         // Open loop: the wait between the intended and the actual start is the server's
@@ -313,15 +317,15 @@ async fn client_loop(
         match result {
             Ok(Ok(op)) => {
                 let service = op.latency.unwrap_or(completed - started);
-                recorder.record_ok(completed, queued + service, service, lag);
+                recorder.record_ok(completed, queued + service, service, lag, class);
             }
             Ok(Err(error)) => {
-                recorder.record_error(completed, error.kind(), None, lag);
+                recorder.record_error(completed, error.kind(), None, lag, class);
                 tokio::time::sleep(ERROR_BACKOFF).await;
                 now = Instant::now();
             }
             Err(op_timeout::Elapsed) => {
-                recorder.record_error(completed, "timeout", Some(queued + op_timeout), lag)
+                recorder.record_error(completed, "timeout", Some(queued + op_timeout), lag, class)
             }
         }
     }

@@ -8,7 +8,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use coordbench_workloads::histogram::latency_histogram;
+use coordbench_workloads::OpClass;
 use hdrhistogram::Histogram;
+
+use super::op_classes::ClassSplit;
 
 /// Everything measured in one interval (by one client, or merged over all).
 #[derive(Debug, Clone)]
@@ -24,6 +27,9 @@ pub struct IntervalStats {
     /// own delay plus the wait for a client the server kept busy. Empty in closed loop.
     pub schedule_lag: Histogram<u64>,
     pub errors: BTreeMap<&'static str, u64>,
+    /// kv-mixed: the same operations by kind (reads, writes); `None` when no operation of
+    /// the interval had a kind.
+    pub classes: Option<Box<ClassSplit>>,
 }
 
 impl IntervalStats {
@@ -34,6 +40,7 @@ impl IntervalStats {
             service: latency_histogram(),
             schedule_lag: latency_histogram(),
             errors: BTreeMap::new(),
+            classes: None,
         }
     }
 
@@ -49,6 +56,9 @@ impl IntervalStats {
         let _ = self.schedule_lag.add(&other.schedule_lag);
         for (kind, n) in &other.errors {
             *self.errors.entry(kind).or_default() += n;
+        }
+        if let Some(theirs) = &other.classes {
+            self.classes.get_or_insert_default().merge(theirs);
         }
     }
 
@@ -67,6 +77,9 @@ impl IntervalStats {
             }
         }
         self.errors.clear();
+        if let Some(classes) = &mut self.classes {
+            classes.clear();
+        }
     }
 }
 
@@ -194,21 +207,32 @@ impl ClientRecorder {
         true
     }
 
-    /// A successful operation; `lag` is its schedule lag (open loop only).
+    /// A successful operation; `lag` is its schedule lag (open loop only), `class` its
+    /// kind where the workload mixes kinds.
     pub fn record_ok(
         &mut self,
         completed: Instant,
         latency: Duration,
         service: Duration,
         lag: Option<Duration>,
+        class: Option<OpClass>,
     ) {
         if self.select(completed) {
             self.record_lag(lag);
             self.current.ops += 1;
             self.current.latency.saturating_record(micros(latency));
             self.current.service.saturating_record(micros(service));
+            if let Some(class) = class {
+                let stats = self.class_stats(class);
+                stats.ops += 1;
+                stats.latency.saturating_record(micros(latency));
+            }
             self.sink.ops.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    fn class_stats(&mut self, class: OpClass) -> &mut super::op_classes::ClassStats {
+        self.current.classes.get_or_insert_default().of_mut(class)
     }
 
     /// A failed operation. Timeouts also enter the latency histogram at `latency` (the
@@ -220,12 +244,20 @@ impl ClientRecorder {
         kind: &'static str,
         latency: Option<Duration>,
         lag: Option<Duration>,
+        class: Option<OpClass>,
     ) {
         if self.select(completed) {
             self.record_lag(lag);
             *self.current.errors.entry(kind).or_default() += 1;
             if let Some(latency) = latency {
                 self.current.latency.saturating_record(micros(latency));
+            }
+            if let Some(class) = class {
+                let stats = self.class_stats(class);
+                stats.errors += 1;
+                if let Some(latency) = latency {
+                    stats.latency.saturating_record(micros(latency));
+                }
             }
             self.sink.errors.fetch_add(1, Ordering::Relaxed);
         }
@@ -271,12 +303,12 @@ mod tests {
         let agg = Aggregator::new(start, Duration::from_secs(1));
         let mut r = ClientRecorder::new(agg.clone(), start + Duration::from_secs(3));
         let ms = Duration::from_millis;
-        r.record_ok(start - ms(10), ms(1), ms(1), None); // warm-up
-        r.record_ok(start + ms(10), ms(2), ms(1), Some(ms(1)));
-        r.record_ok(start + ms(1500), ms(3), ms(1), None);
-        r.record_error(start + ms(1600), "timeout", Some(ms(5000)), None);
-        r.record_error(start + ms(2100), "unreachable", None, Some(ms(3)));
-        r.record_ok(start + ms(3000), ms(1), ms(1), None); // drain
+        r.record_ok(start - ms(10), ms(1), ms(1), None, None); // warm-up
+        r.record_ok(start + ms(10), ms(2), ms(1), Some(ms(1)), None);
+        r.record_ok(start + ms(1500), ms(3), ms(1), None, None);
+        r.record_error(start + ms(1600), "timeout", Some(ms(5000)), None, None);
+        r.record_error(start + ms(2100), "unreachable", None, Some(ms(3)), None);
+        r.record_ok(start + ms(3000), ms(1), ms(1), None, None); // drain
         r.started(start - ms(1), start + ms(1)); // intended in warm-up
         r.started(start + ms(1), start + ms(2));
         r.started(start + ms(2990), start + ms(3001)); // sent after the window
@@ -298,6 +330,39 @@ mod tests {
         assert_eq!(iv[&2].schedule_lag.len(), 1, "a failure's lag counts too");
         assert_eq!(agg.live_totals(), (2, 2));
         assert_eq!(agg.starts(), 1);
+        assert!(
+            iv.values().all(|s| s.classes.is_none()),
+            "no kinds recorded"
+        );
+    }
+
+    #[test]
+    fn kinds_are_recorded_apart_and_in_the_combined_figures() {
+        let start = Instant::now();
+        let agg = Aggregator::new(start, Duration::from_secs(1));
+        let ms = Duration::from_millis;
+        for _ in 0..2 {
+            let mut r = ClientRecorder::new(agg.clone(), start + Duration::from_secs(10));
+            r.record_ok(start + ms(1), ms(1), ms(1), None, Some(OpClass::Read));
+            r.record_ok(start + ms(2), ms(1), ms(1), None, Some(OpClass::Read));
+            r.record_ok(start + ms(3), ms(9), ms(9), None, Some(OpClass::Write));
+            let timeout = Some(ms(5000));
+            r.record_error(
+                start + ms(4),
+                "timeout",
+                timeout,
+                None,
+                Some(OpClass::Write),
+            );
+        }
+        let iv = agg.intervals();
+        let split = iv[&0].classes.as_ref().expect("kinds recorded");
+        assert_eq!((iv[&0].ops, iv[&0].errors_total()), (6, 2));
+        assert_eq!((split.read.ops, split.read.errors), (4, 0));
+        assert_eq!((split.write.ops, split.write.errors), (2, 2));
+        assert_eq!(split.read.latency.len() + split.write.latency.len(), 8);
+        assert_eq!(iv[&0].latency.len(), 8);
+        assert!(split.write.latency.max() >= 5_000_000);
     }
 
     #[test]
@@ -311,6 +376,7 @@ mod tests {
                     start + Duration::from_millis(5),
                     Duration::from_micros(100),
                     Duration::from_micros(100),
+                    None,
                     None,
                 );
             }

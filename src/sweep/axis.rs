@@ -18,8 +18,11 @@ pub enum Axis {
     Locks,
     Disk,
     NetDelay,
+    ElectionTimeout,
+    Heartbeat,
     ValueSize,
     Rate,
+    ReadRatio,
     Recipe,
     Secure,
     EtcdBin,
@@ -28,7 +31,7 @@ pub enum Axis {
 }
 
 impl Axis {
-    pub const ALL: [Axis; 14] = [
+    pub const ALL: [Axis; 17] = [
         Axis::Workload,
         Axis::ClusterSize,
         Axis::Ttl,
@@ -36,8 +39,11 @@ impl Axis {
         Axis::Locks,
         Axis::Disk,
         Axis::NetDelay,
+        Axis::ElectionTimeout,
+        Axis::Heartbeat,
         Axis::ValueSize,
         Axis::Rate,
+        Axis::ReadRatio,
         Axis::Recipe,
         Axis::Secure,
         Axis::EtcdBin,
@@ -55,8 +61,11 @@ impl Axis {
             Axis::Locks => "locks",
             Axis::Disk => "disk",
             Axis::NetDelay => "net_delay",
+            Axis::ElectionTimeout => "election_timeout",
+            Axis::Heartbeat => "heartbeat",
             Axis::ValueSize => "value_size",
             Axis::Rate => "rate",
+            Axis::ReadRatio => "read_ratio",
             Axis::Recipe => "recipe",
             Axis::Secure => "secure",
             Axis::EtcdBin => "etcd_bin",
@@ -80,9 +89,13 @@ impl Axis {
     pub fn run_column(self) -> Option<&'static str> {
         match self {
             Axis::Ttl => Some("ttl_ms"),
-            Axis::NetDelay | Axis::Secure | Axis::EtcdBin | Axis::ZkClasspath | Axis::EngineBin => {
-                None
-            }
+            Axis::NetDelay
+            | Axis::ElectionTimeout
+            | Axis::Heartbeat
+            | Axis::Secure
+            | Axis::EtcdBin
+            | Axis::ZkClasspath
+            | Axis::EngineBin => None,
             other => Some(other.name()),
         }
     }
@@ -97,8 +110,11 @@ impl Axis {
             Axis::Locks => "locks contended for",
             Axis::Disk => "disk",
             Axis::NetDelay => "one-way network delay (ms)",
+            Axis::ElectionTimeout => "election timeout range (ms)",
+            Axis::Heartbeat => "heartbeat interval (ms)",
             Axis::ValueSize => "value size (bytes)",
             Axis::Rate => "offered load (ops/s)",
+            Axis::ReadRatio => "read ratio (kv-mixed: reads per operation)",
             Axis::Recipe => "lock recipe",
             Axis::Secure => "secured cluster (--secure)",
             Axis::EtcdBin => "etcd binary",
@@ -107,12 +123,13 @@ impl Axis {
         }
     }
 
-    /// Workloads, disk kinds, recipes and server binaries are names, not quantities: charts
-    /// space them evenly.
+    /// Workloads, disk kinds, recipes, server binaries and timeout ranges (`150-300`) are
+    /// names, not quantities: charts space them evenly.
     pub fn is_categorical(self) -> bool {
         matches!(
             self,
             Axis::Workload
+                | Axis::ElectionTimeout
                 | Axis::Disk
                 | Axis::Recipe
                 | Axis::Secure
@@ -152,6 +169,12 @@ mod tests {
         assert_eq!(Axis::Ttl.numeric("1500"), Some(1500.0));
         assert_eq!(Axis::NetDelay.numeric("5ms,1ms"), Some(5.0));
         assert_eq!(Axis::Disk.numeric("tmpfs"), None);
+        assert_eq!(Axis::ReadRatio.flag(), "--read-ratio");
+        assert_eq!(Axis::ReadRatio.numeric("0.7"), Some(0.7));
+        assert_eq!(Axis::ReadRatio.run_column(), Some("read_ratio"));
+        assert_eq!(Axis::ElectionTimeout.flag(), "--election-timeout");
+        assert_eq!(Axis::ElectionTimeout.numeric("150-300"), None);
+        assert_eq!(Axis::Heartbeat.numeric("15ms"), Some(15.0));
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! Key-value workloads: `kv-put` writes and `kv-get` reads uniformly random keys.
+//! Key-value workloads: `kv-put` writes and `kv-get` reads uniformly random keys;
+//! `kv-mixed` reads with a probability (the read ratio, drawn per operation from the
+//! client's seeded generator) and writes otherwise, over the same keys.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,13 +12,18 @@ use coordbench_drivers::{
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::{Actor, CheckReport, OpResult, Workload, WorkloadError};
+use crate::{Actor, CheckReport, OpClass, OpResult, Workload, WorkloadError};
 
-/// Whether clients write or read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whether clients write, read, or do both.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum KvOp {
     Put,
     Get(Consistency),
+    /// Each operation a read with probability `read_ratio` (in [0, 1]), else a write.
+    Mixed {
+        read_ratio: f64,
+        consistency: Consistency,
+    },
 }
 
 /// Options of the kv workloads.
@@ -46,6 +53,13 @@ impl KvWorkload {
         if options.keys == 0 {
             return Err(WorkloadError::Invalid("--keys must be at least 1".into()));
         }
+        if let KvOp::Mixed { read_ratio, .. } = options.op {
+            if !(0.0..=1.0).contains(&read_ratio) {
+                return Err(WorkloadError::Invalid(format!(
+                    "--read-ratio must be within [0, 1] (got {read_ratio})"
+                )));
+            }
+        }
         let value = Arc::new(vec![b'x'; options.value_size]);
         Ok(KvWorkload { options, value })
     }
@@ -57,6 +71,7 @@ impl Workload for KvWorkload {
         match self.options.op {
             KvOp::Put => "kv-put",
             KvOp::Get(_) => "kv-get",
+            KvOp::Mixed { .. } => "kv-mixed",
         }
     }
 
@@ -98,6 +113,7 @@ impl Workload for KvWorkload {
             keys: self.options.keys,
             value: self.value.clone(),
             rng: SmallRng::seed_from_u64(self.options.seed.wrapping_add(client as u64)),
+            last: None,
         })
     }
 
@@ -112,17 +128,42 @@ struct KvActor {
     keys: usize,
     value: Arc<Vec<u8>>,
     rng: SmallRng,
+    /// kv-mixed: the kind of the operation begun last.
+    last: Option<OpClass>,
+}
+
+impl KvActor {
+    /// What the next operation does: kv-mixed draws it (after the key) from the client's
+    /// generator, so the same seed gives the same sequence of keys and kinds.
+    fn next_op(&mut self) -> KvOp {
+        match self.op {
+            KvOp::Mixed {
+                read_ratio,
+                consistency,
+            } => {
+                // random() is in [0, 1): a ratio of 0 never reads, 1 always does.
+                let read = self.rng.random::<f64>() < read_ratio;
+                self.last = Some(if read { OpClass::Read } else { OpClass::Write });
+                if read {
+                    KvOp::Get(consistency)
+                } else {
+                    KvOp::Put
+                }
+            }
+            op => op,
+        }
+    }
 }
 
 #[async_trait]
 impl Actor for KvActor {
     async fn run_op(&mut self) -> Result<OpResult, DriverError> {
         let key = key_name(self.rng.random_range(0..self.keys));
-        match self.op {
-            KvOp::Put => self.session.put(&key, &self.value).await?,
+        match self.next_op() {
             KvOp::Get(consistency) => {
                 self.session.get(&key, consistency).await?;
             }
+            _ => self.session.put(&key, &self.value).await?,
         }
         Ok(OpResult::default())
     }
@@ -133,5 +174,88 @@ impl Actor for KvActor {
 
     fn counters(&self) -> ClientCounters {
         self.session.counters()
+    }
+
+    fn op_class(&self) -> Option<OpClass> {
+        self.last
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coordbench_drivers::null::NullCoordinator;
+
+    /// The kinds client 0 of a kv-mixed workload at `read_ratio` runs in `ops` operations
+    /// against the null target.
+    async fn kinds(read_ratio: f64, seed: u64, ops: usize) -> Vec<OpClass> {
+        let coordinator: Arc<dyn Coordinator> = Arc::new(NullCoordinator::new());
+        let workload = KvWorkload::new(KvOptions {
+            op: KvOp::Mixed {
+                read_ratio,
+                consistency: Consistency::Linearizable,
+            },
+            keys: 16,
+            value_size: 8,
+            seed,
+        })
+        .unwrap();
+        workload.setup(&coordinator).await.unwrap();
+        let options = SessionOptions {
+            ttl: Duration::from_secs(2),
+        };
+        let session = coordinator.open_session(0, &options).await.unwrap();
+        let mut actor = workload.actor(0, session);
+        let mut kinds = Vec::with_capacity(ops);
+        for _ in 0..ops {
+            actor.run_op().await.unwrap();
+            kinds.push(actor.op_class().expect("kv-mixed classifies every op"));
+        }
+        actor.finish().await;
+        kinds
+    }
+
+    fn read_share(kinds: &[OpClass]) -> f64 {
+        kinds.iter().filter(|k| **k == OpClass::Read).count() as f64 / kinds.len() as f64
+    }
+
+    #[tokio::test]
+    async fn mixed_reads_at_the_ratio_reproducibly_from_the_seed() {
+        let a = kinds(0.7, 42, 20_000).await;
+        // 20,000 draws: the share's standard deviation is about 0.003.
+        assert!((read_share(&a) - 0.7).abs() < 0.02, "{}", read_share(&a));
+        assert_eq!(a, kinds(0.7, 42, 20_000).await, "same seed, same kinds");
+        assert_ne!(a, kinds(0.7, 43, 20_000).await, "another seed, other kinds");
+    }
+
+    #[tokio::test]
+    async fn ratios_zero_and_one_run_one_kind_only() {
+        assert!(kinds(0.0, 1, 2_000)
+            .await
+            .iter()
+            .all(|k| *k == OpClass::Write));
+        assert!(kinds(1.0, 1, 2_000)
+            .await
+            .iter()
+            .all(|k| *k == OpClass::Read));
+    }
+
+    #[test]
+    fn a_ratio_outside_zero_to_one_is_refused() {
+        for read_ratio in [-0.1, 1.5, f64::NAN] {
+            let made = KvWorkload::new(KvOptions {
+                op: KvOp::Mixed {
+                    read_ratio,
+                    consistency: Consistency::Serializable,
+                },
+                keys: 1,
+                value_size: 1,
+                seed: 1,
+            });
+            assert!(
+                matches!(made, Err(WorkloadError::Invalid(_))),
+                "{read_ratio}"
+            );
+        }
     }
 }

@@ -27,4 +27,4 @@ pub mod workload;
 
 pub use checker::{CheckReport, LockCheck, Section};
 pub use clock::RunClock;
-pub use workload::{Actor, OpResult, Workload, WorkloadError};
+pub use workload::{Actor, OpClass, OpResult, Workload, WorkloadError};

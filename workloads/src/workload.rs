@@ -30,6 +30,24 @@ pub struct OpResult {
     pub latency: Option<Duration>,
 }
 
+/// Which kind of operation an actor ran, for workloads that mix kinds (kv-mixed): the
+/// runner records each kind in a histogram of its own beside the combined one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpClass {
+    Read,
+    Write,
+}
+
+impl OpClass {
+    /// The name used in results (summary.csv column prefixes, latency.hlog tags).
+    pub fn name(self) -> &'static str {
+        match self {
+            OpClass::Read => "read",
+            OpClass::Write => "write",
+        }
+    }
+}
+
 /// One client's behaviour. The runner calls `run_op` repeatedly and times it.
 #[async_trait]
 pub trait Actor: Send {
@@ -42,6 +60,12 @@ pub trait Actor: Send {
 
     /// The session's request and notification counters.
     fn counters(&self) -> ClientCounters;
+
+    /// The kind of the operation `run_op` last began (decided before its first await, so
+    /// it holds for an operation that timed out too); `None` for workloads of one kind.
+    fn op_class(&self) -> Option<OpClass> {
+        None
+    }
 }
 
 /// A workload: kv-put, kv-get, lock, ...
