@@ -14,7 +14,6 @@ use coordbench_etcd_api::KvStateMachine;
 use coordbench_kv::{Command, PutRequest, RangeRequest};
 use coordbench_node::{NodeConfig, NodeTask, RaftHandle, RaftNode, Replicator};
 
-const BASE_PORT: u16 = 34201;
 const SNAPSHOT_EVERY: u64 = 16;
 
 type Handle = RaftHandle<KvStateMachine>;
@@ -24,20 +23,22 @@ struct Member {
     task: NodeTask,
 }
 
+/// Three addresses the kernel picked, chosen once per test so restarted members keep
+/// theirs. (Fixed ports inside the ephemeral range collided with other tests' outgoing
+/// connections: "Address already in use".)
 fn peers() -> BTreeMap<u64, SocketAddr> {
+    let listeners: Vec<std::net::TcpListener> = (0..3)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port"))
+        .collect();
     (1..=3)
-        .map(|id| {
-            (
-                id,
-                SocketAddr::from(([127, 0, 0, 1], BASE_PORT + id as u16)),
-            )
-        })
+        .zip(&listeners)
+        .map(|(id, l)| (id, l.local_addr().expect("local addr")))
         .collect()
 }
 
-async fn start(id: u64, root: &Path) -> Member {
+async fn start(id: u64, peers: &BTreeMap<u64, SocketAddr>, root: &Path) -> Member {
     let dir = root.join(format!("m{id}"));
-    let mut cfg = NodeConfig::new(id, peers(), &dir);
+    let mut cfg = NodeConfig::new(id, peers.clone(), &dir);
     cfg.tick_interval = Duration::from_millis(10);
     cfg.heartbeat_ticks = 5;
     cfg.election_ticks_min = 30;
@@ -132,9 +133,10 @@ fn value_logs(root: &Path, id: u64) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshots_index_the_value_log_and_lose_no_acknowledged_value() {
     let root = tempfile::tempdir().unwrap();
+    let peers = peers();
     let mut members = BTreeMap::new();
     for id in 1..=3 {
-        members.insert(id, start(id, root.path()).await);
+        members.insert(id, start(id, &peers, root.path()).await);
     }
     let mut expect = BTreeMap::new();
     write_round(&members, 0, &mut expect).await;
@@ -146,7 +148,7 @@ async fn snapshots_index_the_value_log_and_lose_no_acknowledged_value() {
     write_round(&members, 1, &mut expect).await;
     let leader_view = contents(&members[&1].handle);
     assert_eq!(leader_view.1, expect);
-    members.insert(down, start(down, root.path()).await);
+    members.insert(down, start(down, &peers, root.path()).await);
     converges(&members, down, &leader_view).await;
     assert_ne!(
         value_logs(root.path(), down),
@@ -169,7 +171,7 @@ async fn snapshots_index_the_value_log_and_lose_no_acknowledged_value() {
         m.task.stop().await.expect("clean stop");
     }
     for id in 1..=3 {
-        members.insert(id, start(id, root.path()).await);
+        members.insert(id, start(id, &peers, root.path()).await);
     }
     for id in 1..=3 {
         converges(&members, id, &before).await;
