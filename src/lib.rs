@@ -17,6 +17,7 @@ pub mod config;
 pub mod console;
 pub mod cumulative;
 pub mod environment;
+pub mod etcd_access;
 pub mod fault;
 pub mod gate;
 pub mod generator;

@@ -7,23 +7,31 @@
 //! together. And the connection task yields once before it writes: calls woken in the same
 //! round (a read brings many responses) queue their next requests first, and one write
 //! carries them all. On a VM a write syscall (which also runs loopback delivery) costs far
-//! more than copying a few hundred bytes.
+//! more than copying a few hundred bytes. Over TLS the same holds one layer down: rustls
+//! turns the batched frames into as few records and writes as it can.
 
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use coordbench_tls::tokio_rustls::client::TlsStream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
+/// The byte stream under a connection: plain TCP (`http://`) or TLS over it (`https://`).
+pub(super) enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
 pub(super) struct BatchingIo {
-    tcp: TcpStream,
+    tcp: Stream,
     /// Set once this flush round has yielded; cleared when h2 flushes.
     yielded: bool,
 }
 
 impl BatchingIo {
-    pub(super) fn new(tcp: TcpStream) -> Self {
+    pub(super) fn new(tcp: Stream) -> Self {
         BatchingIo {
             tcp,
             yielded: false,
@@ -68,5 +76,45 @@ impl AsyncWrite for BatchingIo {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(tcp) => Pin::new(tcp).poll_read(cx, buf),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(tcp) => Pin::new(tcp).poll_write(cx, buf),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(tcp) => Pin::new(tcp).poll_flush(cx),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(tcp) => Pin::new(tcp).poll_shutdown(cx),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
+        }
     }
 }
