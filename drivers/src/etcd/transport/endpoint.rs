@@ -20,7 +20,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tonic::Status;
 
-use super::io::{BatchingIo, Stream};
+use super::io::{BatchingIo, Stream, TlsFailure};
 
 /// Pause between a broken connection and the next dial, and between failed dials.
 pub(super) const REDIAL: Duration = Duration::from_millis(250);
@@ -145,10 +145,12 @@ pub(super) async fn dial(address: &str, dialing: &Dialing) -> Result<Dialled, St
             None => Stream::Plain(tcp),
             Some(config) => Stream::Tls(Box::new(tls_handshake(tcp, address, config).await?)),
         };
+        let failure = TlsFailure::default();
+        let h2_detail = |what: &str, e: &h2::Error| h2_detail(what, e, &failure);
         let (sender, mut conn) = h2::client::Builder::new()
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONNECTION_WINDOW)
-            .handshake(BatchingIo::new(stream))
+            .handshake(BatchingIo::new(stream, failure.clone()))
             .await
             .map_err(|e| h2_detail("http/2 handshake", &e))?;
         let mut pings = conn
@@ -195,9 +197,10 @@ async fn tls_handshake(
 }
 
 /// An h2 error as one line: the TLS reason when a TLS alert or record broke it.
-fn h2_detail(what: &str, e: &h2::Error) -> String {
-    e.get_io()
-        .and_then(coordbench_tls::describe)
+fn h2_detail(what: &str, e: &h2::Error, tls: &TlsFailure) -> String {
+    tls.get()
+        .cloned()
+        .or_else(|| e.get_io().and_then(coordbench_tls::describe))
         .unwrap_or_else(|| format!("{what}: {e}"))
 }
 

@@ -12,6 +12,7 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use coordbench_tls::tokio_rustls::client::TlsStream;
@@ -28,14 +29,30 @@ pub(super) struct BatchingIo {
     tcp: Stream,
     /// Set once this flush round has yielded; cleared when h2 flushes.
     yielded: bool,
+    /// The first TLS failure read or written, described (h2 keeps only an I/O error's
+    /// kind and text, not the TLS error under it).
+    tls_failure: TlsFailure,
 }
 
+/// Where a connection's TLS failure is kept for its dialer.
+pub(super) type TlsFailure = Arc<OnceLock<String>>;
+
 impl BatchingIo {
-    pub(super) fn new(tcp: Stream) -> Self {
+    pub(super) fn new(tcp: Stream, tls_failure: TlsFailure) -> Self {
         BatchingIo {
             tcp,
             yielded: false,
+            tls_failure,
         }
+    }
+
+    fn keep<T>(&self, result: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if let Poll::Ready(Err(e)) = &result {
+            if let Some(why) = coordbench_tls::describe(e) {
+                let _ = self.tls_failure.set(why);
+            }
+        }
+        result
     }
 }
 
@@ -45,7 +62,8 @@ impl AsyncRead for BatchingIo {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.tcp).poll_read(cx, buf)
+        let read = Pin::new(&mut self.tcp).poll_read(cx, buf);
+        self.keep(read)
     }
 }
 
@@ -61,7 +79,8 @@ impl AsyncWrite for BatchingIo {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
-        Pin::new(&mut self.tcp).poll_write(cx, buf)
+        let written = Pin::new(&mut self.tcp).poll_write(cx, buf);
+        self.keep(written)
     }
 
     /// No vectored writes: h2 then copies frames under 1 KiB into its buffer.
