@@ -259,7 +259,10 @@ fn authenticate_error(
 ) -> DriverError {
     match (map_error(e), &security.user) {
         (DriverError::Denied(why), Some(u)) => {
-            DriverError::Denied(format!("authenticating as etcd user {}: {why}", u.name))
+            DriverError::Denied(format!(
+                "authenticating as etcd user {}: {why} (check the password: --user NAME:PASSWORD or $COORDBENCH_ETCD_PASSWORD)",
+                u.name
+            ))
         }
         (DriverError::Unreachable { detail, .. }, _) => unreachable(endpoints, &detail),
         (other, Some(u)) => {
