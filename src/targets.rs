@@ -153,6 +153,7 @@ async fn start_etcd_api(
             certs,
             tls: tls.clone(),
             user: user.clone(),
+            token_ttl: None,
         }),
         (None, _, _) => None,
         _ => anyhow::bail!("--secure on etcd needs the run's TLS and user (internal error)"),

@@ -26,6 +26,8 @@ const BOUND: Duration = Duration::from_secs(90);
 /// A refused connect must end within the connect timeout (5 s) plus start-up slack.
 const REFUSAL_BOUND: Duration = Duration::from_secs(30);
 const ETCD: &str = "/usr/bin/etcd";
+/// The started etcd's simple-token TTL: short, so a test sees tokens expire.
+const TOKEN_TTL: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {
@@ -77,6 +79,7 @@ async fn start_secured(target: Target, base_port: u16, work: &Path) -> (Cluster,
                     certs: certs.clone(),
                     tls: client_tls(&certs),
                     user: EtcdUser::new("alice", "s3cret"),
+                    token_ttl: Some(TOKEN_TTL),
                 }),
                 ..EtcdOptions::default()
             };
@@ -315,7 +318,95 @@ async fn etcd_attach_mode_uses_tls_and_auth() {
     attach_with_tls(Target::Etcd, 38800).await;
 }
 
+/// A client idle past etcd's token TTL has its token refused ("invalid auth token") and
+/// re-authenticates once, transparently, as a long run's clients must.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_clients_renew_expired_tokens() {
+    if !Target::Etcd.available() {
+        return;
+    }
+    let work = TempDir::new().unwrap();
+    let (cluster, certs) = start_secured(Target::Etcd, 38900, work.path()).await;
+    let alice = EtcdSecurity {
+        tls: Some(client_tls(&certs)),
+        user: Some(EtcdUser::new("alice", "s3cret")),
+    };
+    let mut client = within(
+        BOUND,
+        "connecting as alice",
+        coordbench_drivers::etcd::connect_client(
+            &cluster.endpoints(),
+            &alice,
+            Duration::from_secs(5),
+        ),
+    )
+    .await
+    .unwrap();
+    for round in 0..3 {
+        within(
+            BOUND,
+            "put",
+            client.put("/coordbench/token", format!("{round}"), None),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("put after {round} idle periods: {e}"));
+        // etcd checks token expiry once a second: idle well past the TTL.
+        tokio::time::sleep(TOKEN_TTL * 3).await;
+    }
+    let got = within(BOUND, "get", client.get("/coordbench/token", None))
+        .await
+        .unwrap();
+    assert_eq!(got.kvs()[0].value(), b"2");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raft_attach_mode_uses_tls() {
     attach_with_tls(Target::Raft, 38850).await;
+}
+
+/// Fault injection reaches a secured cluster with the run's TLS: leader detection (Status
+/// per member), probe writes and the lost-writes read-back all work under `--secure`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raft_secure_run_measures_failover() {
+    let work = TempDir::new().unwrap();
+    let out = work.path().join("run");
+    let mut args: Vec<String> = [
+        "--target",
+        "raft",
+        "--secure",
+        "--base-port",
+        "38950",
+        "--workload",
+        "kv-put",
+        "--clients",
+        "4",
+        "--cluster-size",
+        "3",
+        "--disk",
+        "tmpfs",
+        "--duration",
+        "6s",
+        "--warmup",
+        "0s",
+        "--fault",
+        "kill-leader",
+        "--fault-every",
+        "2s",
+        "--quiet",
+        "--out",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(out.display().to_string());
+    let (code, stderr, _) = coordbench_run(&args, &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let faults = &run_json(&out)["faults"];
+    assert!(faults["new_leaders"].as_u64().unwrap_or(0) >= 1, "{faults}");
+    assert_eq!(faults["unrecovered"], 0, "{faults}");
+    assert_eq!(faults["lost_writes"]["lost"], 0, "{faults}");
+    assert!(
+        faults["lost_writes"]["checked"].as_u64().unwrap_or(0) > 0,
+        "{faults}"
+    );
 }

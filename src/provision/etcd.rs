@@ -47,6 +47,9 @@ pub struct SecureEtcd {
     pub certs: RunCertificates,
     pub tls: Arc<ClientConfig>,
     pub user: EtcdUser,
+    /// etcd's `--auth-token-ttl`: a simple token is dropped this long after its last use
+    /// (`None`: etcd's default, 300 s); clients then re-authenticate.
+    pub token_ttl: Option<Duration>,
 }
 
 impl Default for EtcdOptions {
@@ -252,6 +255,9 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
         }
         if let Some(secure) = &opts.secure {
             args.extend(client_tls_args(&secure.certs));
+            if let Some(ttl) = secure.token_ttl {
+                args.push(format!("--auth-token-ttl={}", ttl.as_secs().max(1)));
+            }
         }
         let launch = Launch {
             program: binary.clone(),
