@@ -146,35 +146,7 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
     let ports = ports::allocate(spec.base_port, 2 * spec.size)?;
     let root = disk::create_data_root(spec, TARGET)?;
     let root_path = root.path.clone();
-    let fsync = match spec.disk {
-        DiskKind::Disk => "on".to_string(),
-        DiskKind::Tmpfs => "on (no-op on tmpfs)".into(),
-        DiskKind::Nofsync if caps.no_fsync => "off (--unsafe-no-fsync)".into(),
-        DiskKind::Nofsync => "off (sync-delay filesystem: syncs acknowledged, not done)".into(),
-        DiskKind::Hdd | DiskKind::Ssd | DiskKind::Nvme => spec.emulated_fsync_label(),
-    };
-    let mut settings = vec![
-        (
-            "heartbeat-interval-ms".into(),
-            opts.heartbeat_ms.to_string(),
-        ),
-        ("election-timeout-ms".into(), opts.election_ms.to_string()),
-        ("fsync".into(), fsync),
-    ];
-    if opts.secure.is_some() {
-        settings.push(("client-transport".into(), SECURE_TRANSPORT.into()));
-        settings.push(("auth".into(), super::etcd_auth::DESCRIPTION.into()));
-    }
-    let info = ClusterInfo {
-        target: TARGET.to_string(),
-        size: spec.size,
-        disk: Some(spec.disk),
-        provisioned: true,
-        binary: Some(binary.display().to_string()),
-        version: None,
-        members: Vec::new(),
-        settings,
-    };
+    let info = cluster_info(spec, opts, caps, &binary);
     // From here on, returning early drops `cluster`, which stops the members started so far
     // and removes a tmpfs data root.
     let mut cluster = Cluster::provisioned(info, Some(root), spec);
@@ -297,6 +269,44 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
     }
     cluster.info_mut().version = Some(version);
     Ok(cluster)
+}
+
+/// The cluster as run.json describes it before its members run: binary and settings.
+fn cluster_info(
+    spec: &ClusterSpec,
+    opts: &EtcdOptions,
+    caps: Capabilities,
+    binary: &Path,
+) -> ClusterInfo {
+    let fsync = match spec.disk {
+        DiskKind::Disk => "on".to_string(),
+        DiskKind::Tmpfs => "on (no-op on tmpfs)".into(),
+        DiskKind::Nofsync if caps.no_fsync => "off (--unsafe-no-fsync)".into(),
+        DiskKind::Nofsync => "off (sync-delay filesystem: syncs acknowledged, not done)".into(),
+        DiskKind::Hdd | DiskKind::Ssd | DiskKind::Nvme => spec.emulated_fsync_label(),
+    };
+    let mut settings = vec![
+        (
+            "heartbeat-interval-ms".into(),
+            opts.heartbeat_ms.to_string(),
+        ),
+        ("election-timeout-ms".into(), opts.election_ms.to_string()),
+        ("fsync".into(), fsync),
+    ];
+    if opts.secure.is_some() {
+        settings.push(("client-transport".into(), SECURE_TRANSPORT.into()));
+        settings.push(("auth".into(), super::etcd_auth::DESCRIPTION.into()));
+    }
+    ClusterInfo {
+        target: TARGET.to_string(),
+        size: spec.size,
+        disk: Some(spec.disk),
+        provisioned: true,
+        binary: Some(binary.display().to_string()),
+        version: None,
+        members: Vec::new(),
+        settings,
+    }
 }
 
 /// What run.json's settings say of a secured cluster's client transport.
