@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::ServerConfig;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -17,6 +18,8 @@ use tokio_rustls::TlsAcceptor;
 
 /// Connections waiting for the server to take them before the accept loop waits.
 const BACKLOG: usize = 128;
+/// How long a refused client is given to read the alert and close.
+const LINGER: Duration = Duration::from_secs(1);
 
 /// The handshaken connections of one listener; dropping it stops accepting.
 pub struct Accepted {
@@ -54,17 +57,34 @@ pub fn accept(listener: TcpListener, config: Arc<ServerConfig>, timeout: Duratio
             let _ = tcp.set_nodelay(true);
             let (acceptor, tx) = (acceptor.clone(), tx.clone());
             tokio::spawn(async move {
-                match tokio::time::timeout(timeout, acceptor.accept(tcp)).await {
+                let handshake = acceptor.accept(tcp).into_fallible();
+                match tokio::time::timeout(timeout, handshake).await {
                     Ok(Ok(tls)) => {
                         let _ = tx.send((tls, peer)).await;
                     }
-                    Ok(Err(e)) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
+                    Ok(Err((e, tcp))) => {
+                        tracing::debug!("TLS handshake with {peer} failed: {e}");
+                        linger(tcp).await;
+                    }
                     Err(_) => tracing::debug!("TLS handshake with {peer} took over {timeout:?}"),
                 }
             });
         }
     });
     Accepted { connections, task }
+}
+
+/// Closes a connection whose handshake failed without resetting it. Under TLS 1.3 the
+/// client finishes its side first and may already have sent requests when the server's
+/// alert (say, certificate required) goes out; closing a socket with unread bytes sends a
+/// reset, which can overtake the alert, and the client would see "connection reset"
+/// instead of the reason. So: half-close, read what the client sent until it closes, for
+/// a moment at most.
+async fn linger(mut tcp: TcpStream) {
+    let _ = tcp.shutdown().await;
+    let mut sink = [0u8; 4096];
+    let drain = async { while matches!(tcp.read(&mut sink).await, Ok(n) if n > 0) {} };
+    let _ = tokio::time::timeout(LINGER, drain).await;
 }
 
 fn transient(e: &io::Error) -> bool {
