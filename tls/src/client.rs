@@ -2,11 +2,14 @@
 //! become, a rustls `ClientConfig` offering ALPN h2.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::ResolvesClientCert;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::sign::CertifiedKey;
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 
 use crate::{pem, provider, TlsError, ALPN_H2};
@@ -119,5 +122,62 @@ impl ServerCertVerifier for AnyServer {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// What one connection's handshake showed about client authentication.
+#[derive(Debug, Clone, Default)]
+pub struct ClientAuthSeen {
+    asked: Arc<AtomicBool>,
+    /// Whether the configuration has a client certificate to send.
+    pub has_cert: bool,
+}
+
+impl ClientAuthSeen {
+    /// Whether the server asked for a client certificate.
+    pub fn asked(&self) -> bool {
+        self.asked.load(Ordering::Relaxed)
+    }
+}
+
+/// `config` for one connection, noting whether the server asks for a client certificate.
+/// Under TLS 1.3 a server refuses a certificate (or its absence) only after the client's
+/// side of the handshake is done, and its alert can be lost to the connection's reset, so
+/// this is what tells "no certificate given" apart from other failures afterwards.
+pub fn noting_client_auth(config: &Arc<ClientConfig>) -> (Arc<ClientConfig>, ClientAuthSeen) {
+    let seen = ClientAuthSeen {
+        asked: Arc::default(),
+        has_cert: config.client_auth_cert_resolver.has_certs(),
+    };
+    let mut noting = ClientConfig::clone(config);
+    noting.client_auth_cert_resolver = Arc::new(Noting {
+        inner: config.client_auth_cert_resolver.clone(),
+        asked: seen.asked.clone(),
+    });
+    (Arc::new(noting), seen)
+}
+
+#[derive(Debug)]
+struct Noting {
+    inner: Arc<dyn ResolvesClientCert>,
+    asked: Arc<AtomicBool>,
+}
+
+impl ResolvesClientCert for Noting {
+    fn resolve(
+        &self,
+        root_hint_subjects: &[&[u8]],
+        sigschemes: &[SignatureScheme],
+    ) -> Option<Arc<CertifiedKey>> {
+        self.asked.store(true, Ordering::Relaxed);
+        self.inner.resolve(root_hint_subjects, sigschemes)
+    }
+
+    fn only_raw_public_keys(&self) -> bool {
+        self.inner.only_raw_public_keys()
+    }
+
+    fn has_certs(&self) -> bool {
+        self.inner.has_certs()
     }
 }

@@ -47,3 +47,43 @@ fn explain(e: &Error) -> String {
         other => format!("TLS: {other}"),
     }
 }
+
+/// A connection that failed right after a handshake that completed (reset, closed, or an
+/// error without a TLS reason), read in the light of what the server asked: under TLS 1.3
+/// that is how a refused client certificate can look. `None`: nothing to add.
+pub fn describe_after_handshake(seen: &crate::ClientAuthSeen) -> Option<String> {
+    match (seen.asked(), seen.has_cert) {
+        (true, false) => Some("TLS: the server requires a client certificate; pass --cert and --key".into()),
+        (true, true) => Some("TLS: the server closed the connection right after the handshake, as it does when it refuses the client certificate; check that --cert is signed by a CA the server trusts".into()),
+        (false, _) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_name_the_flag_to_fix() {
+        let alert = io::Error::new(
+            io::ErrorKind::InvalidData,
+            Error::AlertReceived(AlertDescription::CertificateRequired),
+        );
+        assert!(describe(&alert).unwrap().contains("--cert and --key"));
+        let untrusted = io::Error::new(
+            io::ErrorKind::InvalidData,
+            Error::InvalidCertificate(CertificateError::UnknownIssuer),
+        );
+        assert!(describe(&untrusted).unwrap().contains("--cacert"));
+        assert_eq!(
+            describe(&io::Error::from(io::ErrorKind::ConnectionRefused)),
+            None
+        );
+        let seen = crate::ClientAuthSeen::default();
+        assert_eq!(
+            describe_after_handshake(&seen),
+            None,
+            "not asked: nothing to add"
+        );
+    }
+}

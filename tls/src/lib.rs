@@ -14,8 +14,8 @@ mod server;
 use std::path::PathBuf;
 
 pub use accept::{accept, Accepted};
-pub use client::{client_config, ClientTls};
-pub use describe::describe;
+pub use client::{client_config, noting_client_auth, ClientAuthSeen, ClientTls};
+pub use describe::{describe, describe_after_handshake};
 pub use generate::{generate, RunCertificates};
 pub use server::{server_config, ServerTls};
 /// The rustls and tokio-rustls this crate builds on, so users name the same versions.

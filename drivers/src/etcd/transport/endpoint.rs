@@ -141,12 +141,24 @@ pub(super) async fn dial(address: &str, dialing: &Dialing) -> Result<Dialled, St
             .map_err(|e| e.to_string())?;
         // Requests are small and latency-bound: no Nagle delay.
         tcp.set_nodelay(true).map_err(|e| e.to_string())?;
-        let stream = match &dialing.tls {
-            None => Stream::Plain(tcp),
-            Some(config) => Stream::Tls(Box::new(tls_handshake(tcp, address, config).await?)),
+        let (stream, client_auth) = match &dialing.tls {
+            None => (Stream::Plain(tcp), None),
+            Some(config) => {
+                let (config, seen) = coordbench_tls::noting_client_auth(config);
+                let tls = tls_handshake(tcp, address, &config).await?;
+                (Stream::Tls(Box::new(tls)), Some(seen))
+            }
         };
         let failure = TlsFailure::default();
-        let h2_detail = |what: &str, e: &h2::Error| h2_detail(what, e, &failure);
+        let h2_detail = |what: &str, e: &h2::Error| {
+            tls_reason(e, &failure)
+                .or_else(|| {
+                    client_auth
+                        .as_ref()
+                        .and_then(coordbench_tls::describe_after_handshake)
+                })
+                .unwrap_or_else(|| format!("{what}: {e}"))
+        };
         let (sender, mut conn) = h2::client::Builder::new()
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONNECTION_WINDOW)
@@ -159,7 +171,10 @@ pub(super) async fn dial(address: &str, dialing: &Dialing) -> Result<Dialled, St
         tokio::select! {
             closed = &mut conn => {
                 return Err(match closed {
-                    Ok(()) => "connection closed during the handshake".to_string(),
+                    Ok(()) => client_auth
+                        .as_ref()
+                        .and_then(coordbench_tls::describe_after_handshake)
+                        .unwrap_or_else(|| "connection closed during the handshake".to_string()),
                     Err(e) => h2_detail("http/2", &e),
                 });
             }
@@ -196,12 +211,11 @@ async fn tls_handshake(
         .map_err(|e| coordbench_tls::describe(&e).unwrap_or_else(|| format!("TLS handshake: {e}")))
 }
 
-/// An h2 error as one line: the TLS reason when a TLS alert or record broke it.
-fn h2_detail(what: &str, e: &h2::Error, tls: &TlsFailure) -> String {
+/// The TLS reason an h2 error had, when a TLS alert or record broke the connection.
+fn tls_reason(e: &h2::Error, tls: &TlsFailure) -> Option<String> {
     tls.get()
         .cloned()
         .or_else(|| e.get_io().and_then(coordbench_tls::describe))
-        .unwrap_or_else(|| format!("{what}: {e}"))
 }
 
 /// Runs `endpoint`'s connections for as long as the transport lives (it aborts this task):
