@@ -255,6 +255,28 @@ async fn attach_with_tls(target: Target, base_port: u16) {
     }
 
     let dir = |name: &str| work.path().join(name);
+    // A lab's shortcut: no CA, any server certificate accepted (the client certificate
+    // is still required by the server).
+    let mut unverified = vec![
+        "--endpoints",
+        &endpoints,
+        "--insecure-skip-tls-verify",
+        "--cert",
+        &cert,
+        "--key",
+        &key,
+    ];
+    if target == Target::Etcd {
+        unverified.extend(["--user", "alice"]);
+    }
+    let (code, stderr, _) =
+        coordbench_run(&lock_run(target, &dir("unverified"), &unverified), &env).await;
+    assert_eq!(code, 0, "{}: {stderr}", target.name());
+    assert_eq!(
+        run_json(&dir("unverified"))["config"]["etcd_tls_skip_verify"],
+        true
+    );
+
     let no_cert = ["--endpoints", &endpoints, "--cacert", &ca];
     assert_refused(
         target,
