@@ -59,19 +59,18 @@ fn client_tls(certs: &RunCertificates) -> Arc<coordbench_tls::rustls::ClientConf
     .unwrap()
 }
 
-/// Starts one secured member of `target` on tmpfs from `base_port`, with certificates in
+/// Starts one secured member of `target` on tmpfs on free ports, with certificates in
 /// `work/tls`; etcd with auth and the user alice.
-async fn start_secured(target: Target, base_port: u16, work: &Path) -> (Cluster, RunCertificates) {
+async fn start_secured(target: Target, work: &Path) -> (Cluster, RunCertificates) {
     let certs = coordbench_tls::generate(&work.join("tls")).unwrap();
-    let spec = ClusterSpec {
-        base_port: Some(base_port),
-        ..ClusterSpec::new(
-            1,
-            DiskKind::Tmpfs,
-            Duration::from_secs(10),
-            work.to_path_buf(),
-        )
-    };
+    // Free ports: fixed ones in the ephemeral range can be held by another test's
+    // connection in TIME_WAIT.
+    let spec = ClusterSpec::new(
+        1,
+        DiskKind::Tmpfs,
+        Duration::from_secs(10),
+        work.to_path_buf(),
+    );
     let started = match target {
         Target::Etcd => {
             let options = EtcdOptions {
@@ -151,18 +150,13 @@ fn run_json(out: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap()
 }
 
-async fn secure_lock_run_has_no_violations(target: Target, base_port: u16) {
+async fn secure_lock_run_has_no_violations(target: Target) {
     if !target.available() {
         return;
     }
     let work = TempDir::new().unwrap();
     let out = work.path().join("run");
-    let port = base_port.to_string();
-    let (code, stderr, _) = coordbench_run(
-        &lock_run(target, &out, &["--secure", "--base-port", &port]),
-        &[],
-    )
-    .await;
+    let (code, stderr, _) = coordbench_run(&lock_run(target, &out, &["--secure"]), &[]).await;
     assert_eq!(code, 0, "{}: {stderr}", target.name());
     let run = run_json(&out);
     assert_eq!(run["results"]["violations"], 0, "{run}");
@@ -188,12 +182,12 @@ async fn secure_lock_run_has_no_violations(target: Target, base_port: u16) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_secure_lock_run_has_no_violations() {
-    secure_lock_run_has_no_violations(Target::Etcd, 38700).await;
+    secure_lock_run_has_no_violations(Target::Etcd).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raft_secure_lock_run_has_no_violations() {
-    secure_lock_run_has_no_violations(Target::Raft, 38750).await;
+    secure_lock_run_has_no_violations(Target::Raft).await;
 }
 
 /// A refused run: exit 2, one line on stderr containing `needle`, within the bound.
@@ -215,12 +209,12 @@ async fn assert_refused(target: Target, args: Vec<String>, env: &[(&str, &str)],
 /// Attach mode: with the CA, the client certificate (and on etcd the user, its password
 /// from the environment) a run completes; without the certificate, with another CA, or
 /// (etcd) without the user it is refused in one line.
-async fn attach_with_tls(target: Target, base_port: u16) {
+async fn attach_with_tls(target: Target) {
     if !target.available() {
         return;
     }
     let work = TempDir::new().unwrap();
-    let (cluster, certs) = start_secured(target, base_port, work.path()).await;
+    let (cluster, certs) = start_secured(target, work.path()).await;
     let endpoints = cluster.endpoints().join(",");
     assert!(endpoints.starts_with("https://"), "{endpoints}");
     let (ca, cert, key) = (
@@ -337,7 +331,7 @@ async fn attach_with_tls(target: Target, base_port: u16) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_attach_mode_uses_tls_and_auth() {
-    attach_with_tls(Target::Etcd, 38800).await;
+    attach_with_tls(Target::Etcd).await;
 }
 
 /// A client idle past etcd's token TTL has its token refused ("invalid auth token") and
@@ -348,7 +342,7 @@ async fn etcd_clients_renew_expired_tokens() {
         return;
     }
     let work = TempDir::new().unwrap();
-    let (cluster, certs) = start_secured(Target::Etcd, 38900, work.path()).await;
+    let (cluster, certs) = start_secured(Target::Etcd, work.path()).await;
     let alice = EtcdSecurity {
         tls: Some(client_tls(&certs)),
         user: Some(EtcdUser::new("alice", "s3cret")),
@@ -383,7 +377,7 @@ async fn etcd_clients_renew_expired_tokens() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raft_attach_mode_uses_tls() {
-    attach_with_tls(Target::Raft, 38850).await;
+    attach_with_tls(Target::Raft).await;
 }
 
 /// Fault injection reaches a secured cluster with the run's TLS: leader detection (Status
@@ -396,8 +390,6 @@ async fn raft_secure_run_measures_failover() {
         "--target",
         "raft",
         "--secure",
-        "--base-port",
-        "38950",
         "--workload",
         "kv-put",
         "--clients",
@@ -436,12 +428,12 @@ async fn raft_secure_run_measures_failover() {
 /// etcd's own Go client, etcdctl 3.4, against the secured clusters with the run's
 /// certificates (and on etcd the user): raft's rustls listener with client certificates
 /// and ALPN, and its `:authority` rewriter under TLS (`endpoint status`).
-async fn etcdctl_reaches_secured(target: Target, base_port: u16) {
+async fn etcdctl_reaches_secured(target: Target) {
     if !target.available() || !common::etcdctl::present() {
         return;
     }
     let work = TempDir::new().unwrap();
-    let (cluster, certs) = start_secured(target, base_port, work.path()).await;
+    let (cluster, certs) = start_secured(target, work.path()).await;
     let endpoints = cluster.endpoints().join(",");
     let mut flags = vec![
         format!("--cacert={}", certs.ca.display()),
@@ -472,10 +464,10 @@ async fn ctl(endpoints: &str, args: &[&str], flags: &[String]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcdctl_reaches_secured_etcd() {
-    etcdctl_reaches_secured(Target::Etcd, 39000).await;
+    etcdctl_reaches_secured(Target::Etcd).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcdctl_reaches_secured_raft() {
-    etcdctl_reaches_secured(Target::Raft, 39050).await;
+    etcdctl_reaches_secured(Target::Raft).await;
 }
