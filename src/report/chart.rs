@@ -179,12 +179,7 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &LineChart) -> 
     };
     let (y0, y1) = chart.y_range.unwrap_or_else(|| {
         let bars = chart.lines.iter().flat_map(|l| &l.bars).map(|b| b.high);
-        let max = placed
-            .iter()
-            .flatten()
-            .map(|p| p.1)
-            .chain(bars)
-            .fold(0.0, f64::max);
+        let max = placed.iter().flatten().map(|p| p.1).chain(bars).fold(0.0, f64::max);
         (0.0, if max > 0.0 { max * 1.2 } else { 1.0 })
     });
 

@@ -144,13 +144,7 @@ fn figure_charts(
         _ => "target".into(),
     };
     for (title, y_label, column, scale, stem) in [
-        (
-            "Throughput",
-            "throughput (ops/s)",
-            "throughput_ops_s",
-            1.0,
-            "throughput",
-        ),
+        ("Throughput", "throughput (ops/s)", "throughput_ops_s", 1.0, "throughput"),
         ("p99 latency", "p99 latency (ms)", "p99_us", 1e-3, "p99"),
     ] {
         let title = format!("{title} vs {}", x.label);
@@ -292,3 +286,5 @@ fn line_chart(
             .collect(),
     }
 }
+
+

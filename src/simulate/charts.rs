@@ -69,14 +69,8 @@ pub fn write(
         all.push(simulated.clone());
         let mut own = vec![simulated];
         own.extend(paper_lines(range));
-        let title = format!(
-            "Election time after a leader crash: {core}, {members} members, timeouts {range} ms"
-        );
-        files.extend(render(
-            &chart(title, XScale::Linear, own),
-            dir,
-            &format!("cdf-{range}"),
-        )?);
+        let title = format!("Election time after a leader crash: {core}, {members} members, timeouts {range} ms");
+        files.extend(render(&chart(title, XScale::Linear, own), dir, &format!("cdf-{range}"))?);
     }
     all.extend(lines.iter().flat_map(|(range, _)| paper_lines(range)));
     let title = format!("Election time after a leader crash: {core}, {members} members");

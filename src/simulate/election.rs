@@ -37,6 +37,7 @@ pub struct Links {
     pub loss_per_mille: u64,
 }
 
+
 fn micros(d: Duration) -> u64 {
     d.as_micros().min(u128::from(u64::MAX)) as u64
 }
@@ -82,7 +83,8 @@ impl Setup {
     }
 
     pub fn heartbeat_us(&self, range: &TimeoutRange) -> u64 {
-        self.heartbeat_us.unwrap_or(u64::from(range.min_ms) * 500)
+        self.heartbeat_us
+            .unwrap_or(u64::from(range.min_ms) * 500)
     }
 
     /// The range in the core's ticks; refuses a heartbeat not below the minimum timeout.
@@ -133,12 +135,7 @@ pub fn trial_seed(seed: u64, range: &TimeoutRange, trial: u32) -> u64 {
     SplitMix64::new(line ^ u64::from(trial)).next_u64()
 }
 
-pub fn run_trial(
-    setup: &Setup,
-    range: &TimeoutRange,
-    trial: u32,
-    seed: u64,
-) -> Result<Trial, String> {
+pub fn run_trial(setup: &Setup, range: &TimeoutRange, trial: u32, seed: u64) -> Result<Trial, String> {
     match setup.core {
         SimCore::Raft => trial_of::<RaftMember>(setup, range, trial, seed),
         SimCore::Zab => trial_of::<ZabMember>(setup, range, trial, seed),
@@ -157,10 +154,7 @@ fn established_at<M: Member>(c: &TimedCluster<M>, touched: usize) -> bool {
 }
 
 fn max_term<M: Member>(c: &TimedCluster<M>) -> u64 {
-    c.live()
-        .map(|(_, m)| m.leadership().term)
-        .max()
-        .unwrap_or(0)
+    c.live().map(|(_, m)| m.leadership().term).max().unwrap_or(0)
 }
 
 fn trial_of<M: Member>(
@@ -185,13 +179,7 @@ fn trial_of<M: Member>(
     // Members start within one minimum timeout of each other, so even fixed timeouts
     // elect a first leader.
     let start_spread_us = u64::from(range.min_ms) * 1000;
-    let mut c = TimedCluster::new(
-        members,
-        setup.tick_us,
-        start_spread_us,
-        links,
-        SimRng::new(seed),
-    );
+    let mut c = TimedCluster::new(members, setup.tick_us, start_spread_us, links, SimRng::new(seed));
     let mut load = Load::new(setup.load_per_s);
     let mut result = Trial {
         trial,
@@ -285,9 +273,7 @@ impl Load {
             self.next_us += every_us;
             let leader = c.live().find(|(_, m)| m.leadership().leads).map(|(i, _)| i);
             if let Some(i) = leader {
-                if c.node_mut(i)
-                    .is_some_and(|m| m.propose(&self.accepted.to_le_bytes()))
-                {
+                if c.node_mut(i).is_some_and(|m| m.propose(&self.accepted.to_le_bytes())) {
                     self.accepted += 1;
                 }
                 c.flush(i);
@@ -300,12 +286,7 @@ impl Load {
 }
 
 /// Every trial of one range, in trial order.
-pub fn run_line(
-    setup: &Setup,
-    range: &TimeoutRange,
-    trials: u32,
-    seed: u64,
-) -> Result<Vec<Trial>, String> {
+pub fn run_line(setup: &Setup, range: &TimeoutRange, trials: u32, seed: u64) -> Result<Vec<Trial>, String> {
     (0..trials)
         .map(|t| run_trial(setup, range, t, trial_seed(seed, range, t)))
         .collect()
@@ -322,8 +303,9 @@ mod tests {
     #[test]
     fn nearby_seeds_draw_different_trials() {
         let range = TimeoutRange::parse("150-300").unwrap();
-        let seeds =
-            |run: u64| -> BTreeSet<u64> { (0..1000).map(|t| trial_seed(run, &range, t)).collect() };
+        let seeds = |run: u64| -> BTreeSet<u64> {
+            (0..1000).map(|t| trial_seed(run, &range, t)).collect()
+        };
         let (one, two) = (seeds(1), seeds(2));
         assert_eq!(one.len(), 1000);
         assert!(one.is_disjoint(&two));

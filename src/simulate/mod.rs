@@ -38,11 +38,11 @@ fn default_seed() -> u64 {
 fn election_command(args: &ElectionArgs) -> Result<Outcome, UsageError> {
     let setup = Setup::from_args(args).map_err(UsageError)?;
     let seed = args.seed.unwrap_or_else(default_seed);
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| crate::results::default_out_dir("simulate-election", setup.core.name()));
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        crate::results::default_out_dir("simulate-election", setup.core.name())
+    });
+    std::fs::create_dir_all(&out)
+        .with_context(|| format!("creating {}", out.display()))?;
     println!(
         "simulate election: {} x {} members, {} trials per range, seed {seed} (replay with --seed {seed})",
         setup.core.name(),
@@ -79,10 +79,7 @@ fn run_lines(
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("a simulation thread panicked".into()))
-            })
+            .map(|h| h.join().unwrap_or_else(|_| Err("a simulation thread panicked".into())))
             .collect()
     })
 }
@@ -173,15 +170,7 @@ fn published(range: &str) -> String {
 fn print_summaries(summaries: &[LineSummary], wall_s: f64) {
     println!(
         "{:>9} {:>7} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8} {:>9}  paper",
-        "timeouts",
-        "trials",
-        "median ms",
-        "p99 ms",
-        "max ms",
-        "mean ms",
-        "split",
-        "censored",
-        "trials/s"
+        "timeouts", "trials", "median ms", "p99 ms", "max ms", "mean ms", "split", "censored", "trials/s"
     );
     for s in summaries {
         println!(
@@ -204,10 +193,7 @@ fn print_summaries(summaries: &[LineSummary], wall_s: f64) {
         trials as f64 / wall_s.max(1e-9),
         summaries
             .iter()
-            .map(|s| format!(
-                "{} {:.0}x real time",
-                s.timeout_range, s.simulated_s_per_wall_s
-            ))
+            .map(|s| format!("{} {:.0}x real time", s.timeout_range, s.simulated_s_per_wall_s))
             .collect::<Vec<_>>()
             .join(", ")
     );

@@ -134,8 +134,8 @@ pub fn write_summaries(
     meta: serde_json::Value,
 ) -> anyhow::Result<()> {
     let csv_path = dir.join("summary.csv");
-    let mut w =
-        csv::Writer::from_path(&csv_path).with_context(|| format!("{}", csv_path.display()))?;
+    let mut w = csv::Writer::from_path(&csv_path)
+        .with_context(|| format!("{}", csv_path.display()))?;
     for s in summaries {
         w.serialize(s)?;
     }
@@ -174,12 +174,7 @@ mod tests {
             cap_ms: 1000.0,
             wall_s: 2.0,
         };
-        let trials = [
-            trial(Some(100), 0),
-            trial(Some(300), 1),
-            trial(None, 4),
-            trial(Some(200), 0),
-        ];
+        let trials = [trial(Some(100), 0), trial(Some(300), 1), trial(None, 4), trial(Some(200), 0)];
         let s = summarize(&ctx, &trials);
         assert_eq!((s.median_ms, s.max_ms, s.p99_ms), (200.0, 1000.0, 1000.0));
         assert_eq!(s.mean_ms, 400.0);

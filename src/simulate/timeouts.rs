@@ -68,10 +68,7 @@ mod tests {
         assert_eq!((r.min_ms, r.max_ms), (150, 155));
         assert_eq!(r.to_string(), "150-155");
         assert_eq!(r.ticks(100), (1500, 1551));
-        assert_eq!(
-            TimeoutRange::parse("150-150").unwrap().ticks(1000),
-            (150, 151)
-        );
+        assert_eq!(TimeoutRange::parse("150-150").unwrap().ticks(1000), (150, 151));
     }
 
     #[test]

@@ -21,8 +21,8 @@ mod harness;
 mod prop_rng;
 mod rng;
 mod sim;
-mod timed;
 pub mod tools;
+mod timed;
 
 pub use harness::{Harness, Summary};
 pub use prop_rng::PropRng;
