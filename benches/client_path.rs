@@ -61,6 +61,7 @@ async fn connect(engine: &str, endpoints: Vec<String>) -> Arc<dyn Coordinator> {
             endpoints,
             conns: 1,
             connect_timeout: CONNECT_TIMEOUT,
+            security: Default::default(),
         };
         Arc::new(EtcdCoordinator::connect(&config).await.expect("connect"))
     } else {

@@ -195,6 +195,7 @@ pub async fn run_with(
         kind: config.target_kind,
         zk_client: config.zk_client_kind,
         zk_access: config.zk_access.clone(),
+        etcd_security: target.etcd_security.clone(),
         coordinator: target.coordinator.clone(),
     };
     let injector = async {

@@ -413,9 +413,16 @@ pub struct RunArgs {
     #[command(flatten)]
     pub zk_access: crate::zk_access::ZkAccessArgs,
 
+    /// etcd, raft: TLS and user for clusters you run (--endpoints https://...).
+    #[command(flatten)]
+    pub etcd_access: crate::etcd_access::EtcdAccessArgs,
+
     /// Start the cluster secured: zookeeper and zab require digest auth from every
     /// client (a user and password drawn per run, CREATOR_ALL on every node the workloads
-    /// create). Not implemented yet for etcd and raft. `--secure false` is the default.
+    /// create); etcd serves clients over TLS only, requires client certificates signed by
+    /// a CA generated per run and has auth enabled (the driver runs as a user drawn per
+    /// run); raft serves TLS and requires client certificates (no auth: the engine has no
+    /// auth API). `--secure false` is the default.
     #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true",
           action = clap::ArgAction::Set, value_name = "BOOL")]
     pub secure: bool,

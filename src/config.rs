@@ -12,10 +12,12 @@ use crate::cli::{
     ConsistencyArg, FaultArg, ProtectArg, RunArgs, TargetKind, WorkloadKind, ZkClientArg,
 };
 use crate::election_timing::ElectionTiming;
+use crate::etcd_access::{self, EtcdAccessRecord};
 use crate::provision::{self, DiskKind};
 use crate::runner::{LoadMode, LoadPlan};
 use crate::workload_options::{self, WorkloadOptions};
 use crate::zk_access::{self as access, ZkAccessRecord};
+use coordbench_drivers::etcd::EtcdSecurity;
 use coordbench_drivers::zookeeper::ZkAccess;
 
 /// A configuration error: one line that says what to change.
@@ -69,6 +71,14 @@ pub struct RunConfig {
     pub zk_access_record: ZkAccessRecord,
     #[serde(skip)]
     pub zk_access: ZkAccess,
+    /// etcd, raft: whether TLS was used, with a CA and a client certificate, and the user
+    /// (never a password or key).
+    #[serde(flatten)]
+    pub etcd_access_record: EtcdAccessRecord,
+    /// etcd, raft: the driver's TLS and user (`--secure`: TLS is added once the run's
+    /// certificates are generated).
+    #[serde(skip)]
+    pub etcd_security: EtcdSecurity,
     pub base_port: Option<u16>,
     /// Emulated disks: the delay per sync, µs (the profile's unless `--sync-delay`).
     pub sync_delay_us: Option<u64>,
@@ -192,6 +202,14 @@ impl RunConfig {
             std::env::var(access::PASSWORD_ENV).ok(),
         )
         .map_err(ConfigError)?;
+        let etcd = etcd_access::resolve(
+            &args.etcd_access,
+            args.target,
+            &args.endpoints,
+            args.secure,
+            std::env::var(etcd_access::PASSWORD_ENV).ok(),
+        )
+        .map_err(ConfigError)?;
         if args.ttl < Duration::from_secs(1) && family == ApiFamily::Etcd {
             return Err(ConfigError(
                 "--ttl must be at least 1s on the etcd API (leases are whole seconds)".into(),
@@ -269,6 +287,8 @@ impl RunConfig {
             secure: args.secure,
             zk_access_record: resolved.record,
             zk_access: resolved.access,
+            etcd_access_record: etcd.record,
+            etcd_security: etcd.security,
             base_port: args.base_port,
             sync_delay_us: args.disk.is_emulated().then(|| {
                 args.sync_delay
@@ -334,18 +354,17 @@ fn validate_election_timing(args: &RunArgs) -> Result<ElectionTiming, ConfigErro
     Ok(timing)
 }
 
-/// `--secure` starts a secured cluster: zookeeper and zab only for now.
+/// `--secure` starts a secured cluster, so it needs one coordbench starts.
 fn validate_secure(args: &RunArgs) -> Result<(), ConfigError> {
     if !args.secure {
         return Ok(());
     }
     match args.target {
-        TargetKind::Etcd | TargetKind::Raft => Err(ConfigError(format!(
-            "--secure is not implemented yet for --target {} (client TLS and auth for the etcd API come later); omit --secure",
-            value_name(args.target)
-        ))),
         TargetKind::Null => Err(ConfigError(
-            "--secure applies to clusters coordbench starts (zookeeper, zab); omit it with --target null".into(),
+            "--secure applies to clusters coordbench starts; omit it with --target null".into(),
+        )),
+        TargetKind::Etcd | TargetKind::Raft if !args.endpoints.is_empty() => Err(ConfigError(
+            "--secure starts a secured cluster; against --endpoints pass --cacert, --cert, --key (and --user for etcd) instead".into(),
         )),
         _ if !args.endpoints.is_empty() => Err(ConfigError(
             "--secure starts a secured cluster; against --endpoints pass --zk-auth (and --zk-acl creator) instead".into(),
@@ -615,9 +634,11 @@ mod tests {
             ],
             &["--pin-servers", "0", "--endpoints", "127.0.0.1:1"],
             &["--pin-client", "1000"],
-            &["--target", "etcd", "--secure"],
-            &["--target", "raft", "--secure", "true"],
+            &["--target", "etcd", "--secure", "--endpoints", "127.0.0.1:1"],
+            &["--target", "raft", "--secure", "true", "--user", "a:b"],
             &["--target", "null", "--secure"],
+            &["--target", "etcd", "--user", "a:b"],
+            &["--target", "zab", "--cacert", "/tmp/ca.pem"],
             &["--target", "zab", "--secure", "--endpoints", "127.0.0.1:1"],
             &["--target", "zab", "--zk-acl", "creator"],
             &["--target", "zab", "--zk-chroot", "/"],
@@ -777,13 +798,15 @@ mod tests {
             assert!(json.contains(field), "{field} in {json}");
         }
         assert!(!json.contains("pw"), "{json}");
-        let etcd = config(&["--target", "etcd", "--secure"])
-            .unwrap_err()
-            .to_string();
+        let etcd = config(&["--target", "etcd", "--secure"]).unwrap();
+        assert!(etcd.secure && etcd.etcd_security.user.is_some());
+        let json = serde_json::to_string(&etcd).unwrap();
         assert!(
-            etcd.contains("not implemented yet for --target etcd"),
-            "{etcd}"
+            json.contains("\"etcd_tls\":true") && json.contains("\"etcd_user\":\"coordbench\""),
+            "{json}"
         );
+        let password = etcd.etcd_security.user.as_ref().unwrap().password();
+        assert!(!json.contains(password), "{json}");
     }
 
     #[test]

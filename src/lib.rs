@@ -18,6 +18,7 @@ pub mod console;
 pub mod cumulative;
 pub mod election_timing;
 pub mod environment;
+pub mod etcd_access;
 pub mod fault;
 pub mod gate;
 pub mod generator;

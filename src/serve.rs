@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -95,6 +96,44 @@ pub struct ServeArgs {
     /// `addauth digest` (ZooKeeper's enforce.auth.enabled=true, enforce.auth.schemes=digest).
     #[arg(long)]
     pub enforce_auth: bool,
+
+    /// raft: serve clients over TLS with this certificate (PEM; etcd's flag name). Needs
+    /// --key-file.
+    #[arg(long, value_name = "PEM")]
+    pub cert_file: Option<PathBuf>,
+
+    /// raft: the private key of --cert-file (PEM).
+    #[arg(long, value_name = "PEM")]
+    pub key_file: Option<PathBuf>,
+
+    /// raft, with --cert-file: require every client to present a certificate signed by a
+    /// CA in this file (PEM), as etcd's --client-cert-auth --trusted-ca-file.
+    #[arg(long, value_name = "PEM")]
+    pub trusted_ca_file: Option<PathBuf>,
+}
+
+impl ServeArgs {
+    /// The client listener's TLS configuration, if asked for.
+    fn client_tls(&self) -> anyhow::Result<Option<Arc<coordbench_tls::rustls::ServerConfig>>> {
+        match (&self.cert_file, &self.key_file) {
+            (None, None) => {
+                anyhow::ensure!(
+                    self.trusted_ca_file.is_none(),
+                    "--trusted-ca-file needs --cert-file and --key-file (client certificates are asked for over TLS)"
+                );
+                Ok(None)
+            }
+            (Some(cert), Some(key)) => {
+                let tls = coordbench_tls::ServerTls {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                    client_ca: self.trusted_ca_file.clone(),
+                };
+                Ok(Some(coordbench_tls::server_config(&tls)?))
+            }
+            _ => anyhow::bail!("--cert-file and --key-file go together"),
+        }
+    }
 }
 
 /// `id=host:port` pairs, ordered by id.
@@ -197,6 +236,8 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
         !args.enforce_auth,
         "--enforce-auth applies only to serve zab (the raft engine has no auth yet)"
     );
+    let tls = args.client_tls()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let Member {
         config,
         client_addr,
@@ -210,7 +251,7 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
             id,
             name: format!("m{id}"),
             peer_urls: vec![format!("http://{peer}")],
-            client_urls: vec![format!("http://{}", clients[&id])],
+            client_urls: vec![format!("{scheme}://{}", clients[&id])],
         })
         .collect();
     let listener = bind_clients(client_addr).await?;
@@ -221,13 +262,13 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot start raft member {}", args.id))?;
     let stop = crate::signals::stop_on_signals().context("cannot install signal handlers")?;
-    let served = serve(
-        listener,
-        handle,
-        members,
-        ServeOptions::default(),
-        async move { stop.cancelled().await },
-    )
+    let options = ServeOptions {
+        tls,
+        ..ServeOptions::default()
+    };
+    let served = serve(listener, handle, members, options, async move {
+        stop.cancelled().await
+    })
     .await;
     let stopped = node.stop().await;
     served.context("etcd API server failed")?;
@@ -240,6 +281,10 @@ pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         !args.session_tick.is_zero(),
         "--session-tick must be greater than zero"
+    );
+    anyhow::ensure!(
+        args.cert_file.is_none() && args.key_file.is_none() && args.trusted_ca_file.is_none(),
+        "--cert-file, --key-file and --trusted-ca-file apply only to serve raft (zab serves no TLS)"
     );
     let Member {
         config,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use coordbench_drivers::etcd::{EtcdConfig, EtcdCoordinator};
+use coordbench_drivers::etcd::{EtcdConfig, EtcdCoordinator, EtcdSecurity};
 use coordbench_drivers::null::NullCoordinator;
 use coordbench_drivers::zookeeper::{ZkAccess, ZkConfig, ZkCoordinator};
 use coordbench_drivers::zookeeper_async::AsyncZkCoordinator;
@@ -28,6 +28,9 @@ pub struct ReadyTarget {
     /// `None` for the in-process null target.
     pub cluster: Option<Cluster>,
     pub server_version: String,
+    /// etcd, raft: how the run's clients reach the members (TLS, user); what fault
+    /// injection's own clients use too.
+    pub etcd_security: EtcdSecurity,
 }
 
 /// Starts (or attaches to) the configured target and connects to it. `work_dir` receives
@@ -41,6 +44,7 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
                 coordinator,
                 cluster: None,
                 server_version,
+                etcd_security: EtcdSecurity::default(),
             })
         }
         TargetKind::Etcd | TargetKind::Raft => {
@@ -49,21 +53,14 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
             } else {
                 "etcd"
             };
+            let mut security = config.etcd_security.clone();
             let cluster = if config.attached() {
                 Cluster::attached(name, config.endpoints.clone())
-            } else if config.target_kind == TargetKind::Raft {
-                provision::raft::start(&cluster_spec(config, work_dir), &engine_options(config)?)
-                    .await?
             } else {
-                let options = provision::etcd::EtcdOptions {
-                    binary: config.etcd_bin.clone(),
-                    ..Default::default()
-                }
-                .with_timing(&config.election_timing)
-                .map_err(anyhow::Error::msg)?;
-                provision::etcd::start(&cluster_spec(config, work_dir), &options).await?
+                let certs = run_certificates(config, work_dir, &mut security)?;
+                start_etcd_api(config, work_dir, certs, &security).await?
             };
-            ready(config, cluster, name).await
+            ready(config, cluster, name, security).await
         }
         TargetKind::Zookeeper | TargetKind::Zab => {
             let cluster = if config.attached() {
@@ -80,18 +77,24 @@ pub async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<Read
                 };
                 provision::zookeeper::start(&cluster_spec(config, work_dir), &options).await?
             };
-            ready(config, cluster, "zookeeper").await
+            ready(config, cluster, "zookeeper", EtcdSecurity::default()).await
         }
     }
 }
 
 /// The run's driver connected to a started or attached `cluster`, and its server version
 /// (`name` says which target failed to answer).
-async fn ready(config: &RunConfig, cluster: Cluster, name: &str) -> anyhow::Result<ReadyTarget> {
+async fn ready(
+    config: &RunConfig,
+    cluster: Cluster,
+    name: &str,
+    etcd_security: EtcdSecurity,
+) -> anyhow::Result<ReadyTarget> {
     let coordinator = connect(
         config.target_kind,
         config.zk_client_kind,
         &config.zk_access,
+        &etcd_security,
         cluster.endpoints(),
         config.conns,
         // Holder pauses freeze sessions through a relay each; others connect directly.
@@ -106,7 +109,65 @@ async fn ready(config: &RunConfig, cluster: Cluster, name: &str) -> anyhow::Resu
         coordinator,
         cluster: Some(cluster),
         server_version,
+        etcd_security,
     })
+}
+
+/// `--secure` on etcd and raft: the run's CA and certificates in `<work_dir>/tls/`, and the
+/// driver's TLS with the client certificate (added to `security`).
+fn run_certificates(
+    config: &RunConfig,
+    work_dir: &Path,
+    security: &mut EtcdSecurity,
+) -> anyhow::Result<Option<coordbench_tls::RunCertificates>> {
+    if !config.secure {
+        return Ok(None);
+    }
+    let certs = coordbench_tls::generate(&work_dir.join("tls"))?;
+    let tls = coordbench_tls::client_config(&coordbench_tls::ClientTls {
+        ca: Some(certs.ca.clone()),
+        cert: Some(certs.client_cert.clone()),
+        key: Some(certs.client_key.clone()),
+        skip_verify: false,
+    })?;
+    security.tls = Some(tls);
+    Ok(Some(certs))
+}
+
+/// Starts the etcd or raft cluster of the run, secured with `certs` when given.
+async fn start_etcd_api(
+    config: &RunConfig,
+    work_dir: &Path,
+    certs: Option<coordbench_tls::RunCertificates>,
+    security: &EtcdSecurity,
+) -> anyhow::Result<Cluster> {
+    let spec = cluster_spec(config, work_dir);
+    if config.target_kind == TargetKind::Raft {
+        let options = provision::raft::RaftOptions {
+            tls: certs,
+            client: security.clone(),
+            ..engine_options(config)?
+        };
+        return Ok(provision::raft::start(&spec, &options).await?);
+    }
+    let secure = match (certs, &security.tls, &security.user) {
+        (Some(certs), Some(tls), Some(user)) => Some(provision::etcd::SecureEtcd {
+            certs,
+            tls: tls.clone(),
+            user: user.clone(),
+            token_ttl: None,
+        }),
+        (None, _, _) => None,
+        _ => anyhow::bail!("--secure on etcd needs the run's TLS and user (internal error)"),
+    };
+    let options = provision::etcd::EtcdOptions {
+        binary: config.etcd_bin.clone(),
+        secure,
+        ..Default::default()
+    }
+    .with_timing(&config.election_timing)
+    .map_err(anyhow::Error::msg)?;
+    Ok(provision::etcd::start(&spec, &options).await?)
 }
 
 /// The target's driver connected to `endpoints` with `conns` connections (etcd API; the
@@ -116,6 +177,7 @@ pub async fn connect(
     kind: TargetKind,
     zk_client: ZkClientArg,
     zk_access: &ZkAccess,
+    etcd_security: &EtcdSecurity,
     endpoints: Vec<String>,
     conns: usize,
     freezable_sessions: bool,
@@ -127,6 +189,7 @@ pub async fn connect(
                 endpoints,
                 conns,
                 connect_timeout: CONNECT_TIMEOUT,
+                security: etcd_security.clone(),
             };
             let name = if kind == TargetKind::Raft {
                 "raft"
@@ -171,7 +234,7 @@ fn value_of(kind: TargetKind) -> &'static str {
 fn engine_options(config: &RunConfig) -> anyhow::Result<provision::raft::RaftOptions> {
     provision::raft::RaftOptions {
         binary: config.engine_bin.clone(),
-        // Only zab takes it; config refuses --secure for raft.
+        // zab: --enforce-auth; raft is secured through `tls` (start_etcd_api).
         secure: config.secure,
         ..Default::default()
     }

@@ -165,7 +165,7 @@ fn parse_digest(auth: &str, password_env: Option<String>) -> Result<String, Stri
 }
 
 /// A fresh password for a `--secure` run (never written anywhere).
-fn generated_password() -> String {
+pub(crate) fn generated_password() -> String {
     let mut rng = rand::rng();
     (0..24)
         .map(|_| char::from_digit(rng.random_range(0..36), 36).unwrap_or('0'))

@@ -74,6 +74,7 @@ async fn assert_unreachable(endpoint: String) {
         endpoints: vec![endpoint.clone()],
         conns: 4,
         connect_timeout: Duration::from_secs(5),
+        security: Default::default(),
     };
     let started = Instant::now();
     let result = within(

@@ -25,6 +25,7 @@ fn dialing(connect_timeout: Duration) -> Dialing {
         connect_timeout,
         keepalive_interval: Duration::from_secs(10),
         keepalive_timeout: Duration::from_secs(5),
+        tls: None,
     }
 }
 

@@ -77,6 +77,7 @@ async fn every_kind_takes_effect_and_heals(kind: TargetKind) {
         kind,
         ZkClientArg::Client,
         &Default::default(),
+        &Default::default(),
         cluster.endpoints(),
         2,
         false,
@@ -87,6 +88,7 @@ async fn every_kind_takes_effect_and_heals(kind: TargetKind) {
         kind,
         zk_client: ZkClientArg::Client,
         zk_access: Default::default(),
+        etcd_security: Default::default(),
         coordinator,
     };
     let mut records = Vec::new();

@@ -20,6 +20,10 @@ pub enum DriverError {
     /// The server answered with an error status.
     #[error("server error: {0}")]
     Server(String),
+    /// The server refused the client's credentials or their permissions (etcd auth: no or
+    /// a wrong user, an expired token that could not be renewed, no permission).
+    #[error("access denied: {0}")]
+    Denied(String),
     /// The request was malformed or not supported by this driver.
     #[error("unsupported: {0}")]
     Unsupported(String),
@@ -34,6 +38,7 @@ impl DriverError {
             DriverError::NoLeader(_) => "no_leader",
             DriverError::SessionExpired(_) => "session_expired",
             DriverError::Server(_) => "server",
+            DriverError::Denied(_) => "denied",
             DriverError::Unsupported(_) => "unsupported",
         }
     }

@@ -79,8 +79,9 @@ impl<'a> Injector<'a> {
         seed: u64,
         stop: CancellationToken,
     ) -> Result<Injector<'a>, FaultError> {
-        let askers = Asker::for_members(target.kind, &cluster.endpoints())
-            .ok_or_else(|| FaultError::Cluster("the target has no members to fault".into()))?;
+        let askers =
+            Asker::for_members(target.kind, &cluster.endpoints(), &target.etcd_security)
+                .ok_or_else(|| FaultError::Cluster("the target has no members to fault".into()))?;
         let mut sessions = Vec::new();
         for i in 0..PROBES {
             let options = SessionOptions {
@@ -100,6 +101,7 @@ impl<'a> Injector<'a> {
                 kind: target.kind,
                 zk_client: target.zk_client,
                 zk_access: target.zk_access.clone(),
+                etcd_security: target.etcd_security.clone(),
             },
             views: MemberViews::start(askers),
             writes: ProbeWrites::start(sessions, "/coordbench/failover-probe"),
@@ -356,10 +358,15 @@ impl<'a> Injector<'a> {
         if watch.new_leader_found() {
             return;
         }
-        let _ = poll_until(&self.views, &self.stop, Instant::now() + NEW_TERM_GRACE, |v, at| {
-            watch.observe(v, at);
-            watch.new_leader_found().then_some(())
-        })
+        let _ = poll_until(
+            &self.views,
+            &self.stop,
+            Instant::now() + NEW_TERM_GRACE,
+            |v, at| {
+                watch.observe(v, at);
+                watch.new_leader_found().then_some(())
+            },
+        )
         .await;
     }
 

@@ -10,8 +10,9 @@
 
 use std::time::Duration;
 
+use coordbench_drivers::etcd::{connect_client, EtcdSecurity};
 use coordbench_drivers::zookeeper::four_letter::four_letter_word;
-use etcd_client::{Client, ConnectOptions};
+use etcd_client::Client;
 
 use crate::cli::TargetKind;
 
@@ -33,9 +34,11 @@ pub struct MemberView {
 
 /// Asks one member who leads.
 pub enum Asker {
-    /// etcd's Status through a client of this member alone (connected when first needed).
+    /// etcd's Status through a client of this member alone (connected when first needed,
+    /// with the run's TLS and user).
     Etcd {
         endpoint: String,
+        security: EtcdSecurity,
         client: Option<Box<Client>>,
     },
     /// ZooKeeper's `srvr` at `host:port`.
@@ -45,13 +48,18 @@ pub enum Asker {
 impl Asker {
     /// One asker per member; `endpoints` are the members' client endpoints in member order
     /// (etcd URLs or ZooKeeper `host:port`). `None` for targets without members (null).
-    pub fn for_members(kind: TargetKind, endpoints: &[String]) -> Option<Vec<Asker>> {
+    pub fn for_members(
+        kind: TargetKind,
+        endpoints: &[String],
+        security: &EtcdSecurity,
+    ) -> Option<Vec<Asker>> {
         match kind {
             TargetKind::Etcd | TargetKind::Raft => Some(
                 endpoints
                     .iter()
                     .map(|e| Asker::Etcd {
                         endpoint: e.clone(),
+                        security: security.clone(),
                         client: None,
                     })
                     .collect(),
@@ -69,9 +77,13 @@ impl Asker {
     /// The member's answer within `timeout`; `None`: no answer.
     pub async fn ask(&mut self, timeout: Duration) -> Option<MemberView> {
         match self {
-            Asker::Etcd { endpoint, client } => {
+            Asker::Etcd {
+                endpoint,
+                security,
+                client,
+            } => {
                 if client.is_none() {
-                    *client = tokio::time::timeout(timeout, connect(endpoint))
+                    *client = tokio::time::timeout(timeout, connect(endpoint, security))
                         .await
                         .ok()
                         .flatten()
@@ -93,13 +105,13 @@ impl Asker {
     }
 }
 
-async fn connect(endpoint: &str) -> Option<Client> {
-    // Short timeouts: a killed member must cost a poll milliseconds, not seconds. The
-    // channel reconnects by itself once the member is back.
-    let options = ConnectOptions::new()
-        .with_connect_timeout(Duration::from_millis(500))
-        .with_timeout(Duration::from_millis(500));
-    Client::connect([endpoint], Some(options)).await.ok()
+async fn connect(endpoint: &str, security: &EtcdSecurity) -> Option<Client> {
+    // A short timeout: a killed member must cost a poll milliseconds, not seconds. The
+    // transport redials by itself once the member is back.
+    let endpoints = [endpoint.to_string()];
+    connect_client(&endpoints, security, Duration::from_millis(500))
+        .await
+        .ok()
 }
 
 fn strip_scheme(endpoint: &str) -> String {

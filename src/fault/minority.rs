@@ -30,6 +30,8 @@ pub struct MemberClient {
     pub kind: TargetKind,
     pub zk_client: ZkClientArg,
     pub zk_access: coordbench_drivers::zookeeper::ZkAccess,
+    /// etcd API targets: the run's TLS and user.
+    pub etcd_security: coordbench_drivers::etcd::EtcdSecurity,
 }
 
 /// The two sessions on one minority member, opened while the cluster is still whole.
@@ -58,6 +60,7 @@ impl MinorityClient {
                 how.kind,
                 how.zk_client,
                 &how.zk_access,
+                &how.etcd_security,
                 vec![endpoint.to_string()],
                 1,
                 false,

@@ -68,6 +68,8 @@ pub struct FaultTarget {
     pub zk_client: ZkClientArg,
     /// ZooKeeper targets: the run's credentials, node ACL and chroot.
     pub zk_access: coordbench_drivers::zookeeper::ZkAccess,
+    /// etcd API targets: the run's TLS and user (leader detection, a minority's client).
+    pub etcd_security: coordbench_drivers::etcd::EtcdSecurity,
     /// The run's coordinator; the probe writes open their sessions on it.
     pub coordinator: Arc<dyn Coordinator>,
 }

@@ -35,6 +35,10 @@ pub enum ProvisionError {
     #[error("{0}")]
     Unsupported(String),
 
+    /// Certificates could not be made or the cluster's auth could not be set up.
+    #[error("securing the cluster: {0}")]
+    Secure(String),
+
     #[error("{context}: {source}")]
     Io {
         context: String,

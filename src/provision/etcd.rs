@@ -1,10 +1,16 @@
 //! Starting a local etcd cluster: members m1..mN on 127.0.0.1, ready when every member
-//! answers Status and all agree on a leader.
+//! answers Status and all agree on a leader. Secured (`--secure`): clients are served over
+//! TLS only and must present a certificate signed by the run's CA, and auth is enabled
+//! once the cluster is ready (`etcd_auth`); peer traffic stays plain HTTP on 127.0.0.1.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use etcd_client::{Client, ConnectOptions};
+use coordbench_drivers::etcd::{connect_client, EtcdSecurity, EtcdUser};
+use coordbench_tls::rustls::ClientConfig;
+use coordbench_tls::RunCertificates;
+use etcd_client::Client;
 
 use super::disk::{self, DiskKind};
 use super::executable::find_executable;
@@ -35,6 +41,20 @@ pub struct EtcdOptions {
     pub election_ms: u64,
     /// The election timing the run asked for (what [`EtcdOptions::with_timing`] mapped).
     pub requested: ElectionTiming,
+    /// Start it secured (`--secure`); `None`: plain HTTP for clients, no auth.
+    pub secure: Option<SecureEtcd>,
+}
+
+/// A secured cluster: the run's certificates, TLS as its clients use it, and the user the
+/// run's clients authenticate as (created with a role granting readwrite on every key).
+#[derive(Debug, Clone)]
+pub struct SecureEtcd {
+    pub certs: RunCertificates,
+    pub tls: Arc<ClientConfig>,
+    pub user: EtcdUser,
+    /// etcd's `--auth-token-ttl`: a simple token is dropped this long after its last use
+    /// (`None`: etcd's default, 300 s); clients then re-authenticate.
+    pub token_ttl: Option<Duration>,
 }
 
 impl Default for EtcdOptions {
@@ -44,6 +64,7 @@ impl Default for EtcdOptions {
             heartbeat_ms: 100,
             election_ms: 1000,
             requested: ElectionTiming::default(),
+            secure: None,
         }
     }
 }
@@ -196,36 +217,17 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
     let ports = ports::allocate(spec.base_port, 2 * spec.size)?;
     let root = disk::create_data_root(spec, TARGET)?;
     let root_path = root.path.clone();
-    let fsync = match spec.disk {
-        DiskKind::Disk => "on".to_string(),
-        DiskKind::Tmpfs => "on (no-op on tmpfs)".into(),
-        DiskKind::Nofsync if caps.no_fsync => "off (--unsafe-no-fsync)".into(),
-        DiskKind::Nofsync => "off (sync-delay filesystem: syncs acknowledged, not done)".into(),
-        DiskKind::Hdd | DiskKind::Ssd | DiskKind::Nvme => spec.emulated_fsync_label(),
-    };
-    let info = ClusterInfo {
-        target: TARGET.to_string(),
-        size: spec.size,
-        disk: Some(spec.disk),
-        provisioned: true,
-        binary: Some(binary.display().to_string()),
-        version: None,
-        members: Vec::new(),
-        settings: vec![
-            (
-                "heartbeat-interval-ms".into(),
-                opts.heartbeat_ms.to_string(),
-            ),
-            ("election-timeout-ms".into(), opts.election_ms.to_string()),
-            ("fsync".into(), fsync),
-        ],
-        election_timing: Some(opts.effective_timing()),
-    };
+    let info = cluster_info(spec, opts, caps, &binary);
     // From here on, returning early drops `cluster`, which stops the members started so far
     // and removes a tmpfs data root.
     let mut cluster = Cluster::provisioned(info, Some(root), spec);
 
-    let listen_client = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i]);
+    let client_scheme = if opts.secure.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let listen_client = |i: usize| format!("{client_scheme}://127.0.0.1:{}", ports[2 * i]);
     let listen_peer = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i + 1]);
     // With a network delay every member reaches member i through one proxy route: etcd
     // derives member ids from the advertised peer URLs, so all must agree on them, which
@@ -245,7 +247,7 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
             .client_route(format!("client->m{}", i + 1), local(ports[2 * i]))
             .await?;
         peer_urls.push(format!("http://{peer}"));
-        client_urls.push(format!("http://{client}"));
+        client_urls.push(format!("{client_scheme}://{client}"));
     }
     let initial_cluster = (0..spec.size)
         .map(|i| format!("m{}={}", i + 1, peer_urls[i]))
@@ -293,6 +295,12 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
         if spec.disk == DiskKind::Nofsync && caps.no_fsync {
             args.push("--unsafe-no-fsync".into());
         }
+        if let Some(secure) = &opts.secure {
+            args.extend(client_tls_args(&secure.certs));
+            if let Some(ttl) = secure.token_ttl {
+                args.push(format!("--auth-token-ttl={}", ttl.as_secs().max(1)));
+            }
+        }
         let launch = Launch {
             program: binary.clone(),
             args,
@@ -319,24 +327,84 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
         cluster.add_member(member, launch, process);
     }
 
-    let version = wait_ready(&mut cluster, TARGET).await?;
+    // Before auth is enabled, members answer Status over TLS to anyone with a client
+    // certificate; then the run's user is set up.
+    let tls_only = EtcdSecurity {
+        tls: opts.secure.as_ref().map(|s| s.tls.clone()),
+        user: None,
+    };
+    let version = wait_ready(&mut cluster, TARGET, &tls_only).await?;
+    if let Some(secure) = &opts.secure {
+        super::etcd_auth::enable(&cluster.endpoints(), &tls_only, &secure.user).await?;
+    }
     cluster.info_mut().version = Some(version);
     Ok(cluster)
 }
 
+/// The cluster as run.json describes it before its members run: binary and settings.
+fn cluster_info(
+    spec: &ClusterSpec,
+    opts: &EtcdOptions,
+    caps: Capabilities,
+    binary: &Path,
+) -> ClusterInfo {
+    let fsync = match spec.disk {
+        DiskKind::Disk => "on".to_string(),
+        DiskKind::Tmpfs => "on (no-op on tmpfs)".into(),
+        DiskKind::Nofsync if caps.no_fsync => "off (--unsafe-no-fsync)".into(),
+        DiskKind::Nofsync => "off (sync-delay filesystem: syncs acknowledged, not done)".into(),
+        DiskKind::Hdd | DiskKind::Ssd | DiskKind::Nvme => spec.emulated_fsync_label(),
+    };
+    let mut settings = vec![
+        (
+            "heartbeat-interval-ms".into(),
+            opts.heartbeat_ms.to_string(),
+        ),
+        ("election-timeout-ms".into(), opts.election_ms.to_string()),
+        ("fsync".into(), fsync),
+    ];
+    if opts.secure.is_some() {
+        settings.push(("client-transport".into(), SECURE_TRANSPORT.into()));
+        settings.push(("auth".into(), super::etcd_auth::DESCRIPTION.into()));
+    }
+    ClusterInfo {
+        target: TARGET.to_string(),
+        size: spec.size,
+        disk: Some(spec.disk),
+        provisioned: true,
+        binary: Some(binary.display().to_string()),
+        version: None,
+        members: Vec::new(),
+        settings,
+        election_timing: Some(opts.effective_timing()),
+    }
+}
+
+/// What run.json's settings say of a secured cluster's client transport.
+const SECURE_TRANSPORT: &str =
+    "TLS, client certificates required (CA generated per run); peers plain HTTP on 127.0.0.1";
+
+/// etcd's flags for TLS to clients with client certificates verified by the run's CA.
+fn client_tls_args(certs: &RunCertificates) -> [String; 4] {
+    [
+        format!("--cert-file={}", certs.server_cert.display()),
+        format!("--key-file={}", certs.server_key.display()),
+        "--client-cert-auth".into(),
+        format!("--trusted-ca-file={}", certs.ca.display()),
+    ]
+}
+
 /// Polls every member's Status until all answer with the same non-zero leader; fails at once
 /// if a member exits. Returns the server version. Serves any cluster that speaks etcd's v3
-/// API (etcd itself, the built-in Raft engine).
+/// API (etcd itself, the built-in Raft engine), secured ones through `security`.
 pub(super) async fn wait_ready(
     cluster: &mut Cluster,
     target: &str,
+    security: &EtcdSecurity,
 ) -> Result<String, ProvisionError> {
     let started = Instant::now();
     let endpoints = cluster.endpoints();
     let names = cluster.member_names();
-    let connect_opts = ConnectOptions::new()
-        .with_connect_timeout(STATUS_TIMEOUT)
-        .with_timeout(STATUS_TIMEOUT);
     let mut clients: Vec<Option<Client>> = vec![None; endpoints.len()];
     let mut detail;
     loop {
@@ -346,7 +414,7 @@ pub(super) async fn wait_ready(
         detail = String::new();
         for (i, url) in endpoints.iter().enumerate() {
             if clients[i].is_none() {
-                match Client::connect([url], Some(connect_opts.clone())).await {
+                match connect_client(std::slice::from_ref(url), security, STATUS_TIMEOUT).await {
                     Ok(c) => clients[i] = Some(c),
                     Err(e) => {
                         detail = format!("member {} at {url}: {e}", names[i]);

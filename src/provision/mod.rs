@@ -7,6 +7,7 @@
 pub mod disk;
 mod error;
 pub mod etcd;
+mod etcd_auth;
 pub mod executable;
 pub mod ports;
 pub mod process;

@@ -4,9 +4,15 @@
 //!
 //! The launcher ([`launch_members`]) is shared with the Zab engine (`provision::zab`),
 //! which differs only in the subcommand, the client URL form and the readiness check.
+//! Secured (`--secure`): members serve clients over TLS and require a client certificate
+//! signed by the run's CA (`serve raft --cert-file --key-file --trusted-ca-file`); the
+//! engine has no auth API, so there is no user. Peer traffic stays plain on 127.0.0.1.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use coordbench_drivers::etcd::EtcdSecurity;
+use coordbench_tls::RunCertificates;
 
 use super::disk::{self, DiskKind};
 use super::executable::find_executable;
@@ -28,10 +34,14 @@ pub struct RaftOptions {
     pub election_ticks_min: u32,
     pub election_ticks_max: u32,
     /// zab: members require digest authentication (`serve zab --enforce-auth`, as
-    /// ZooKeeper's `enforce.auth.enabled`). Not offered for raft yet.
+    /// ZooKeeper's `enforce.auth.enabled`). raft is secured by `tls` instead.
     pub secure: bool,
     /// The election timing the run asked for (what [`RaftOptions::with_timing`] mapped).
     pub requested: ElectionTiming,
+    /// raft: serve clients over TLS with these certificates, client certificates required.
+    pub tls: Option<RunCertificates>,
+    /// raft: how provisioning's readiness check reaches the members (TLS when `tls`).
+    pub client: EtcdSecurity,
 }
 
 impl Default for RaftOptions {
@@ -45,6 +55,8 @@ impl Default for RaftOptions {
             election_ticks_max: 200,
             secure: false,
             requested: ElectionTiming::default(),
+            tls: None,
+            client: EtcdSecurity::default(),
         }
     }
 }
@@ -162,11 +174,27 @@ pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError
 /// Starts `spec.size` members. Call from a tokio worker or the main thread (members die with
 /// the thread that spawned them); on any error everything started so far is stopped.
 pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, ProvisionError> {
-    let mut cluster =
-        launch_members(spec, opts, TARGET, &[], |addr| format!("http://{addr}")).await?;
+    let tls_args: Vec<String> = opts.tls.as_ref().map_or_else(Vec::new, |certs| {
+        vec![
+            format!("--cert-file={}", certs.server_cert.display()),
+            format!("--key-file={}", certs.server_key.display()),
+            format!("--trusted-ca-file={}", certs.ca.display()),
+        ]
+    });
+    let scheme = if opts.tls.is_some() { "https" } else { "http" };
+    let mut cluster = launch_members(spec, opts, TARGET, &tls_args, |addr| {
+        format!("{scheme}://{addr}")
+    })
+    .await?;
     let settings = &mut cluster.info_mut().settings;
     settings.extend(snapshot_settings(crate::serve::RAFT_SNAPSHOT_EVERY));
-    let version = etcd::wait_ready(&mut cluster, TARGET).await?;
+    if opts.tls.is_some() {
+        settings.push((
+            "client-transport".into(),
+            "TLS, client certificates required (CA generated per run); peers plain TCP on 127.0.0.1; no auth (the engine has no auth API)".into(),
+        ));
+    }
+    let version = etcd::wait_ready(&mut cluster, TARGET, &opts.client).await?;
     cluster.info_mut().version = Some(version);
     Ok(cluster)
 }

@@ -349,6 +349,22 @@ mod tests {
     }
 
     #[test]
+    fn the_secure_axis_secures_every_target() {
+        let s = spec(
+            "targets = [\"etcd\", \"raft\", \"zab\"]\nworkload = \"kv-put\"\n[axes]\nsecure = [false, true]\n",
+        );
+        let points = points(&s, Path::new("/tmp/sw")).unwrap();
+        assert_eq!(points.len(), 6);
+        for p in &points {
+            let secure = p.name.contains("secure=true");
+            assert_eq!(p.config.secure, secure, "{}", p.name);
+            if p.config.target != "zab" {
+                assert_eq!(p.config.etcd_access_record.etcd_tls, secure, "{}", p.name);
+            }
+        }
+    }
+
+    #[test]
     fn the_ready_made_specs_expand_in_full_and_quick() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
         let mut checked = 0;

@@ -213,6 +213,7 @@ pub async fn connect(
                 endpoints,
                 conns,
                 connect_timeout: CONNECT_TIMEOUT,
+                security: Default::default(),
             };
             let what = format!("connecting to {}", kind.name());
             let c = within(START_BOUND, &what, EtcdCoordinator::connect(&config))

@@ -26,6 +26,8 @@ pub fn map_error(error: Error) -> DriverError {
                 _ if message.contains("requested lease not found") => {
                     DriverError::SessionExpired(message)
                 }
+                Code::Unauthenticated | Code::PermissionDenied => DriverError::Denied(message),
+                _ if is_auth_refusal(&message) => DriverError::Denied(message),
                 Code::Unavailable => DriverError::Unreachable {
                     endpoint: "etcd".into(),
                     detail: message,
@@ -35,6 +37,19 @@ pub fn map_error(error: Error) -> DriverError {
         }
         other => DriverError::Server(one_line(&other.to_string())),
     }
+}
+
+/// etcd's auth refusals sent with other codes (InvalidArgument, FailedPrecondition).
+fn is_auth_refusal(message: &str) -> bool {
+    [
+        "user name is empty",
+        "authentication failed",
+        "invalid auth token",
+        "authentication is not enabled",
+        "permission denied",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
 }
 
 fn one_line(s: &str) -> String {

@@ -8,6 +8,11 @@
 //! queue by create revision under a prefix ([`queue`]); service instances are leased keys
 //! ([`registry`]). A session's watch handles ([`watch`]) share one watch stream
 //! ([`watch_mux`]), so thousands of config watchers need no more HTTP/2 streams than sessions.
+//!
+//! Secured clusters ([`EtcdSecurity`]): `https://` endpoints are dialled over TLS by the
+//! transport, and with a user etcd-client authenticates each connection's client once and
+//! sends the token with every call, re-authenticating when a token is refused (etcd's
+//! simple tokens expire after 5 idle minutes).
 
 mod election;
 mod errors;
@@ -21,10 +26,12 @@ mod versioned;
 mod watch;
 mod watch_mux;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use etcd_client::Client;
+use coordbench_tls::rustls::ClientConfig;
+use etcd_client::{Client, ConnectOptions, GetOptions};
 
 use crate::{ApiFamily, Coordinator, DriverError, Session, SessionOptions};
 pub use errors::map_error;
@@ -43,6 +50,95 @@ pub struct EtcdConfig {
     pub conns: usize,
     /// How long a connection attempt may take before the target counts as unreachable.
     pub connect_timeout: Duration,
+    /// TLS and user, for secured clusters.
+    pub security: EtcdSecurity,
+}
+
+/// How the driver reaches a secured cluster: TLS for `https://` endpoints (bare
+/// `host:port` endpoints then mean https), and an etcd user.
+#[derive(Clone, Default)]
+pub struct EtcdSecurity {
+    pub tls: Option<Arc<ClientConfig>>,
+    pub user: Option<EtcdUser>,
+}
+
+/// An etcd user and its password; `Debug` never shows the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct EtcdUser {
+    pub name: String,
+    password: String,
+}
+
+impl EtcdUser {
+    pub fn new(name: impl Into<String>, password: impl Into<String>) -> Self {
+        EtcdUser {
+            name: name.into(),
+            password: password.into(),
+        }
+    }
+
+    /// The password, for etcd's Authenticate (and for creating the user).
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+}
+
+impl std::fmt::Debug for EtcdUser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EtcdUser({})", self.name)
+    }
+}
+
+impl std::fmt::Debug for EtcdSecurity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdSecurity")
+            .field("tls", &self.tls.is_some())
+            .field("user", &self.user)
+            .finish()
+    }
+}
+
+impl EtcdSecurity {
+    /// etcd-client's options for this user: authenticate at once, renew refused tokens.
+    fn options(&self) -> Option<ConnectOptions> {
+        self.user.as_ref().map(|u| {
+            ConnectOptions::new()
+                .with_user(u.name.clone(), u.password.clone())
+                .with_auto_token_refresh(true)
+        })
+    }
+
+    fn dialing(&self, connect_timeout: Duration) -> Dialing {
+        Dialing {
+            connect_timeout,
+            keepalive_interval: Duration::from_secs(10),
+            keepalive_timeout: Duration::from_secs(5),
+            tls: self.tls.clone(),
+        }
+    }
+}
+
+/// One etcd-client over one transport to `endpoints` with `security`, as provisioning and
+/// fault injection use to ask members for their status. Fails within about the connect
+/// timeout when no endpoint answers (or authentication fails).
+pub async fn connect_client(
+    endpoints: &[String],
+    security: &EtcdSecurity,
+    connect_timeout: Duration,
+) -> Result<Client, DriverError> {
+    let endpoints: Vec<String> = endpoints
+        .iter()
+        .map(|e| normalize(e, security.tls.is_some()))
+        .collect();
+    let shown = endpoints.join(",");
+    let transport = Transport::connect(&endpoints, security.dialing(connect_timeout))
+        .await
+        .map_err(|e| transport_error(&shown, e))?;
+    let client = transport.etcd_client_with(security.options());
+    tokio::time::timeout(connect_timeout, client)
+        .await
+        .map_err(|_| unreachable(&shown, "no answer to Authenticate"))?
+        .map_err(|e| authenticate_error(&shown, security, e))
 }
 
 /// A connected etcd-API target.
@@ -56,37 +152,45 @@ impl EtcdCoordinator {
     /// Connects and checks that some member answers within the connect timeout, so an
     /// unreachable endpoint fails here with a clear error rather than hanging a run.
     pub async fn connect(config: &EtcdConfig) -> Result<Self, DriverError> {
-        let endpoints: Vec<String> = config.endpoints.iter().map(|e| normalize(e)).collect();
-        let shown = endpoints.join(",");
-        if endpoints.is_empty() {
+        if config.endpoints.is_empty() {
             return Err(DriverError::Unsupported("no etcd endpoints given".into()));
         }
-        let dialing = Dialing {
-            connect_timeout: config.connect_timeout,
-            keepalive_interval: Duration::from_secs(10),
-            keepalive_timeout: Duration::from_secs(5),
-        };
         let mut clients = Vec::with_capacity(config.conns.max(1));
         for _ in 0..config.conns.max(1) {
-            let transport = Transport::connect(&endpoints, dialing)
-                .await
-                .map_err(|e| match e {
-                    TransportError::BadEndpoint { .. } => DriverError::Unsupported(e.to_string()),
-                    TransportError::Unreachable { detail } => unreachable(&shown, &detail),
-                })?;
-            let client = transport
-                .etcd_client()
-                .await
-                .map_err(|e| unreachable(&shown, &e.to_string()))?;
+            let client =
+                connect_client(&config.endpoints, &config.security, config.connect_timeout).await?;
             clients.push(client);
         }
+        let tls = config.security.tls.is_some();
         let coordinator = EtcdCoordinator {
             clients,
-            endpoints,
+            endpoints: config.endpoints.iter().map(|e| normalize(e, tls)).collect(),
             connect_timeout: config.connect_timeout,
         };
         coordinator.server_version().await?;
+        coordinator.check_access(&config.security).await?;
         Ok(coordinator)
+    }
+
+    /// A read under the driver's key prefix, so a cluster that wants a user (or a user
+    /// without permission there) fails the connect in one line rather than every operation.
+    async fn check_access(&self, security: &EtcdSecurity) -> Result<(), DriverError> {
+        let mut client = self.client(0);
+        let read = client.get(
+            KEY_PREFIX,
+            Some(GetOptions::new().with_prefix().with_count_only()),
+        );
+        let answer = tokio::time::timeout(self.connect_timeout, read)
+            .await
+            .map_err(|_| unreachable(&self.endpoints.join(","), "no answer to a read"))?;
+        match answer.map_err(map_error) {
+            Ok(_) => Ok(()),
+            Err(DriverError::Denied(why)) => Err(DriverError::Denied(match &security.user {
+                None => format!("the cluster refused a read without a user ({why}); pass --user NAME[:PASSWORD]"),
+                Some(u) => format!("user {} may not read {KEY_PREFIX} ({why}); grant it readwrite on the keyspace", u.name),
+            })),
+            Err(other) => Err(other),
+        }
     }
 
     /// A client handle on connection `i % conns`.
@@ -128,16 +232,52 @@ impl Coordinator for EtcdCoordinator {
 }
 
 fn unreachable(endpoints: &str, detail: &str) -> DriverError {
+    // A TLS failure names its own fix; the cluster is running.
+    let hint = if detail.starts_with("TLS") || detail.contains("TLS:") {
+        ""
+    } else {
+        " (is the cluster running? check --endpoints)"
+    };
     DriverError::Unreachable {
         endpoint: endpoints.to_string(),
-        detail: format!("{detail} (is the cluster running? check --endpoints)"),
+        detail: format!("{detail}{hint}"),
     }
 }
 
-/// URLs want a scheme; users often write `host:port`.
-fn normalize(endpoint: &str) -> String {
+fn transport_error(endpoints: &str, e: TransportError) -> DriverError {
+    match e {
+        TransportError::BadEndpoint { .. } => DriverError::Unsupported(e.to_string()),
+        TransportError::Unreachable { detail } => unreachable(endpoints, &detail),
+    }
+}
+
+/// A failed client setup: with a user that is Authenticate, whose refusal names the user.
+fn authenticate_error(
+    endpoints: &str,
+    security: &EtcdSecurity,
+    e: etcd_client::Error,
+) -> DriverError {
+    match (map_error(e), &security.user) {
+        (DriverError::Denied(why), Some(u)) => {
+            DriverError::Denied(format!(
+                "authenticating as etcd user {}: {why} (check the password: --user NAME:PASSWORD or $COORDBENCH_ETCD_PASSWORD)",
+                u.name
+            ))
+        }
+        (DriverError::Unreachable { detail, .. }, _) => unreachable(endpoints, &detail),
+        (other, Some(u)) => {
+            DriverError::Denied(format!("authenticating as etcd user {}: {other}", u.name))
+        }
+        (other, None) => other,
+    }
+}
+
+/// URLs want a scheme; users often write `host:port` (https when TLS is configured).
+fn normalize(endpoint: &str, tls: bool) -> String {
     if endpoint.contains("://") {
         endpoint.to_string()
+    } else if tls {
+        format!("https://{endpoint}")
     } else {
         format!("http://{endpoint}")
     }

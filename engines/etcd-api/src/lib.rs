@@ -32,6 +32,7 @@ pub mod options;
 pub mod pb;
 mod server;
 pub mod state_machine;
+mod tls_incoming;
 mod watch;
 
 pub use error::ApiError;

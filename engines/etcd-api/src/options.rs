@@ -32,6 +32,9 @@ pub struct ServeOptions {
     pub watch_progress_interval: Duration,
     /// Largest command accepted into the log (etcd's `--max-request-bytes`, 1.5 MiB).
     pub max_request_bytes: usize,
+    /// Serve TLS with this configuration (certificate, and the CA client certificates must
+    /// be signed by); `None`: plain HTTP/2.
+    pub tls: Option<std::sync::Arc<coordbench_tls::rustls::ServerConfig>>,
 }
 
 impl Default for ServeOptions {
@@ -44,6 +47,7 @@ impl Default for ServeOptions {
             watch_buffer: 1024,
             watch_progress_interval: Duration::from_secs(600),
             max_request_bytes: 1536 * 1024,
+            tls: None,
         }
     }
 }

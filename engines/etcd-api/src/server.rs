@@ -30,6 +30,7 @@ use crate::options::{derive_cluster_id, MemberInfo, ServeOptions};
 use crate::pb::election::election_server::ElectionServer;
 use crate::pb::lock::lock_server::LockServer;
 use crate::state_machine::KvStateMachine;
+use crate::tls_incoming::TlsIncoming;
 use crate::watch::WatchService;
 
 /// Room for gRPC framing above the largest request, as etcd allows (`grpcOverheadBytes`).
@@ -88,11 +89,6 @@ where
                 .max_encoding_message_size(usize::MAX)
         };
     }
-    // Each connection is read through FixAuthority: some etcd clients send a malformed
-    // :authority that etcd accepts and h2 would refuse.
-    let incoming = TcpIncoming::from(listener)
-        .with_nodelay(Some(true))
-        .map(|conn| conn.map(FixAuthority::new));
     let stop = {
         let token = token.clone();
         async move {
@@ -100,16 +96,30 @@ where
             token.cancel();
         }
     };
-    let result = Server::builder()
+    let tls = core.options.tls.clone();
+    let router = Server::builder()
         .add_service(service!(PbKvServer, KvService))
         .add_service(service!(PbWatchServer, WatchService))
         .add_service(service!(PbLeaseServer, LeaseService))
         .add_service(service!(PbMaintenanceServer, MaintenanceService))
         .add_service(service!(PbClusterServer, ClusterService))
         .add_service(service!(LockServer, LockService))
-        .add_service(service!(ElectionServer, ElectionService))
-        .serve_with_incoming_shutdown(incoming, stop)
-        .await;
+        .add_service(service!(ElectionServer, ElectionService));
+    // Each connection is read through FixAuthority: some etcd clients send a malformed
+    // :authority that etcd accepts and h2 would refuse. Over TLS, the decrypted bytes.
+    let result = match tls {
+        None => {
+            let incoming = TcpIncoming::from(listener)
+                .with_nodelay(Some(true))
+                .map(|conn| conn.map(FixAuthority::new));
+            router.serve_with_incoming_shutdown(incoming, stop).await
+        }
+        Some(config) => {
+            let incoming =
+                TlsIncoming::new(listener, config).map(|conn| conn.map(FixAuthority::new));
+            router.serve_with_incoming_shutdown(incoming, stop).await
+        }
+    };
     token.cancel();
     let _ = expiry.await;
     Ok(result?)

@@ -1,12 +1,17 @@
 //! One etcd endpoint's HTTP/2 connection: dialled with a timeout, kept alive with HTTP/2
 //! pings, and redialled shortly after it breaks (a killed or restarted member), while the
-//! transport sends through the others.
+//! transport sends through the others. Over TLS (`https://` endpoints) the dial also runs
+//! the TLS handshake, and a refused certificate is told as what to fix
+//! ([`coordbench_tls::describe`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use coordbench_tls::rustls::pki_types::ServerName;
+use coordbench_tls::rustls::ClientConfig;
+use coordbench_tls::tokio_rustls::TlsConnector;
 use h2::client::{Connection, SendRequest};
 use h2::{Ping, PingPong};
 use http::uri::{Authority, PathAndQuery, Scheme};
@@ -15,7 +20,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tonic::Status;
 
-use super::io::BatchingIo;
+use super::io::{BatchingIo, Stream, TlsFailure};
 
 /// Pause between a broken connection and the next dial, and between failed dials.
 pub(super) const REDIAL: Duration = Duration::from_millis(250);
@@ -25,7 +30,7 @@ const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
 const CONNECTION_WINDOW: u32 = 5 * 1024 * 1024;
 
 /// How connections are made and watched.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Dialing {
     /// Bound on TCP connect plus the HTTP/2 handshake.
     pub connect_timeout: Duration,
@@ -33,6 +38,8 @@ pub struct Dialing {
     pub keepalive_interval: Duration,
     /// ...and the connection counts as dead when its pong takes longer than this.
     pub keepalive_timeout: Duration,
+    /// TLS for `https://` endpoints; `None`: plain HTTP/2 (`http://`).
+    pub tls: Option<Arc<ClientConfig>>,
 }
 
 pub(super) type Conn = Connection<BatchingIo, Bytes>;
@@ -41,6 +48,8 @@ pub(super) type Conn = Connection<BatchingIo, Bytes>;
 /// down), and the calls waiting on it, which the transport balances by.
 pub(super) struct Endpoint {
     authority: Authority,
+    /// `https` over TLS, else `http`: what requests carry as `:scheme`.
+    scheme: Scheme,
     sender: Mutex<Option<SendRequest<Bytes>>>,
     up: AtomicBool,
     in_flight: AtomicUsize,
@@ -49,9 +58,10 @@ pub(super) struct Endpoint {
 }
 
 impl Endpoint {
-    pub(super) fn new(authority: Authority) -> Self {
+    pub(super) fn new(authority: Authority, tls: bool) -> Self {
         Endpoint {
             authority,
+            scheme: if tls { Scheme::HTTPS } else { Scheme::HTTP },
             sender: Mutex::new(None),
             up: AtomicBool::new(false),
             in_flight: AtomicUsize::new(0),
@@ -90,7 +100,7 @@ impl Endpoint {
     /// `path` on this endpoint: h2 takes `:scheme` and `:authority` from the URI.
     pub(super) fn uri(&self, path: Option<PathAndQuery>) -> Result<Uri, Status> {
         let mut parts = http::uri::Parts::default();
-        parts.scheme = Some(Scheme::HTTP);
+        parts.scheme = Some(self.scheme.clone());
         parts.authority = Some(self.authority.clone());
         parts.path_and_query = path;
         Uri::from_parts(parts).map_err(|e| Status::internal(format!("request URI: {e}")))
@@ -119,9 +129,11 @@ pub(super) struct Dialled {
     pings: PingPong,
 }
 
-/// TCP connect, HTTP/2 handshake and a first ping answered, within the connect timeout.
-/// Waiting for the pong, as gRPC's clients wait for the server's preface, makes a listener
-/// that accepts but never speaks HTTP/2 (a stopped member) count as down.
+/// TCP connect, the TLS handshake when configured, HTTP/2 handshake and a first ping
+/// answered, within the connect timeout. Waiting for the pong, as gRPC's clients wait for
+/// the server's preface, makes a listener that accepts but never speaks HTTP/2 (a stopped
+/// member) count as down; over TLS 1.3 it is also when a refused client certificate shows
+/// (the server's alert arrives after the client's side of the handshake is done).
 pub(super) async fn dial(address: &str, dialing: &Dialing) -> Result<Dialled, String> {
     let connect = async {
         let tcp = TcpStream::connect(address)
@@ -129,23 +141,44 @@ pub(super) async fn dial(address: &str, dialing: &Dialing) -> Result<Dialled, St
             .map_err(|e| e.to_string())?;
         // Requests are small and latency-bound: no Nagle delay.
         tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+        let (stream, client_auth) = match &dialing.tls {
+            None => (Stream::Plain(tcp), None),
+            Some(config) => {
+                let (config, seen) = coordbench_tls::noting_client_auth(config);
+                let tls = tls_handshake(tcp, address, &config).await?;
+                (Stream::Tls(Box::new(tls)), Some(seen))
+            }
+        };
+        let failure = TlsFailure::default();
+        let h2_detail = |what: &str, e: &h2::Error| {
+            tls_reason(e, &failure)
+                .or_else(|| {
+                    client_auth
+                        .as_ref()
+                        .and_then(coordbench_tls::describe_after_handshake)
+                })
+                .unwrap_or_else(|| format!("{what}: {e}"))
+        };
         let (sender, mut conn) = h2::client::Builder::new()
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONNECTION_WINDOW)
-            .handshake(BatchingIo::new(tcp))
+            .handshake(BatchingIo::new(stream, failure.clone()))
             .await
-            .map_err(|e| format!("http/2 handshake: {e}"))?;
+            .map_err(|e| h2_detail("http/2 handshake", &e))?;
         let mut pings = conn
             .ping_pong()
             .ok_or_else(|| "http/2 pings unavailable".to_string())?;
         tokio::select! {
             closed = &mut conn => {
                 return Err(match closed {
-                    Ok(()) => "connection closed during the handshake".to_string(),
-                    Err(e) => format!("http/2: {e}"),
+                    Ok(()) => client_auth
+                        .as_ref()
+                        .and_then(coordbench_tls::describe_after_handshake)
+                        .unwrap_or_else(|| "connection closed during the handshake".to_string()),
+                    Err(e) => h2_detail("http/2", &e),
                 });
             }
-            pong = pings.ping(Ping::opaque()) => pong.map_err(|e| format!("http/2 ping: {e}"))?,
+            pong = pings.ping(Ping::opaque()) => pong.map_err(|e| h2_detail("http/2 ping", &e))?,
         };
         Ok(Dialled {
             sender,
@@ -156,6 +189,33 @@ pub(super) async fn dial(address: &str, dialing: &Dialing) -> Result<Dialled, St
     tokio::time::timeout(dialing.connect_timeout, connect)
         .await
         .map_err(|_| format!("no HTTP/2 answer within {:?}", dialing.connect_timeout))?
+}
+
+/// The client's TLS handshake; the server is verified as the endpoint's host (an IP address
+/// or a DNS name).
+async fn tls_handshake(
+    tcp: TcpStream,
+    address: &str,
+    config: &Arc<ClientConfig>,
+) -> Result<coordbench_tls::tokio_rustls::client::TlsStream<TcpStream>, String> {
+    let host = address
+        .rsplit_once(':')
+        .map_or(address, |(host, _)| host)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let name = ServerName::try_from(host.to_string())
+        .map_err(|e| format!("TLS: {host} is not a server name ({e})"))?;
+    TlsConnector::from(config.clone())
+        .connect(name, tcp)
+        .await
+        .map_err(|e| coordbench_tls::describe(&e).unwrap_or_else(|| format!("TLS handshake: {e}")))
+}
+
+/// The TLS reason an h2 error had, when a TLS alert or record broke the connection.
+fn tls_reason(e: &h2::Error, tls: &TlsFailure) -> Option<String> {
+    tls.get()
+        .cloned()
+        .or_else(|| e.get_io().and_then(coordbench_tls::describe))
 }
 
 /// Runs `endpoint`'s connections for as long as the transport lives (it aborts this task):

@@ -7,7 +7,8 @@
 //! multi-thread runtime, threads) each way. Here the calling task opens the h2 stream
 //! itself and is woken straight by the connection task when its response arrives; only a
 //! streaming request body (watch, lease keep-alive) gets a task of its own. It serves
-//! etcd and the Raft engine alike: it is plain HTTP/2 under the same gRPC clients.
+//! etcd and the Raft engine alike: it is plain HTTP/2 under the same gRPC clients, over
+//! TCP (`http://` endpoints) or TLS (`https://`, with [`Dialing::tls`]).
 //!
 //! Balancing: each call goes to the live endpoint with the fewest calls awaiting their
 //! response headers, ties taken in turn, so a paused member that stops answering soon
@@ -79,24 +80,20 @@ impl Transport {
     pub async fn connect(endpoints: &[String], dialing: Dialing) -> Result<Self, TransportError> {
         let parsed = endpoints
             .iter()
-            .map(|e| authority(e))
+            .map(|e| authority(e, dialing.tls.is_some()))
             .collect::<Result<Vec<_>, _>>()?;
         let dials = parsed.iter().map(|a| dial(a.as_str(), &dialing));
         let mut results = futures::future::join_all(dials).await;
-        let failures: Vec<String> = results
-            .iter()
-            .zip(&parsed)
-            .filter_map(|(r, a)| r.as_ref().err().map(|e| format!("{a}: {e}")))
-            .collect();
-        if failures.len() == parsed.len() {
+        let failures = results.iter().filter(|r| r.is_err()).count();
+        if failures == parsed.len() {
             return Err(TransportError::Unreachable {
-                detail: failures.join("; "),
+                detail: summarize(&results, &parsed),
             });
         }
         let connected = Arc::new(Notify::new());
         let endpoints: Vec<Arc<Endpoint>> = parsed
             .into_iter()
-            .map(|a| Arc::new(Endpoint::new(a)))
+            .map(|a| Arc::new(Endpoint::new(a, dialing.tls.is_some())))
             .collect();
         let supervisors = endpoints
             .iter()
@@ -107,7 +104,7 @@ impl Transport {
                 if let Ok(d) = &first {
                     e.set(Some(d.sender.clone()));
                 }
-                let task = supervise(e.clone(), first.ok(), dialing, connected.clone());
+                let task = supervise(e.clone(), first.ok(), dialing.clone(), connected.clone());
                 tokio::spawn(task)
             })
             .collect();
@@ -137,8 +134,18 @@ pub struct EndpointView {
 impl Transport {
     /// etcd-client's clients over this transport.
     pub async fn etcd_client(&self) -> Result<etcd_client::Client, etcd_client::Error> {
+        self.etcd_client_with(None).await
+    }
+
+    /// etcd-client's clients over this transport with `options`: with a user, etcd-client
+    /// authenticates now and adds the token to every call (its interceptor), and with
+    /// `with_auto_token_refresh` it re-authenticates once when a call's token was refused.
+    pub async fn etcd_client_with(
+        &self,
+        options: Option<etcd_client::ConnectOptions>,
+    ) -> Result<etcd_client::Client, etcd_client::Error> {
         let channel = etcd_client::Channel::Custom(BoxCloneSyncService::new(self.clone()));
-        etcd_client::Client::from_channel(channel, None).await
+        etcd_client::Client::from_channel(channel, options).await
     }
 
     /// Every endpoint's state, in the order given to [`Transport::connect`].
@@ -227,20 +234,43 @@ impl tower::Service<Request> for Transport {
     }
 }
 
-/// `http://host:port` or `host:port` → `host:port`; TLS is not built in, so `https` is
-/// refused.
-fn authority(endpoint: &str) -> Result<http::uri::Authority, TransportError> {
+/// `http://host:port` (or `host:port`) without TLS, `https://host:port` with it →
+/// `host:port`.
+fn authority(endpoint: &str, tls: bool) -> Result<http::uri::Authority, TransportError> {
     let bad = |detail: &str| TransportError::BadEndpoint {
         endpoint: endpoint.to_string(),
         detail: detail.to_string(),
     };
-    let uri: Uri = super::normalize(endpoint)
+    let uri: Uri = super::normalize(endpoint, tls)
         .parse()
         .map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
-    if uri.scheme_str() != Some("http") {
-        return Err(bad("only http:// endpoints are supported (no TLS)"));
+    match (uri.scheme_str(), tls) {
+        (Some("http"), false) | (Some("https"), true) => {}
+        (Some("https"), false) => return Err(bad("an https:// endpoint needs TLS settings")),
+        (Some("http"), true) => {
+            return Err(bad(
+                "TLS is configured but the endpoint is http://; use https://",
+            ))
+        }
+        _ => return Err(bad("only http:// and https:// endpoints are supported")),
     }
-    uri.authority()
-        .cloned()
-        .ok_or_else(|| bad("no host:port"))
+    uri.authority().cloned().ok_or_else(|| bad("no host:port"))
+}
+
+/// Every endpoint's dial failure in one line; one reason shared by all is said once.
+fn summarize(
+    results: &[Result<endpoint::Dialled, String>],
+    endpoints: &[http::uri::Authority],
+) -> String {
+    let errors: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    if errors.len() > 1 && errors.iter().all(|e| *e == errors[0]) {
+        let names: Vec<&str> = endpoints.iter().map(|a| a.as_str()).collect();
+        return format!("{} (every endpoint: {})", errors[0], names.join(", "));
+    }
+    results
+        .iter()
+        .zip(endpoints)
+        .filter_map(|(r, a)| r.as_ref().err().map(|e| format!("{a}: {e}")))
+        .collect::<Vec<_>>()
+        .join("; ")
 }

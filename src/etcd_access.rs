@@ -1,0 +1,339 @@
+//! The etcd targets' access options: `--cacert`, `--cert`, `--key`,
+//! `--insecure-skip-tls-verify` and `--user` (etcdctl's names) against clusters the user
+//! runs, and what `--secure` means for etcd and raft. Turns them into the driver's
+//! [`EtcdSecurity`] and into what run.json records ([`EtcdAccessRecord`]: whether TLS was
+//! used, whether a CA and a client certificate were given, the user name; never a
+//! password or a key). The one place that knows these options.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use coordbench_drivers::etcd::{EtcdSecurity, EtcdUser};
+use coordbench_tls::ClientTls;
+use serde::Serialize;
+
+use crate::cli::TargetKind;
+
+/// Where `--user NAME` takes the password from.
+pub const PASSWORD_ENV: &str = "COORDBENCH_ETCD_PASSWORD";
+
+/// The etcd user `--secure` creates and runs as; its password is drawn per run.
+pub const SECURE_USER: &str = "coordbench";
+
+/// The etcd access options of `coordbench run`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct EtcdAccessArgs {
+    /// etcd, raft with --endpoints: verify the servers' certificates with this CA bundle
+    /// (PEM); endpoints are then https:// (bare host:port too). Without it, https://
+    /// endpoints are verified against the system's CAs.
+    #[arg(long, value_name = "PEM")]
+    pub cacert: Option<PathBuf>,
+
+    /// etcd, raft with --endpoints: the client certificate (PEM) for servers that require
+    /// one (etcd's --client-cert-auth). Needs --key.
+    #[arg(long, value_name = "PEM")]
+    pub cert: Option<PathBuf>,
+
+    /// etcd, raft with --endpoints: the private key of --cert (PEM).
+    #[arg(long, value_name = "PEM")]
+    pub key: Option<PathBuf>,
+
+    /// etcd, raft with --endpoints: accept any server certificate (labs only: encrypted,
+    /// but the server is not authenticated).
+    #[arg(long)]
+    pub insecure_skip_tls_verify: bool,
+
+    /// etcd with --endpoints: authenticate as this etcd user: NAME:PASSWORD, or NAME with
+    /// the password in $COORDBENCH_ETCD_PASSWORD (kept out of shell history and run.json).
+    #[arg(long, value_name = "NAME[:PASSWORD]")]
+    pub user: Option<String>,
+}
+
+impl EtcdAccessArgs {
+    fn tls_given(&self) -> bool {
+        self.cacert.is_some()
+            || self.cert.is_some()
+            || self.key.is_some()
+            || self.insecure_skip_tls_verify
+    }
+
+    fn given(&self) -> bool {
+        self.tls_given() || self.user.is_some()
+    }
+}
+
+/// What run.json records about access to the etcd API (all false/null when unused).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct EtcdAccessRecord {
+    /// Clients talked to the members over TLS.
+    pub etcd_tls: bool,
+    /// A CA to verify the members by was given (or generated, with --secure).
+    pub etcd_tls_ca: bool,
+    /// Clients presented a certificate.
+    pub etcd_tls_client_cert: bool,
+    /// Server certificates were not verified (--insecure-skip-tls-verify).
+    pub etcd_tls_skip_verify: bool,
+    /// The etcd user the clients authenticated as.
+    pub etcd_user: Option<String>,
+}
+
+/// The options resolved: the driver's security (for `--secure`, TLS is added once the
+/// run's certificates exist) and its record.
+#[derive(Debug, Clone, Default)]
+pub struct ResolvedEtcdAccess {
+    pub security: EtcdSecurity,
+    pub record: EtcdAccessRecord,
+}
+
+/// Checks the options against the target, the endpoints and `--secure`, reads the
+/// certificate files and resolves the password. Errors are one line naming the option.
+/// `password_env` is the value of [`PASSWORD_ENV`].
+pub fn resolve(
+    args: &EtcdAccessArgs,
+    target: TargetKind,
+    endpoints: &[String],
+    secure: bool,
+    password_env: Option<String>,
+) -> Result<ResolvedEtcdAccess, String> {
+    let etcd_api = matches!(target, TargetKind::Etcd | TargetKind::Raft);
+    if !etcd_api {
+        if args.given() {
+            return Err("--cacert, --cert, --key, --insecure-skip-tls-verify and --user apply only to --target etcd or raft".into());
+        }
+        return Ok(ResolvedEtcdAccess::default());
+    }
+    if secure {
+        if args.given() {
+            return Err("--secure generates the run's certificates and user; omit --cacert, --cert, --key and --user (they are for --endpoints)".into());
+        }
+        return Ok(secured(target));
+    }
+    let https = scheme_is_https(endpoints)?;
+    if args.given() && endpoints.is_empty() {
+        return Err("--cacert, --cert, --key and --user are for clusters you run (--endpoints); secure a cluster coordbench starts with --secure".into());
+    }
+    if args.insecure_skip_tls_verify && args.cacert.is_some() {
+        return Err("--insecure-skip-tls-verify verifies nothing, so --cacert would be ignored; give one of them".into());
+    }
+    if args.tls_given() && https == Some(false) {
+        return Err("--cacert, --cert, --key and --insecure-skip-tls-verify need https:// endpoints (or bare host:port)".into());
+    }
+    let tls = (args.tls_given() || https == Some(true)).then(|| ClientTls {
+        ca: args.cacert.clone(),
+        cert: args.cert.clone(),
+        key: args.key.clone(),
+        skip_verify: args.insecure_skip_tls_verify,
+    });
+    let config = tls
+        .as_ref()
+        .map(coordbench_tls::client_config)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let user = args
+        .user
+        .as_deref()
+        .map(|u| parse_user(u, password_env))
+        .transpose()?;
+    Ok(ResolvedEtcdAccess {
+        record: EtcdAccessRecord {
+            etcd_tls: tls.is_some(),
+            etcd_tls_ca: args.cacert.is_some(),
+            etcd_tls_client_cert: args.cert.is_some(),
+            etcd_tls_skip_verify: args.insecure_skip_tls_verify,
+            etcd_user: user.as_ref().map(|u| u.name.clone()),
+        },
+        security: EtcdSecurity { tls: config, user },
+    })
+}
+
+/// `--secure`: TLS with a generated CA and client certificate on both targets; etcd also
+/// gets auth with a user whose password is drawn now (the Raft engine has no auth API).
+fn secured(target: TargetKind) -> ResolvedEtcdAccess {
+    let user = (target == TargetKind::Etcd)
+        .then(|| EtcdUser::new(SECURE_USER, crate::zk_access::generated_password()));
+    ResolvedEtcdAccess {
+        record: EtcdAccessRecord {
+            etcd_tls: true,
+            etcd_tls_ca: true,
+            etcd_tls_client_cert: true,
+            etcd_tls_skip_verify: false,
+            etcd_user: user.as_ref().map(|u| u.name.clone()),
+        },
+        security: EtcdSecurity { tls: None, user },
+    }
+}
+
+/// Whether the endpoints are https:// (`None`: all bare host:port, or none given); mixed
+/// schemes are refused.
+fn scheme_is_https(endpoints: &[String]) -> Result<Option<bool>, String> {
+    let mut seen = None;
+    for e in endpoints {
+        let https = if e.starts_with("https://") {
+            true
+        } else if e.starts_with("http://") {
+            false
+        } else {
+            continue;
+        };
+        if seen.is_some_and(|s| s != https) {
+            return Err(
+                "--endpoints mixes http:// and https://; a cluster is served one way".into(),
+            );
+        }
+        seen = Some(https);
+    }
+    Ok(seen)
+}
+
+/// `NAME:PASSWORD`, or `NAME` with the password from the environment.
+fn parse_user(user: &str, password_env: Option<String>) -> Result<EtcdUser, String> {
+    let (name, password) = match user.split_once(':') {
+        Some((name, password)) => (name, password.to_string()),
+        None => (
+            user,
+            password_env.filter(|p| !p.is_empty()).ok_or_else(|| {
+                format!("--user {user} has no password: append :PASSWORD or set {PASSWORD_ENV}")
+            })?,
+        ),
+    };
+    if name.is_empty() || password.is_empty() {
+        return Err("--user needs a non-empty name and password (NAME:PASSWORD)".into());
+    }
+    Ok(EtcdUser::new(name, password))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attached(
+        args: &EtcdAccessArgs,
+        endpoints: &[&str],
+        env: Option<&str>,
+    ) -> Result<ResolvedEtcdAccess, String> {
+        let endpoints: Vec<String> = endpoints.iter().map(|e| e.to_string()).collect();
+        resolve(
+            args,
+            TargetKind::Etcd,
+            &endpoints,
+            false,
+            env.map(str::to_string),
+        )
+    }
+
+    #[test]
+    fn the_user_comes_from_the_flag_or_the_environment_and_only_its_name_is_recorded() {
+        let args = EtcdAccessArgs {
+            user: Some("alice:pw".into()),
+            ..EtcdAccessArgs::default()
+        };
+        let r = attached(&args, &["127.0.0.1:2379"], None).unwrap();
+        assert_eq!(r.security.user.as_ref().map(|u| u.password()), Some("pw"));
+        let json = serde_json::to_string(&r.record).unwrap();
+        assert!(
+            json.contains("\"etcd_user\":\"alice\"") && !json.contains("pw"),
+            "{json}"
+        );
+        assert!(!format!("{:?}", r.security).contains("pw"));
+        let args = EtcdAccessArgs {
+            user: Some("alice".into()),
+            ..EtcdAccessArgs::default()
+        };
+        let r = attached(&args, &["127.0.0.1:2379"], Some("s3")).unwrap();
+        assert_eq!(r.security.user.unwrap().password(), "s3");
+        assert!(attached(&args, &["127.0.0.1:2379"], None)
+            .unwrap_err()
+            .contains(PASSWORD_ENV));
+    }
+
+    #[test]
+    fn secure_draws_a_user_for_etcd_and_none_for_raft() {
+        let a = resolve(
+            &EtcdAccessArgs::default(),
+            TargetKind::Etcd,
+            &[],
+            true,
+            None,
+        )
+        .unwrap();
+        let b = resolve(
+            &EtcdAccessArgs::default(),
+            TargetKind::Etcd,
+            &[],
+            true,
+            None,
+        )
+        .unwrap();
+        assert_eq!(a.record.etcd_user.as_deref(), Some(SECURE_USER));
+        assert_ne!(a.security.user, b.security.user, "a password per run");
+        let raft = resolve(
+            &EtcdAccessArgs::default(),
+            TargetKind::Raft,
+            &[],
+            true,
+            None,
+        )
+        .unwrap();
+        assert!(
+            raft.security.user.is_none()
+                && raft.record.etcd_tls
+                && raft.record.etcd_tls_client_cert
+        );
+    }
+
+    #[test]
+    fn bad_combinations_are_one_line_errors() {
+        let ca = EtcdAccessArgs {
+            cacert: Some("/nonexistent/ca.pem".into()),
+            ..EtcdAccessArgs::default()
+        };
+        let cert_only = EtcdAccessArgs {
+            cacert: Some("/nonexistent/ca.pem".into()),
+            insecure_skip_tls_verify: true,
+            ..EtcdAccessArgs::default()
+        };
+        for (args, target, endpoints, secure, needle) in [
+            (
+                &ca,
+                TargetKind::Zookeeper,
+                vec!["h:1"],
+                false,
+                "only to --target etcd or raft",
+            ),
+            (&ca, TargetKind::Etcd, vec![], true, "omit --cacert"),
+            (&ca, TargetKind::Etcd, vec![], false, "--endpoints"),
+            (
+                &ca,
+                TargetKind::Etcd,
+                vec!["http://h:1"],
+                false,
+                "need https://",
+            ),
+            (
+                &ca,
+                TargetKind::Etcd,
+                vec!["https://h:1"],
+                false,
+                "/nonexistent/ca.pem",
+            ),
+            (
+                &cert_only,
+                TargetKind::Raft,
+                vec!["https://h:1"],
+                false,
+                "give one of them",
+            ),
+            (
+                &EtcdAccessArgs::default(),
+                TargetKind::Etcd,
+                vec!["https://h:1", "http://h:2"],
+                false,
+                "mixes",
+            ),
+        ] {
+            let endpoints: Vec<String> = endpoints.iter().map(|e| e.to_string()).collect();
+            let e = resolve(args, target, &endpoints, secure, None).unwrap_err();
+            assert!(e.contains(needle) && !e.contains('\n'), "{needle}: {e}");
+        }
+    }
+}
