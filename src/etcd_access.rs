@@ -112,6 +112,9 @@ pub fn resolve(
     if args.given() && endpoints.is_empty() {
         return Err("--cacert, --cert, --key and --user are for clusters you run (--endpoints); secure a cluster coordbench starts with --secure".into());
     }
+    if target == TargetKind::Raft && args.user.is_some() {
+        return Err("the Raft engine has no etcd auth API: omit --user (its members are secured by TLS client certificates: --cacert, --cert, --key)".into());
+    }
     if args.insecure_skip_tls_verify && args.cacert.is_some() {
         return Err("--insecure-skip-tls-verify verifies nothing, so --cacert would be ignored; give one of them".into());
     }
@@ -244,6 +247,18 @@ mod tests {
         assert!(attached(&args, &["127.0.0.1:2379"], None)
             .unwrap_err()
             .contains(PASSWORD_ENV));
+    }
+
+    #[test]
+    fn a_user_for_the_raft_engine_is_refused_in_one_line() {
+        let args = EtcdAccessArgs {
+            user: Some("alice:pw".into()),
+            ..Default::default()
+        };
+        let endpoints = ["https://127.0.0.1:2379".to_string()];
+        let err = resolve(&args, TargetKind::Raft, &endpoints, false, None).unwrap_err();
+        assert!(err.contains("omit --user"), "{err}");
+        assert!(resolve(&args, TargetKind::Etcd, &endpoints, false, None).is_ok());
     }
 
     #[test]
