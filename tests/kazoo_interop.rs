@@ -67,11 +67,14 @@ fn spec(work: &TempDir, base_port: u16) -> ClusterSpec {
     }
 }
 
+// Base ports (32100-32699) lie between the provisioner's free-port range (20000-32000) and
+// the kernel's ephemeral range (from 32768): no picked port and no outgoing connection of
+// a concurrently running test can hold them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kazoo_closes_cleanly_on_zookeeper() {
     let Some(python) = python() else { return };
     let work = TempDir::new().unwrap();
-    let (spec, options) = (spec(&work, 38600), Default::default());
+    let (spec, options) = (spec(&work, 32600), Default::default());
     let start = zookeeper::start(&spec, &options);
     let cluster = within(BOUND, "starting ZooKeeper", start).await.unwrap();
     kazoo_session(&cluster, &python, "ZooKeeper").await;
@@ -81,7 +84,7 @@ async fn kazoo_closes_cleanly_on_zookeeper() {
 async fn kazoo_closes_cleanly_on_zab() {
     let Some(python) = python() else { return };
     let work = TempDir::new().unwrap();
-    let (spec, options) = (spec(&work, 38650), common::raft_options());
+    let (spec, options) = (spec(&work, 32650), common::raft_options());
     let start = zab::start(&spec, &options);
     let cluster = within(BOUND, "starting zab", start).await.unwrap();
     kazoo_session(&cluster, &python, "zab").await;

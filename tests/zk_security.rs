@@ -31,6 +31,9 @@ impl Target {
     }
 }
 
+// Base ports (32100-32699) lie between the provisioner's free-port range (20000-32000) and
+// the kernel's ephemeral range (from 32768): no picked port and no outgoing connection of
+// a concurrently running test can hold them.
 /// Starts `size` members of `target` on tmpfs from `base_port`, requiring digest auth when
 /// `secure`.
 async fn start(target: Target, size: usize, base_port: u16, secure: bool, work: &Path) -> Cluster {
@@ -116,12 +119,12 @@ async fn digest_acl_keeps_out_sessions_without_credentials(target: Target, base_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_digest_acl_answers_no_auth_without_credentials() {
-    digest_acl_keeps_out_sessions_without_credentials(Target::Zookeeper, 38100).await;
+    digest_acl_keeps_out_sessions_without_credentials(Target::Zookeeper, 32100).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zab_digest_acl_answers_no_auth_without_credentials() {
-    digest_acl_keeps_out_sessions_without_credentials(Target::Zab, 38150).await;
+    digest_acl_keeps_out_sessions_without_credentials(Target::Zab, 32150).await;
 }
 
 /// Runs `coordbench run ARGS` with `env`; (exit code, stderr).
@@ -208,12 +211,12 @@ async fn secure_lock_run_has_no_violations(target: Target, base_port: u16) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_secure_lock_run_has_no_violations() {
-    secure_lock_run_has_no_violations(Target::Zookeeper, 38200).await;
+    secure_lock_run_has_no_violations(Target::Zookeeper, 32200).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zab_secure_lock_run_has_no_violations() {
-    secure_lock_run_has_no_violations(Target::Zab, 38250).await;
+    secure_lock_run_has_no_violations(Target::Zab, 32250).await;
 }
 
 /// Attach mode against a started secured cluster: with credentials (password from the
@@ -273,10 +276,10 @@ async fn attach_authenticates(target: Target, base_port: u16) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_attach_mode_authenticates() {
-    attach_authenticates(Target::Zookeeper, 38300).await;
+    attach_authenticates(Target::Zookeeper, 32300).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zab_attach_mode_authenticates() {
-    attach_authenticates(Target::Zab, 38350).await;
+    attach_authenticates(Target::Zab, 32350).await;
 }
