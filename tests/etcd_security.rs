@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::within;
+use common::{run_json, within};
 use coordbench::provision::etcd::{EtcdOptions, SecureEtcd};
 use coordbench::provision::raft::RaftOptions;
 use coordbench::provision::{etcd, raft, Cluster, ClusterSpec, DiskKind};
@@ -120,34 +120,7 @@ async fn coordbench_run(args: &[String], env: &[(&str, &str)]) -> (i32, String, 
 }
 
 fn lock_run(target: Target, out: &Path, extra: &[&str]) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "--target",
-        target.name(),
-        "--workload",
-        "lock",
-        "--clients",
-        "3",
-        "--duration",
-        "2s",
-        "--warmup",
-        "0s",
-        "--disk",
-        "tmpfs",
-        "--cluster-size",
-        "1",
-        "--quiet",
-        "--out",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.push(out.display().to_string());
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args
-}
-
-fn run_json(out: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap()
+    common::lock_run_args(target.name(), out, extra)
 }
 
 async fn secure_lock_run_has_no_violations(target: Target) {

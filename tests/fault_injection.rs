@@ -65,11 +65,6 @@ fn fault_run(target: &str, extra: &[&str]) -> (tempfile::TempDir, std::path::Pat
     (dir, out)
 }
 
-fn run_json(out: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).expect("run.json"))
-        .expect("run.json parses")
-}
-
 /// `window`: long enough for a restarted member to rejoin before the run ends (a
 /// ZooKeeper JVM on a loaded 2-core machine takes several seconds).
 fn kill_leader_run(target: &str, window: &str) {
@@ -126,7 +121,7 @@ fn kill_leader_run(target: &str, window: &str) {
         "{target}: {s:?}"
     );
     assert!(num(s, "new_leader_p50_us").is_some() && num(s, "unavailable_max_us").is_some());
-    let run = run_json(&out);
+    let run = common::run_json(&out);
     assert_eq!(run["complete"], true, "{target}: {}", run["error"]);
     assert_eq!(
         run["faults"]["unrecovered"], 0,
@@ -206,7 +201,7 @@ fn four_fault_kinds_in_one_raft_run() {
             assert_eq!(f["victims"], "m1+m2+m3", "{f:?}");
         }
     }
-    let run = run_json(&out);
+    let run = common::run_json(&out);
     assert_eq!(run["complete"], true, "{}", run["error"]);
     assert_eq!(run["config"]["fault"], list.as_str());
     assert_eq!(run["config"]["fault_duration_ms"], 1000);

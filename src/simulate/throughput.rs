@@ -199,11 +199,13 @@ fn calibrate_target(target: &str, runs: &[&Measured]) -> Result<OpCosts, String>
             "target {target}: no {what} run to calibrate from; add one (`coordbench run --target {target} {how}`, or workloads/throughput-calibration.toml)"
         )
     };
-    let matching = |pick: &dyn Fn(&Measured) -> bool| {
-        let picked: Vec<&&Measured> = runs.iter().filter(|r| pick(r)).collect();
-        (!picked.is_empty()).then_some(picked)
+    // The mean of `figure` over the runs `pick` selects; `None` when it selects none.
+    let mean = |pick: &dyn Fn(&Measured) -> bool, figure: &dyn Fn(&Measured) -> f64| {
+        let values: Vec<f64> = runs.iter().filter(|r| pick(r)).map(|r| figure(r)).collect();
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
     };
-    let single = matching(&|r| r.workload == "kv-put" && r.cluster_size == 1)
+    let cpu = |r: &Measured| r.server_cpu_us_per_op;
+    let write_leader_us = mean(&|r| r.workload == "kv-put" && r.cluster_size == 1, &cpu)
         .ok_or_else(|| missing("one-member kv-put", "--workload kv-put --cluster-size 1"))?;
     let largest = runs
         .iter()
@@ -216,21 +218,14 @@ fn calibrate_target(target: &str, runs: &[&Measured]) -> Result<OpCosts, String>
                 "--workload kv-put --cluster-size 3",
             )
         })?;
-    let replicated =
-        matching(&|r| r.workload == "kv-put" && r.cluster_size == largest).unwrap_or_default();
-    let reads = matching(&|r| r.workload == "kv-get")
+    let replicated = |r: &Measured| r.workload == "kv-put" && r.cluster_size == largest;
+    let leader_us = mean(&replicated, &|r| cpu(r) * r.busiest_share).unwrap_or(0.0);
+    let followers_us = mean(&replicated, &|r| cpu(r) * (1.0 - r.busiest_share)).unwrap_or(0.0);
+    let read_us = mean(&|r| r.workload == "kv-get", &cpu)
         .ok_or_else(|| missing("kv-get", "--workload kv-get --cluster-size 3"))?;
-    let avg = |runs: &[&&Measured], f: &dyn Fn(&Measured) -> f64| {
-        runs.iter().map(|r| f(r)).sum::<f64>() / runs.len() as f64
-    };
-    let write_leader_us = avg(&single, &|r| r.server_cpu_us_per_op);
-    let leader_us = avg(&replicated, &|r| r.server_cpu_us_per_op * r.busiest_share);
-    let followers_us = avg(&replicated, &|r| {
-        r.server_cpu_us_per_op * (1.0 - r.busiest_share)
-    });
     let followers = f64::from(largest - 1);
     Ok(OpCosts {
-        read_us: avg(&reads, &|r| r.server_cpu_us_per_op),
+        read_us,
         write_leader_us,
         write_send_us: ((leader_us - write_leader_us) / followers).max(0.0),
         write_follower_us: followers_us / followers,

@@ -405,3 +405,38 @@ pub fn run_coordbench(
     let stderr = std::io::read_to_string(child.stderr.take().expect("stderr")).unwrap_or_default();
     (status, stderr)
 }
+
+/// The run.json a finished run wrote into `out`.
+pub fn run_json(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).expect("run.json"))
+        .expect("run.json parses")
+}
+
+/// `coordbench run` arguments for a short lock run (3 clients, 2 s, no warm-up, tmpfs, one
+/// member) of `target` into `out`, then `extra`.
+pub fn lock_run_args(target: &str, out: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--target",
+        target,
+        "--workload",
+        "lock",
+        "--clients",
+        "3",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--disk",
+        "tmpfs",
+        "--cluster-size",
+        "1",
+        "--quiet",
+        "--out",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(out.display().to_string());
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
