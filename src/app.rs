@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use coordbench_drivers::ApiFamily;
-use coordbench_workloads::config_watch::{ConfigWatchOptions, ConfigWatchWorkload};
 use coordbench_workloads::barrier::{BarrierOptions, BarrierWorkload};
+use coordbench_workloads::config_watch::{ConfigWatchOptions, ConfigWatchWorkload};
 use coordbench_workloads::discovery::{DiscoveryOptions, DiscoveryWorkload};
 use coordbench_workloads::election::{ElectionOptions, ElectionWorkload};
 use coordbench_workloads::kv::{KvOp, KvOptions, KvWorkload};
@@ -17,7 +17,7 @@ use coordbench_workloads::resource::Protection;
 use coordbench_workloads::{RunClock, Workload};
 
 use crate::affinity::CpuList;
-use crate::cli::{RunArgs, TargetKind, WorkloadKind};
+use crate::cli::{RunArgs, WorkloadKind};
 use crate::config::{family_of, RunConfig};
 use crate::console::{print_summary, StatusLine};
 use crate::environment::Environment;
@@ -451,12 +451,14 @@ fn ms(v: f64) -> std::time::Duration {
 async fn probe(config: &RunConfig, cluster: &Cluster) -> Option<SyncProbe> {
     let dir = cluster.data_dirs().into_iter().next()?;
     // The engines sync (or skip, or delay) inside their own Disk: probe through the same one.
-    let engine = matches!(config.target_kind, TargetKind::Raft | TargetKind::Zab).then(|| {
-        let delay = config
-            .sync_delay_us
-            .map_or(config.disk.sync_delay(), std::time::Duration::from_micros);
-        config.disk.engine_kind(delay)
-    });
+    let engine = crate::targets::descriptor(config.target_kind)
+        .engine
+        .then(|| {
+            let delay = config
+                .sync_delay_us
+                .map_or(config.disk.sync_delay(), std::time::Duration::from_micros);
+            config.disk.engine_kind(delay)
+        });
     tokio::task::spawn_blocking(move || match engine {
         Some(kind) => probe_engine_sync_latency(Path::new(&dir), kind, SYNC_PROBE_SAMPLES).ok(),
         None => probe_sync_latency(Path::new(&dir), SYNC_PROBE_SAMPLES).ok(),

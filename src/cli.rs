@@ -165,6 +165,11 @@ pub enum TargetKind {
     /// The built-in Zab engine speaking ZooKeeper's protocol: N `coordbench serve zab`
     /// processes.
     Zab,
+    /// Redis: N independent redis-server instances (not replication; Redlock's setting)
+    /// started from Debian's redis-server package, or --endpoints.
+    Redis,
+    /// PostgreSQL: one server started from Debian's postgresql package, or --endpoints.
+    Postgres,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -352,9 +357,10 @@ pub struct RunArgs {
     #[arg(long, default_value = "10s", value_parser = parse_positive_duration)]
     pub ttl: Duration,
 
-    /// Members of the cluster coordbench starts.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
-    pub cluster_size: u32,
+    /// Members of the cluster coordbench starts (default 3; postgres: 1). redis: N
+    /// independent instances (no replication), which Redlock locks a majority of.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=9))]
+    pub cluster_size: Option<u32>,
 
     /// Where started members keep their data: tmpfs (/dev/shm), disk (the local
     /// filesystem, synced), nofsync (local filesystem, syncs skipped), or an emulated disk
@@ -475,9 +481,17 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
+    /// `--cluster-size`, or the target's default.
+    pub fn cluster_size(&self) -> usize {
+        self.cluster_size.map_or(
+            crate::targets::descriptor(self.target).default_cluster_size,
+            |n| n as usize,
+        )
+    }
+
     /// Whether coordbench starts the servers on this machine (not attached, not null).
     pub fn starts_servers(&self) -> bool {
-        self.endpoints.is_empty() && self.target != TargetKind::Null
+        self.endpoints.is_empty() && crate::targets::descriptor(self.target).has_servers
     }
 
     /// Whether the members' traffic runs through this process's delay proxy (--net-delay,

@@ -136,15 +136,20 @@ impl RunConfig {
             .parse_recipe(args.recipe.as_deref())
             .map_err(ConfigError)?;
         let (workload_options, shape) = workload_options::resolve(args).map_err(ConfigError)?;
+        crate::targets::descriptor(args.target)
+            .check(args)
+            .map_err(ConfigError)?;
         validate_pinning(args)?;
         validate_cluster_emulation(args)?;
         validate_faults(args)?;
         validate_binaries(args)?;
         let election_timing = validate_election_timing(args)?;
-        if args.target == TargetKind::Null && !args.endpoints.is_empty() {
-            return Err(ConfigError(
-                "--endpoints cannot be used with --target null".into(),
-            ));
+        let target = crate::targets::descriptor(args.target);
+        if !target.has_servers && !args.endpoints.is_empty() {
+            return Err(ConfigError(format!(
+                "--endpoints cannot be used with --target {}",
+                target.name
+            )));
         }
         if family_of(args.target) == ApiFamily::ZooKeeper
             && workload_options::sessions_are_per_client(args.workload)
@@ -247,7 +252,8 @@ impl RunConfig {
         };
         Ok(RunConfig {
             target: value_name(args.target),
-            client_lib: client_lib(args.target, zk_client_kind).to_string(),
+            client_lib: (crate::targets::descriptor(args.target).client_lib)(zk_client_kind)
+                .to_string(),
             workload: value_name(args.workload),
             recipe: if matches!(args.workload, WorkloadKind::Lock | WorkloadKind::Election) {
                 family.recipe_name(lock_recipe).to_string()
@@ -276,7 +282,7 @@ impl RunConfig {
             workload_options,
             hold_ms: args.hold.as_secs_f64() * 1000.0,
             ttl_ms: args.ttl.as_millis() as u64,
-            cluster_size: args.cluster_size as usize,
+            cluster_size: args.cluster_size(),
             disk: args.disk,
             endpoints: args.endpoints.clone(),
             etcd_bin: args.etcd_bin.clone(),
@@ -359,11 +365,13 @@ fn validate_secure(args: &RunArgs) -> Result<(), ConfigError> {
     if !args.secure {
         return Ok(());
     }
-    match args.target {
-        TargetKind::Null => Err(ConfigError(
-            "--secure applies to clusters coordbench starts; omit it with --target null".into(),
-        )),
-        TargetKind::Etcd | TargetKind::Raft if !args.endpoints.is_empty() => Err(ConfigError(
+    let target = crate::targets::descriptor(args.target);
+    match target.family {
+        _ if !target.has_servers => Err(ConfigError(format!(
+            "--secure applies to clusters coordbench starts; omit it with --target {}",
+            target.name
+        ))),
+        ApiFamily::Etcd if !args.endpoints.is_empty() => Err(ConfigError(
             "--secure starts a secured cluster; against --endpoints pass --cacert, --cert, --key (and --user for etcd) instead".into(),
         )),
         _ if !args.endpoints.is_empty() => Err(ConfigError(
@@ -385,8 +393,7 @@ fn validate_pinning(args: &RunArgs) -> Result<(), ConfigError> {
                 .map_err(|e| ConfigError(format!("{flag}: {e}")))?;
         }
     }
-    if args.pin_servers.is_some() && (!args.endpoints.is_empty() || args.target == TargetKind::Null)
-    {
+    if args.pin_servers.is_some() && !args.starts_servers() {
         return Err(ConfigError(
             "--pin-servers applies only to members coordbench starts; omit it with --endpoints or --target null".into(),
         ));
@@ -467,17 +474,12 @@ fn validate_faults(args: &RunArgs) -> Result<(), ConfigError> {
             None => Ok(()),
         };
     }
-    if args.target == TargetKind::Null {
-        return Err(ConfigError(
-            "--fault needs a cluster to fault, and --target null has none; choose another --target"
-                .into(),
-        ));
-    }
     if !args.endpoints.is_empty() {
         return Err(ConfigError(
             "--fault applies only to clusters coordbench starts (it kills, pauses and partitions members); omit it with --endpoints".into(),
         ));
     }
+    let target = crate::targets::descriptor(args.target);
     let mut seen = std::collections::BTreeSet::new();
     for &kind in &args.fault {
         if !seen.insert(kind) {
@@ -486,7 +488,7 @@ fn validate_faults(args: &RunArgs) -> Result<(), ConfigError> {
                 kind.name()
             )));
         }
-        if (args.cluster_size as usize) < kind.min_members() {
+        if args.cluster_size() < target.min_members(kind) {
             return Err(ConfigError(format!(
                 "--fault {} needs --cluster-size {} or more (with fewer, the members left have no majority); restart-all works on any size",
                 kind.name(),
@@ -511,12 +513,6 @@ fn validate_faults(args: &RunArgs) -> Result<(), ConfigError> {
 /// binary that will be started (`--engine-bin`, `--etcd-bin`) must be an executable, so a
 /// bad path is refused before anything starts (in a sweep: before its first point).
 fn validate_binaries(args: &RunArgs) -> Result<(), ConfigError> {
-    let engine = matches!(args.target, TargetKind::Raft | TargetKind::Zab);
-    if args.engine_bin.is_some() && !engine {
-        return Err(ConfigError(
-            "--engine-bin applies only to --target raft or zab".into(),
-        ));
-    }
     if args.engine_bin.is_some() && !args.endpoints.is_empty() {
         return Err(ConfigError(
             "--engine-bin applies only to members coordbench starts; omit it with --endpoints"
@@ -527,7 +523,7 @@ fn validate_binaries(args: &RunArgs) -> Result<(), ConfigError> {
         return Ok(());
     }
     let found = match (args.target, &args.engine_bin, &args.etcd_bin) {
-        (TargetKind::Raft | TargetKind::Zab, Some(bin), _) => {
+        (kind, Some(bin), _) if crate::targets::descriptor(kind).engine => {
             provision::raft::resolve_binary(Some(bin)).map(drop)
         }
         (TargetKind::Etcd, _, Some(bin)) => provision::etcd::resolve_binary(Some(bin)).map(drop),
@@ -538,30 +534,10 @@ fn validate_binaries(args: &RunArgs) -> Result<(), ConfigError> {
 
 /// The client protocol a target speaks.
 pub fn family_of(target: TargetKind) -> ApiFamily {
-    match target {
-        TargetKind::Null => ApiFamily::Null,
-        TargetKind::Etcd | TargetKind::Raft => ApiFamily::Etcd,
-        TargetKind::Zookeeper | TargetKind::Zab => ApiFamily::ZooKeeper,
-    }
+    crate::targets::descriptor(target).family
 }
 
-/// The crate a target's driver talks through.
-fn client_lib(target: TargetKind, zk_client: ZkClientArg) -> &'static str {
-    match (target, zk_client) {
-        (TargetKind::Null, _) => "null",
-        (TargetKind::Etcd | TargetKind::Raft, _) => "etcd-client",
-        (TargetKind::Zookeeper | TargetKind::Zab, ZkClientArg::Client) => "zookeeper-client",
-        (TargetKind::Zookeeper | TargetKind::Zab, ZkClientArg::Async) => "zookeeper-async",
-    }
-}
-
-/// The name clap shows for an enum value (`kv-put`, `etcd`, ...).
-fn value_name<T: clap::ValueEnum>(value: T) -> String {
-    value
-        .to_possible_value()
-        .map(|v| v.get_name().to_string())
-        .unwrap_or_default()
-}
+use crate::targets::value_name;
 
 #[cfg(test)]
 mod tests {

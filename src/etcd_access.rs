@@ -95,7 +95,7 @@ pub fn resolve(
     secure: bool,
     password_env: Option<String>,
 ) -> Result<ResolvedEtcdAccess, String> {
-    let etcd_api = matches!(target, TargetKind::Etcd | TargetKind::Raft);
+    let etcd_api = crate::config::family_of(target) == coordbench_drivers::ApiFamily::Etcd;
     if !etcd_api {
         if args.given() {
             return Err("--cacert, --cert, --key, --insecure-skip-tls-verify and --user apply only to --target etcd or raft".into());

@@ -49,7 +49,7 @@ fn sum<'a>(members: impl Iterator<Item = &'a Metrics>, key: &str) -> Option<f64>
 /// Reads every member's counters; `None` for targets without server counters. A member
 /// that does not answer is left out (a run on a degraded cluster still reports the rest).
 pub async fn scrape(target: TargetKind, cluster: &Cluster) -> Option<BTreeMap<String, Metrics>> {
-    if !matches!(target, TargetKind::Zookeeper | TargetKind::Zab) {
+    if !crate::targets::descriptor(target).server_counters {
         return None;
     }
     let addrs: Vec<String> = cluster

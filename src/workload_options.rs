@@ -237,7 +237,7 @@ fn shared_conns(args: &RunArgs) -> usize {
     let clients = args.clients as usize;
     match crate::config::family_of(args.target) {
         ApiFamily::Etcd => clients.div_ceil(CLIENTS_PER_CONN),
-        ApiFamily::ZooKeeper | ApiFamily::Null => clients,
+        ApiFamily::ZooKeeper | ApiFamily::Null | ApiFamily::Redis | ApiFamily::Postgres => clients,
     }
 }
 

@@ -74,7 +74,7 @@ pub fn resolve(
     secure: bool,
     password_env: Option<String>,
 ) -> Result<ResolvedAccess, String> {
-    let zk_api = matches!(target, TargetKind::Zookeeper | TargetKind::Zab);
+    let zk_api = crate::config::family_of(target) == coordbench_drivers::ApiFamily::ZooKeeper;
     let given = args.zk_auth.is_some() || args.zk_acl.is_some() || args.zk_chroot.is_some();
     if !zk_api {
         if given {

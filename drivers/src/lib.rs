@@ -6,13 +6,16 @@
 //! engine); the null driver runs in-process and measures the load generator itself.
 //! Lock recipes live with their API family, because a recipe is a protocol over that API.
 
+pub mod backoff;
 pub mod coordinator;
 pub mod counters;
 pub mod error;
 pub mod etcd;
 pub mod freeze;
 pub mod null;
+pub mod postgres;
 pub mod recipe;
+pub mod redis;
 pub mod zookeeper;
 pub mod zookeeper_async;
 

@@ -15,6 +15,7 @@ use coordbench_drivers::zookeeper::four_letter::four_letter_word;
 use etcd_client::Client;
 
 use crate::cli::TargetKind;
+use crate::targets::LeaderQuery;
 
 /// What a member says of itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +44,10 @@ pub enum Asker {
     },
     /// ZooKeeper's `srvr` at `host:port`.
     ZooKeeper(String),
+    /// An independent server (a redis instance, the postgres server) at its endpoint: one
+    /// that answers its protocol's ping leads itself, at term 0, so a set of them is
+    /// healthy when every one answers, and no fault makes a new leader.
+    Standalone(String, TargetKind),
 }
 
 impl Asker {
@@ -53,8 +58,8 @@ impl Asker {
         endpoints: &[String],
         security: &EtcdSecurity,
     ) -> Option<Vec<Asker>> {
-        match kind {
-            TargetKind::Etcd | TargetKind::Raft => Some(
+        match crate::targets::descriptor(kind).leader {
+            LeaderQuery::EtcdStatus => Some(
                 endpoints
                     .iter()
                     .map(|e| Asker::Etcd {
@@ -64,13 +69,19 @@ impl Asker {
                     })
                     .collect(),
             ),
-            TargetKind::Zookeeper | TargetKind::Zab => Some(
+            LeaderQuery::FourLetterWords => Some(
                 endpoints
                     .iter()
                     .map(|e| Asker::ZooKeeper(strip_scheme(e)))
                     .collect(),
             ),
-            TargetKind::Null => None,
+            LeaderQuery::Standalone => Some(
+                endpoints
+                    .iter()
+                    .map(|e| Asker::Standalone(e.clone(), kind))
+                    .collect(),
+            ),
+            LeaderQuery::None => None,
         }
     }
 
@@ -100,6 +111,15 @@ impl Asker {
                     .ok()?
                     .ok()?;
                 srvr_view(&reply)
+            }
+            Asker::Standalone(endpoint, kind) => {
+                let up = tokio::time::timeout(timeout, crate::targets::ping(*kind, endpoint))
+                    .await
+                    .ok()?;
+                up.then_some(MemberView {
+                    role: Role::Leader,
+                    term: 0,
+                })
             }
         }
     }

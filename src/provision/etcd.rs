@@ -305,6 +305,7 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
             program: binary.clone(),
             args,
             env_remove: env_remove.clone(),
+            run_as: None,
         };
         let process = launch.spawn(&log_file).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {

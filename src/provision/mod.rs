@@ -10,8 +10,11 @@ pub mod etcd;
 mod etcd_auth;
 pub mod executable;
 pub mod ports;
+pub mod postgres;
 pub mod process;
 pub mod raft;
+pub mod redis;
+mod standalone;
 pub mod zab;
 pub mod zookeeper;
 

@@ -27,12 +27,49 @@ pub struct Launch {
     pub args: Vec<String>,
     /// Environment variables the child must not inherit, see [`ManagedProcess::spawn`].
     pub env_remove: Vec<String>,
+    /// Run as this user instead of coordbench's (postgres refuses to run as root).
+    pub run_as: Option<RunAs>,
+}
+
+/// A user (and its primary group) a child process runs as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunAs {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl RunAs {
+    /// The system user `name`, if it exists.
+    pub fn user(name: &str) -> Option<RunAs> {
+        let c = std::ffi::CString::new(name).ok()?;
+        // SAFETY: `c` is a valid NUL-terminated string; getpwnam returns NULL or a pointer
+        // to a static record, which is read at once (no other thread of this process calls
+        // getpwnam while a cluster starts).
+        unsafe {
+            let pw = libc::getpwnam(c.as_ptr());
+            (!pw.is_null()).then(|| RunAs {
+                uid: (*pw).pw_uid,
+                gid: (*pw).pw_gid,
+            })
+        }
+    }
+
+    /// Sets `cmd` to run as this user (supplementary groups dropped).
+    pub fn apply(self, cmd: &mut Command) {
+        cmd.uid(self.uid).gid(self.gid);
+    }
 }
 
 impl Launch {
     /// Starts the process with its output appended to `log_file`.
     pub fn spawn(&self, log_file: &Path) -> io::Result<ManagedProcess> {
-        ManagedProcess::spawn(&self.program, &self.args, log_file, &self.env_remove)
+        ManagedProcess::spawn_as(
+            &self.program,
+            &self.args,
+            log_file,
+            &self.env_remove,
+            self.run_as,
+        )
     }
 }
 
@@ -62,6 +99,21 @@ impl ManagedProcess {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        Self::spawn_as(program, args, log_file, envs_remove, None)
+    }
+
+    /// [`spawn`](Self::spawn) as another user (`run_as`), when given.
+    pub fn spawn_as<I, S>(
+        program: &Path,
+        args: I,
+        log_file: &Path,
+        envs_remove: &[String],
+        run_as: Option<RunAs>,
+    ) -> io::Result<ManagedProcess>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
         if let Some(parent) = log_file.parent() {
             std::fs::create_dir_all(parent)?;
         }
@@ -79,6 +131,9 @@ impl ManagedProcess {
             .process_group(0);
         for key in envs_remove {
             cmd.env_remove(key);
+        }
+        if let Some(user) = run_as {
+            user.apply(&mut cmd);
         }
         let parent_pid = std::process::id() as libc::pid_t;
         // SAFETY: the closure runs between fork and exec and only makes async-signal-safe

@@ -322,6 +322,7 @@ pub(super) async fn launch_members(
             program: binary.clone(),
             args,
             env_remove: Vec::new(),
+            run_as: None,
         };
         let process = launch
             .spawn(&log_file)

@@ -355,6 +355,7 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
             program: java.clone(),
             args,
             env_remove: env_remove.clone(),
+            run_as: None,
         };
         let process = launch.spawn(&log_file).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {

@@ -72,7 +72,7 @@ impl Table {
     /// each ran their own herd-free recipe share a point.
     pub fn name_herd_free_recipes(&mut self) {
         let names = [ApiFamily::Etcd, ApiFamily::ZooKeeper, ApiFamily::Null]
-            .map(ApiFamily::herd_free_name);
+            .map(|f| f.herd_free_name().unwrap_or_default());
         for row in &mut self.rows {
             if let Some(recipe) = row.0.get_mut("recipe") {
                 if names.contains(&recipe.as_str()) {
@@ -108,10 +108,19 @@ mod tests {
         let row = |recipe: &str| Row([("recipe".to_string(), recipe.to_string())].into());
         let mut table = Table {
             columns: vec!["recipe".into()],
-            rows: vec![row("etcd-mutex"), row("zk-recipe"), row("naive"), row("mutex")],
+            rows: vec![
+                row("etcd-mutex"),
+                row("zk-recipe"),
+                row("naive"),
+                row("mutex"),
+            ],
         };
         table.name_herd_free_recipes();
-        let names: Vec<_> = table.rows.iter().map(|r| r.get("recipe").unwrap()).collect();
+        let names: Vec<_> = table
+            .rows
+            .iter()
+            .map(|r| r.get("recipe").unwrap())
+            .collect();
         assert_eq!(names, ["herd-free", "herd-free", "naive", "herd-free"]);
     }
 }

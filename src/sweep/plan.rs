@@ -48,17 +48,22 @@ pub fn points(spec: &Spec, out: &Path) -> Result<Vec<Point>, SpecError> {
         let kind =
             TargetKind::from_str(target, false).map_err(|m| spec.error_at(target_location, m))?;
         for combination in spec.combinations() {
-            let axes: Vec<(Axis, String)> = combination
-                .into_iter()
-                .map(|(axis, value)| match (axis, value.as_str()) {
-                    (Axis::Recipe, HERD_FREE) => {
-                        let family = family_of(kind);
-                        let name = family.recipe_name(coordbench_drivers::LockRecipe::HerdFree);
-                        (axis, name.to_string())
-                    }
-                    _ => (axis, value),
-                })
-                .collect();
+            let mut axes: Vec<(Axis, String)> = Vec::new();
+            for (axis, value) in combination {
+                let value = match (axis, value.as_str()) {
+                    (Axis::Recipe, HERD_FREE) => family_of(kind)
+                        .herd_free_name()
+                        .ok_or_else(|| {
+                            spec.error_at(
+                                target_location,
+                                format!("{target} has no herd-free recipe; name its recipes (recipes.{target} = [...])"),
+                            )
+                        })?
+                        .to_string(),
+                    _ => value,
+                };
+                axes.push((axis, value));
+            }
             let base = dir_name(target, &axes);
             for repeat in 1..=spec.repeats {
                 let name = format!("{base}-r{repeat}");

@@ -31,6 +31,7 @@ pub(super) async fn campaign(
         match recipe {
             LockRecipe::HerdFree => queue::wait_for_predecessors(s, &prefix, place.rev).await?,
             LockRecipe::Naive => wait_for_head(s, &prefix, &place).await?,
+            other => return Err(other.unsupported(crate::ApiFamily::Etcd)),
         }
         queue::confirm_still_queued(s, &place).await?;
     }

@@ -219,6 +219,7 @@ impl Session for EtcdSession {
         match recipe {
             LockRecipe::HerdFree => super::lock::lock_mutex(self, name).await,
             LockRecipe::Naive => super::lock::lock_naive(self, name).await,
+            other => Err(other.unsupported(crate::ApiFamily::Etcd)),
         }
     }
 

@@ -35,6 +35,7 @@ pub(super) async fn campaign(
     let wake = match recipe {
         LockRecipe::HerdFree => Wake::Predecessor,
         LockRecipe::Naive => Wake::AnyChange,
+        other => return Err(other.unsupported(crate::ApiFamily::ZooKeeper)),
     };
     queue::wait_first(s, &place, wake, "leadership").await?;
     Ok(Leadership {

@@ -205,6 +205,7 @@ impl Session for ZkSession {
         match recipe {
             LockRecipe::HerdFree => lock::lock_queue(self, name).await,
             LockRecipe::Naive => lock::lock_naive(self, name).await,
+            other => Err(other.unsupported(crate::ApiFamily::ZooKeeper)),
         }
     }
 

@@ -145,6 +145,7 @@ impl Session for AsyncZkSession {
         match recipe {
             LockRecipe::HerdFree => lock::lock_queue(self, name).await,
             LockRecipe::Naive => lock::lock_naive(self, name).await,
+            other => Err(other.unsupported(crate::ApiFamily::ZooKeeper)),
         }
     }
 

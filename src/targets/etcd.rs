@@ -1,0 +1,173 @@
+//! The etcd-API targets: real etcd (Debian's etcd-server, or `--endpoints`) and the
+//! built-in Raft engine (`coordbench serve raft` members). One driver measures both.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use coordbench_drivers::etcd::{EtcdConfig, EtcdCoordinator, EtcdSecurity};
+use coordbench_drivers::{ApiFamily, Coordinator};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+
+use super::{ConnectOptions, Descriptor, LeaderQuery, ReadyTarget, CONNECT_TIMEOUT};
+use crate::cli::{FaultArg, TargetKind};
+use crate::config::RunConfig;
+use crate::election_timing::ElectionTiming;
+use crate::provision::{self, Cluster};
+
+/// Every fault kind: replicated clusters with a leader, behind the proxy for partitions.
+pub(super) const ALL_FAULTS: &[FaultArg] = &[
+    FaultArg::KillLeader,
+    FaultArg::KillRandom,
+    FaultArg::PauseLeader,
+    FaultArg::PauseRandom,
+    FaultArg::PartitionLeader,
+    FaultArg::PartitionRandom,
+    FaultArg::RestartAll,
+];
+
+pub const ETCD: Descriptor = Descriptor {
+    kind: TargetKind::Etcd,
+    name: "etcd",
+    family: ApiFamily::Etcd,
+    client_lib: etcd_client,
+    has_servers: true,
+    quorum: true,
+    leader: LeaderQuery::EtcdStatus,
+    server_counters: false,
+    faults: ALL_FAULTS,
+    faults_note: "",
+    workloads: None,
+    secure: true,
+    engine: false,
+    default_cluster_size: 3,
+    max_cluster_size: None,
+    election_timing: etcd_timing,
+    prepare: prepare_boxed,
+    connect: connect_etcd,
+    ping: None,
+};
+
+pub const RAFT: Descriptor = Descriptor {
+    kind: TargetKind::Raft,
+    name: "raft",
+    engine: true,
+    election_timing: super::zookeeper::engine_timing,
+    connect: connect_raft,
+    ..ETCD
+};
+
+fn etcd_client(_: crate::cli::ZkClientArg) -> &'static str {
+    "etcd-client"
+}
+
+fn prepare_boxed<'a>(
+    config: &'a RunConfig,
+    dir: &'a Path,
+) -> BoxFuture<'a, anyhow::Result<ReadyTarget>> {
+    prepare(config, dir).boxed()
+}
+
+fn connect_etcd(
+    options: ConnectOptions,
+) -> BoxFuture<'static, anyhow::Result<Arc<dyn Coordinator>>> {
+    connect(options, "etcd")
+}
+
+fn connect_raft(
+    options: ConnectOptions,
+) -> BoxFuture<'static, anyhow::Result<Arc<dyn Coordinator>>> {
+    connect(options, "raft")
+}
+
+fn etcd_timing(timing: &ElectionTiming) -> Result<(), String> {
+    provision::etcd::EtcdOptions::default()
+        .with_timing(timing)
+        .map(drop)
+}
+
+async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<ReadyTarget> {
+    let mut security = config.etcd_security.clone();
+    let cluster = if config.attached() {
+        super::attached(config)
+    } else {
+        let certs = run_certificates(config, work_dir, &mut security)?;
+        start(config, work_dir, certs, &security).await?
+    };
+    super::ready(config, cluster, security).await
+}
+
+fn connect(
+    options: ConnectOptions,
+    name: &'static str,
+) -> BoxFuture<'static, anyhow::Result<Arc<dyn Coordinator>>> {
+    async move {
+        let etcd = EtcdConfig {
+            endpoints: options.endpoints,
+            conns: options.conns,
+            connect_timeout: CONNECT_TIMEOUT,
+            security: options.etcd_security,
+        };
+        let coordinator = EtcdCoordinator::connect(&etcd).await.context(name)?;
+        Ok(Arc::new(coordinator) as Arc<dyn Coordinator>)
+    }
+    .boxed()
+}
+
+/// `--secure` on etcd and raft: the run's CA and certificates in `<work_dir>/tls/`, and the
+/// driver's TLS with the client certificate (added to `security`).
+fn run_certificates(
+    config: &RunConfig,
+    work_dir: &Path,
+    security: &mut EtcdSecurity,
+) -> anyhow::Result<Option<coordbench_tls::RunCertificates>> {
+    if !config.secure {
+        return Ok(None);
+    }
+    let certs = coordbench_tls::generate(&work_dir.join("tls"))?;
+    let tls = coordbench_tls::client_config(&coordbench_tls::ClientTls {
+        ca: Some(certs.ca.clone()),
+        cert: Some(certs.client_cert.clone()),
+        key: Some(certs.client_key.clone()),
+        skip_verify: false,
+    })?;
+    security.tls = Some(tls);
+    Ok(Some(certs))
+}
+
+/// Starts the etcd or raft cluster of the run, secured with `certs` when given.
+async fn start(
+    config: &RunConfig,
+    work_dir: &Path,
+    certs: Option<coordbench_tls::RunCertificates>,
+    security: &EtcdSecurity,
+) -> anyhow::Result<Cluster> {
+    let spec = super::cluster_spec(config, work_dir);
+    if config.target_kind == TargetKind::Raft {
+        let options = provision::raft::RaftOptions {
+            tls: certs,
+            client: security.clone(),
+            ..super::zookeeper::engine_options(config)?
+        };
+        return Ok(provision::raft::start(&spec, &options).await?);
+    }
+    let secure = match (certs, &security.tls, &security.user) {
+        (Some(certs), Some(tls), Some(user)) => Some(provision::etcd::SecureEtcd {
+            certs,
+            tls: tls.clone(),
+            user: user.clone(),
+            token_ttl: None,
+        }),
+        (None, _, _) => None,
+        _ => anyhow::bail!("--secure on etcd needs the run's TLS and user (internal error)"),
+    };
+    let options = provision::etcd::EtcdOptions {
+        binary: config.etcd_bin.clone(),
+        secure,
+        ..Default::default()
+    }
+    .with_timing(&config.election_timing)
+    .map_err(anyhow::Error::msg)?;
+    Ok(provision::etcd::start(&spec, &options).await?)
+}

@@ -1,0 +1,79 @@
+//! PostgreSQL: one server coordbench starts (`provision::postgres`), or `--endpoints` to
+//! attach; the PostgreSQL driver (advisory, lease-row; kv as upsert and select).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use coordbench_drivers::postgres::{PgConfig, PgCoordinator};
+use coordbench_drivers::{ApiFamily, Coordinator};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+
+use super::redis::{KV_AND_LOCKS, STANDALONE_FAULTS};
+use super::{ConnectOptions, Descriptor, LeaderQuery, ReadyTarget, CONNECT_TIMEOUT};
+use crate::cli::TargetKind;
+use crate::config::RunConfig;
+use crate::provision;
+
+pub const POSTGRES: Descriptor = Descriptor {
+    kind: TargetKind::Postgres,
+    name: "postgres",
+    family: ApiFamily::Postgres,
+    client_lib: |_| "tokio-postgres",
+    has_servers: true,
+    quorum: false,
+    leader: LeaderQuery::Standalone,
+    server_counters: false,
+    faults: STANDALONE_FAULTS,
+    faults_note: "it is one server without replication (no leader, no links); use kill-random, pause-random or restart-all",
+    workloads: Some(KV_AND_LOCKS),
+    secure: false,
+    engine: false,
+    default_cluster_size: 1,
+    max_cluster_size: Some(1),
+    election_timing: super::no_election_timing,
+    prepare: prepare_boxed,
+    connect: connect_boxed,
+    ping: Some(ping_boxed),
+};
+
+fn prepare_boxed<'a>(
+    config: &'a RunConfig,
+    dir: &'a Path,
+) -> BoxFuture<'a, anyhow::Result<ReadyTarget>> {
+    async move {
+        let cluster = if config.attached() {
+            super::attached(config)
+        } else {
+            provision::postgres::start(&super::cluster_spec(config, dir)).await?
+        };
+        super::ready(config, cluster, Default::default()).await
+    }
+    .boxed()
+}
+
+fn connect_boxed(
+    options: ConnectOptions,
+) -> BoxFuture<'static, anyhow::Result<Arc<dyn Coordinator>>> {
+    async move {
+        let config = PgConfig {
+            endpoints: options.endpoints,
+            connect_timeout: CONNECT_TIMEOUT,
+        };
+        let coordinator = PgCoordinator::connect(&config).await.context("postgres")?;
+        Ok(Arc::new(coordinator) as Arc<dyn Coordinator>)
+    }
+    .boxed()
+}
+
+fn ping_boxed(endpoint: String) -> BoxFuture<'static, bool> {
+    async move { ping(&endpoint).await }.boxed()
+}
+
+/// Whether the server at `endpoint` answers.
+async fn ping(endpoint: &str) -> bool {
+    coordbench_drivers::postgres::server_version(endpoint)
+        .await
+        .is_ok()
+}
