@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what coordbench's build, tests and runs need, when missing, from Debian's
 # packages: etcd (server and etcdctl), ZooKeeper (its server jar and, through its
-# dependencies, a Java runtime), the protobuf compiler and headers (for gRPC code
+# dependencies, a Java runtime), Redis (redis-server) and PostgreSQL (postgresql: the
+# server binaries under /usr/lib/postgresql/<version>/bin and the `postgres` user they run
+# as when coordbench is root; coordbench starts its own instances on its own ports and
+# data directories, never the package's service), the protobuf compiler and headers (for gRPC code
 # generation) and the DejaVu fonts (text in the report's PNG charts); then the notebooks'
 # Python virtual environment, target/notebooks-venv, with notebooks/requirements.txt in it,
 # and the interop tests' one, target/interop-venv (kazoo, tests/interop/requirements.txt)
@@ -9,7 +12,7 @@
 # repeatedly: it installs nothing that is already there, and rebuilds the venv only when
 # requirements.txt changed since it was made.
 # Usage: scripts/install-deps.sh [build]   (build: only what building, reports and notebooks
-# need, for the built-in engines alone; no etcd, ZooKeeper or Java)
+# need, for the built-in engines alone; no etcd, ZooKeeper, Java, Redis or PostgreSQL)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +28,8 @@ if [[ ${1:-} != build ]]; then
     etcdctl:etcd-client
     /usr/share/java/zookeeper.jar:zookeeper
     java:default-jre-headless
+    redis-server:redis-server
+    /usr/lib/postgresql:postgresql
   )
 fi
 

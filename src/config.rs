@@ -684,10 +684,52 @@ mod tests {
                 "50ms",
             ],
             &["--target", "zab", "--heartbeat", "2s"],
+            &["--target", "redis", "--fault", "partition-leader"],
+            &["--target", "redis", "--fault", "kill-leader"],
+            &["--target", "postgres", "--cluster-size", "3"],
+            &["--target", "redis", "--recipe", "advisory"],
+            &["--target", "postgres", "--recipe", "naive"],
+            &["--target", "postgres", "--workload", "election"],
+            &["--target", "redis", "--workload", "register"],
+            &["--target", "redis", "--secure"],
+            &["--target", "postgres", "--election-timeout", "150-300"],
         ] {
             let err = config(args).unwrap_err().to_string();
             assert!(!err.is_empty() && !err.contains('\n'), "{args:?}: {err}");
         }
+    }
+
+    #[test]
+    fn redis_and_postgres_have_their_own_recipes_sizes_and_faults() {
+        let redis = config(&["--target", "redis"]).unwrap();
+        assert_eq!(
+            (
+                redis.recipe.as_str(),
+                redis.cluster_size,
+                redis.client_lib.as_str()
+            ),
+            ("set-nx", 3, "redis-rs")
+        );
+        let postgres = config(&["--target", "postgres", "--recipe", "lease-row"]).unwrap();
+        assert_eq!(
+            (postgres.recipe.as_str(), postgres.cluster_size),
+            ("lease-row", 1)
+        );
+        // Independent servers: one instance can be killed or paused, with no quorum to keep.
+        config(&[
+            "--target",
+            "redis",
+            "--cluster-size",
+            "1",
+            "--fault",
+            "pause-random",
+        ])
+        .unwrap();
+        config(&["--target", "postgres", "--fault", "kill-random,restart-all"]).unwrap();
+        let err = config(&["--target", "redis", "--fault", "partition-leader"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("independent"), "{err}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use clap::{Parser, ValueEnum};
 use crate::cli::{Cli, Command, RunArgs, TargetKind};
 use crate::config::{family_of, RunConfig};
 use crate::sweep::axis::Axis;
-use crate::sweep::spec::{clap_message, Location, Spec, SpecError, HERD_FREE};
+use crate::sweep::spec::{clap_message, split_choice, Location, Spec, SpecError, HERD_FREE};
 
 /// One run of the sweep.
 #[derive(Debug, Clone)]
@@ -44,13 +44,15 @@ impl Point {
 /// [`Axis::ALL`] order, then repeat).
 pub fn points(spec: &Spec, out: &Path) -> Result<Vec<Point>, SpecError> {
     let mut points = Vec::new();
-    for (target, target_location) in &spec.targets {
+    for (entry, target_location) in &spec.targets {
+        let (target, pinned) = split_choice(entry);
         let kind =
             TargetKind::from_str(target, false).map_err(|m| spec.error_at(target_location, m))?;
         for combination in spec.combinations() {
             let mut axes: Vec<(Axis, String)> = Vec::new();
             for (axis, value) in combination {
                 let value = match (axis, value.as_str()) {
+                    (Axis::Recipe, _) if pinned.is_some() => pinned.unwrap_or_default().to_string(),
                     (Axis::Recipe, HERD_FREE) => family_of(kind)
                         .herd_free_name()
                         .ok_or_else(|| {
@@ -68,10 +70,10 @@ pub fn points(spec: &Spec, out: &Path) -> Result<Vec<Point>, SpecError> {
             for repeat in 1..=spec.repeats {
                 let name = format!("{base}-r{repeat}");
                 let dir = out.join(&name);
-                let (args, config) = point_run(spec, target, &axes, &dir)?;
+                let (args, config) = point_run(spec, entry, &axes, &dir)?;
                 points.push(Point {
                     name,
-                    target: target.clone(),
+                    target: target.to_string(),
                     repeat,
                     axes: axes.clone(),
                     args,
@@ -140,17 +142,18 @@ fn shared_dir_location(spec: &Spec, a: &Point, b: &Point) -> Location {
 /// the spec field whose option it names first.
 fn point_run(
     spec: &Spec,
-    target: &str,
+    entry: &str,
     axes: &[(Axis, String)],
     dir: &Path,
 ) -> Result<(RunArgs, RunConfig), SpecError> {
+    let target = split_choice(entry).0;
     // (option, its value, where the spec sets it): what an error message can name.
     let mut flags: Vec<(String, String, Location)> = Vec::new();
     let mut argv: Vec<String> = vec!["coordbench".into(), "run".into()];
     let target_location = spec
         .targets
         .iter()
-        .find(|(t, _)| t == target)
+        .find(|(t, _)| t == entry)
         .map(|(_, l)| l.clone())
         .unwrap_or(Location {
             line: 1,

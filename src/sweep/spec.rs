@@ -271,7 +271,18 @@ impl Spec {
             })
             .collect();
         for (t, location) in &targets {
-            ctx.check(location, &["--target".into(), t.clone()])?;
+            let (name, recipe) = split_choice(t);
+            let mut args = vec!["--target".to_string(), name.to_string()];
+            if let Some(recipe) = recipe {
+                if !axes.contains_key("recipe") {
+                    return Err(ctx.at(
+                        location,
+                        format!("`{t}` pins a recipe, which needs a recipe axis (e.g. recipe = [\"herd-free\"]) for the others"),
+                    ));
+                }
+                args.extend(["--recipe".to_string(), recipe.to_string()]);
+            }
+            ctx.check(location, &args)?;
         }
         let workload = top_level_workload(ctx, workload, &axes, &field)?;
 
@@ -463,6 +474,15 @@ fn top_level_workload(
             ctx.check(&location, &["--workload".into(), workload.clone()])?;
             Ok(Some((workload, location)))
         }
+    }
+}
+
+/// A `targets` entry: a target name, or `target:recipe`, a target that runs that recipe
+/// instead of the recipe axis's values (one entry per choice, e.g. `redis:redlock`).
+pub fn split_choice(entry: &str) -> (&str, Option<&str>) {
+    match entry.split_once(':') {
+        Some((target, recipe)) => (target, Some(recipe)),
+        None => (entry, None),
     }
 }
 

@@ -16,6 +16,7 @@ pub mod etcdctl;
 pub mod failover;
 pub mod herd;
 pub mod recipes;
+pub mod standalone;
 pub mod zk_conformance;
 
 use std::future::Future;
