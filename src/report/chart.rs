@@ -114,6 +114,8 @@ pub fn target_color(target: &str) -> RGBColor {
         "raft" => RGBColor(44, 160, 44),
         "zab" => RGBColor(214, 39, 40),
         "null" => RGBColor(127, 127, 127),
+        "redis" => RGBColor(140, 86, 75),
+        "postgres" => RGBColor(148, 103, 189),
         other => {
             const MORE: [RGBColor; 4] = [
                 RGBColor(148, 103, 189),
@@ -179,7 +181,12 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &LineChart) -> 
     };
     let (y0, y1) = chart.y_range.unwrap_or_else(|| {
         let bars = chart.lines.iter().flat_map(|l| &l.bars).map(|b| b.high);
-        let max = placed.iter().flatten().map(|p| p.1).chain(bars).fold(0.0, f64::max);
+        let max = placed
+            .iter()
+            .flatten()
+            .map(|p| p.1)
+            .chain(bars)
+            .fold(0.0, f64::max);
         (0.0, if max > 0.0 { max * 1.2 } else { 1.0 })
     });
 

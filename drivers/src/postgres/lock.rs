@@ -38,8 +38,8 @@ const TAKE_LEASE: &str = "\
 const RENEW_LEASE: &str = "\
     UPDATE coordbench_locks SET expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond' \
     WHERE name = $1 AND token = $2";
-const END_LEASE: &str =
-    "UPDATE coordbench_locks SET expires_at = '-infinity' WHERE name = $1 AND token = $2";
+const END_LEASE: &str = "UPDATE coordbench_locks SET expires_at = '-infinity' \
+    WHERE name = $1 AND token = $2 AND expires_at > clock_timestamp()";
 
 /// The advisory lock key of a lock name (FNV-1a, stable across runs and processes).
 pub(super) fn advisory_key(name: &str) -> i64 {
@@ -125,11 +125,17 @@ pub(super) async fn end_lease(s: &mut PgSession, name: &str) -> Result<(), Drive
     renewal.abort();
     let client = s.client()?;
     s.counters.request();
-    client
+    let ended = client
         .execute(END_LEASE, &[&name, &token])
         .await
-        .map_err(map_error)
-        .map(drop)
+        .map_err(map_error)?;
+    if ended == 0 {
+        // Renewals stopped (a pause) or failed: the lease ran out before the release.
+        return Err(DriverError::SessionExpired(format!(
+            "lease {name} expired before its release"
+        )));
+    }
+    Ok(())
 }
 
 /// Renews a held lease at TTL/3 on the session's connection, waiting out a freeze first.

@@ -177,7 +177,11 @@ impl Session for PgSession {
     async fn close(&mut self) -> Result<(), DriverError> {
         let names: Vec<String> = self.leases.keys().cloned().collect();
         for name in names {
-            lock::end_lease(self, &name).await?;
+            // A lease that already ran out needs no ending.
+            match lock::end_lease(self, &name).await {
+                Ok(()) | Err(DriverError::SessionExpired(_)) => {}
+                Err(e) => return Err(e),
+            }
         }
         // Ending the connection releases the advisory locks.
         self.abandon();

@@ -133,7 +133,7 @@ impl RedisCoordinator {
     async fn manager(&self, client: &Client) -> Result<ConnectionManager, DriverError> {
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.connect_timeout))
-            .set_response_timeout(None)
+            .set_response_timeout(Some(self.connect_timeout))
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(200));
         ConnectionManager::new_with_config(client.clone(), config)

@@ -148,9 +148,17 @@ impl Session for RedisSession {
         lock::lock(self, name, recipe).await
     }
 
+    /// Fails with `SessionExpired` when no instance still held the lock for this owner:
+    /// it expired (renewals stopped by a pause, or failed) before the release.
     async fn unlock(&mut self, guard: LockGuard) -> Result<(), DriverError> {
         let key = String::from_utf8_lossy(&guard.key).into_owned();
-        self.release(&key).await.map(drop)
+        if self.release(&key).await? {
+            return Ok(());
+        }
+        Err(DriverError::SessionExpired(format!(
+            "lock {} expired before its release",
+            guard.name
+        )))
     }
 
     /// Stops the renewals for `d` (they resume after it); past the TTL the lock expires.
