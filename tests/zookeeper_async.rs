@@ -266,6 +266,7 @@ async fn silenced_holder(
             node.is_some_and(|d| d.starts_with(b"client-1")),
             "{lib:?}: holder is not B's"
         ),
+        other => panic!("{other:?} is not a ZooKeeper recipe"),
     }
 
     link.mute(false);

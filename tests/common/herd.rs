@@ -193,5 +193,6 @@ pub fn assert_herd_matches(recipe: LockRecipe, outcome: &HerdOutcome) {
                 "herd-free: waiters other than {next} were woken: {notified:?}"
             );
         }
+        other => panic!("{other:?} is not a coordination-service recipe"),
     }
 }

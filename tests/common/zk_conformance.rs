@@ -182,6 +182,7 @@ pub async fn release_wakes_one_or_the_herd(c: Arc<dyn Coordinator>) {
         match recipe {
             LockRecipe::HerdFree => assert_eq!(total, 1, "zk-recipe woke {notified:?}"),
             LockRecipe::Naive => assert!(total <= 2 * WAITERS as u64, "naive: {notified:?}"),
+            other => panic!("{other:?} is not a ZooKeeper recipe"),
         }
     }
 }
