@@ -272,6 +272,49 @@ mod tests {
     }
 
     #[test]
+    fn target_recipe_entries_pin_a_recipe_and_need_a_recipe_axis() {
+        let s = spec(
+            "targets = [\"raft\", \"redis:set-nx\", \"redis:redlock\", \"postgres:lease-row\"]\nworkload = \"lock\"\n[axes]\nclients = [1, 16]\nrecipe = [\"herd-free\"]\n",
+        );
+        let points = points(&s, Path::new("/tmp/sw")).unwrap();
+        let names: Vec<&str> = points.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(points.len(), 8, "{names:?}");
+        for name in [
+            "raft-clients=1-recipe=etcd-mutex-r1",
+            "redis-clients=16-recipe=redlock-r1",
+            "postgres-clients=1-recipe=lease-row-r1",
+        ] {
+            assert!(names.contains(&name), "{name} in {names:?}");
+        }
+        let redlock = points
+            .iter()
+            .find(|p| p.name.starts_with("redis-clients=1-recipe=redlock"))
+            .unwrap();
+        assert_eq!(
+            (redlock.target.as_str(), redlock.config.recipe.as_str()),
+            ("redis", "redlock")
+        );
+        let e = Spec::parse(
+            Path::new("t.toml"),
+            "targets = [\"redis:redlock\"]\nworkload = \"lock\"\n".into(),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("needs a recipe axis"), "{e}");
+        // redis has no herd-free recipe to stand for.
+        let s =
+            spec("targets = [\"redis\"]\nworkload = \"lock\"\n[axes]\nrecipe = [\"herd-free\"]\n");
+        let e = super::points(&s, Path::new("/tmp/sw"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no herd-free recipe") && !e.contains('\n'),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_workload_axis_gives_each_target_one_point_per_workload() {
         let s = spec(
             "targets = [\"raft\", \"zab\"]\n[axes]\nworkload = [\"kv-put\", \"lock\"]\nclients = [1, 4]\n",
