@@ -60,6 +60,9 @@ async fn start(kind: TargetKind, work: &std::path::Path) -> Cluster {
         TargetKind::Raft => raft::start(&spec, &raft_options()).await,
         TargetKind::Zab => zab::start(&spec, &raft_options()).await,
         TargetKind::Null => unreachable!("null has no members"),
+        TargetKind::Redis | TargetKind::Postgres => {
+            unreachable!("independent servers take only some kinds: tests/redis_target.rs")
+        }
     };
     started.unwrap_or_else(|e| panic!("starting {kind:?}: {e}"))
 }

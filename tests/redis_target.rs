@@ -97,3 +97,42 @@ async fn coordbench_run_attaches_to_instances_it_did_not_start() {
     let run = common::run_json(&out);
     assert_eq!(run["cluster"]["provisioned"], false, "{run}");
 }
+
+#[test]
+fn instance_kills_and_pauses_keep_redlock_safe_and_heal() {
+    if !coordbench_sim::tools::installed(REDIS) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let mut args = common::lock_run_args("redis", &out, &["--recipe", "redlock", "--ttl", "1s"]);
+    args.retain(|a| !matches!(a.as_str(), "--cluster-size" | "1"));
+    let at = args
+        .iter()
+        .position(|a| a == "--duration")
+        .expect("--duration");
+    args[at + 1] = "6s".into();
+    args.extend(
+        [
+            "--cluster-size",
+            "3",
+            "--fault",
+            "pause-random,kill-random",
+            "--fault-every",
+            "2s",
+            "--fault-duration",
+            "500ms",
+        ]
+        .map(String::from),
+    );
+    let argv: Vec<&str> = std::iter::once("run")
+        .chain(args.iter().map(String::as_str))
+        .collect();
+    let (status, stderr) = common::run_coordbench(&argv, work.path(), Duration::from_secs(90));
+    assert!(status.success(), "{stderr}");
+    let row = common::summary_row(&out.join("summary.csv"));
+    assert_eq!(row["violations"], "0", "{row:?}");
+    let faults = &common::run_json(&out)["faults"];
+    assert!(faults["faults"].as_u64() >= Some(2), "{faults}");
+    assert_eq!(faults["unrecovered"], 0, "{faults}");
+}

@@ -14,6 +14,7 @@ pub mod etcd;
 pub mod freeze;
 pub mod null;
 pub mod postgres;
+pub mod probe;
 pub mod recipe;
 pub mod redis;
 pub mod zookeeper;

@@ -47,7 +47,7 @@ pub enum Asker {
     /// An independent server (a redis instance, the postgres server) at its endpoint: one
     /// that answers its protocol's ping leads itself, at term 0, so a set of them is
     /// healthy when every one answers, and no fault makes a new leader.
-    Standalone(String, TargetKind),
+    Standalone(Box<dyn coordbench_drivers::probe::Probe>),
 }
 
 impl Asker {
@@ -75,12 +75,10 @@ impl Asker {
                     .map(|e| Asker::ZooKeeper(strip_scheme(e)))
                     .collect(),
             ),
-            LeaderQuery::Standalone => Some(
-                endpoints
-                    .iter()
-                    .map(|e| Asker::Standalone(e.clone(), kind))
-                    .collect(),
-            ),
+            LeaderQuery::Standalone => endpoints
+                .iter()
+                .map(|e| crate::targets::probe(kind, e).map(Asker::Standalone))
+                .collect(),
             LeaderQuery::None => None,
         }
     }
@@ -112,10 +110,8 @@ impl Asker {
                     .ok()?;
                 srvr_view(&reply)
             }
-            Asker::Standalone(endpoint, kind) => {
-                let up = tokio::time::timeout(timeout, crate::targets::ping(*kind, endpoint))
-                    .await
-                    .ok()?;
+            Asker::Standalone(probe) => {
+                let up = tokio::time::timeout(timeout, probe.ping()).await.ok()?;
                 up.then_some(MemberView {
                     role: Role::Leader,
                     term: 0,

@@ -46,7 +46,7 @@ pub const ETCD: Descriptor = Descriptor {
     election_timing: etcd_timing,
     prepare: prepare_boxed,
     connect: connect_etcd,
-    ping: None,
+    probe: None,
 };
 
 pub const RAFT: Descriptor = Descriptor {

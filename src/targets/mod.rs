@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use coordbench_drivers::etcd::EtcdSecurity;
+use coordbench_drivers::probe::Probe;
 use coordbench_drivers::zookeeper::ZkAccess;
 use coordbench_drivers::{ApiFamily, Coordinator};
 use futures::future::BoxFuture;
@@ -62,8 +63,6 @@ pub struct ConnectOptions {
 /// Starts or attaches to the target of a run and connects its driver.
 pub type Prepare =
     for<'a> fn(&'a RunConfig, &'a Path) -> BoxFuture<'a, anyhow::Result<ReadyTarget>>;
-/// Whether the member at an endpoint answers (independent servers' health).
-pub type Ping = fn(String) -> BoxFuture<'static, bool>;
 /// Connects the target's driver to endpoints.
 pub type Connect = fn(ConnectOptions) -> BoxFuture<'static, anyhow::Result<Arc<dyn Coordinator>>>;
 
@@ -101,8 +100,8 @@ pub struct Descriptor {
     pub election_timing: fn(&ElectionTiming) -> Result<(), String>,
     pub prepare: Prepare,
     pub connect: Connect,
-    /// Standalone targets: whether a member at an endpoint answers.
-    pub ping: Option<Ping>,
+    /// Standalone targets: a probe of whether the member at an endpoint answers.
+    pub probe: Option<fn(&str) -> Box<dyn Probe>>,
 }
 
 /// The descriptor of `kind`: the one place that maps a target to its module.
@@ -251,12 +250,9 @@ pub fn check_election_timing(kind: TargetKind, timing: &ElectionTiming) -> Resul
     (descriptor(kind).election_timing)(timing)
 }
 
-/// Whether the member of `kind` at `endpoint` answers (false for targets without a ping).
-pub async fn ping(kind: TargetKind, endpoint: &str) -> bool {
-    match descriptor(kind).ping {
-        Some(ping) => ping(endpoint.to_string()).await,
-        None => false,
-    }
+/// A probe of the member of `kind` at `endpoint` (`None` for targets without one).
+pub fn probe(kind: TargetKind, endpoint: &str) -> Option<Box<dyn Probe>> {
+    descriptor(kind).probe.map(|new| new(endpoint))
 }
 
 /// For targets without elections: any timing is refused.

@@ -33,7 +33,7 @@ pub const NULL: Descriptor = Descriptor {
     election_timing: |_| Ok(()),
     prepare: prepare,
     connect: connect,
-    ping: None,
+    probe: None,
 };
 
 fn prepare<'a>(_: &'a RunConfig, _: &'a Path) -> BoxFuture<'a, anyhow::Result<ReadyTarget>> {

@@ -35,7 +35,7 @@ pub const POSTGRES: Descriptor = Descriptor {
     election_timing: super::no_election_timing,
     prepare: prepare_boxed,
     connect: connect_boxed,
-    ping: Some(ping_boxed),
+    probe: Some(probe),
 };
 
 fn prepare_boxed<'a>(
@@ -67,13 +67,6 @@ fn connect_boxed(
     .boxed()
 }
 
-fn ping_boxed(endpoint: String) -> BoxFuture<'static, bool> {
-    async move { ping(&endpoint).await }.boxed()
-}
-
-/// Whether the server at `endpoint` answers.
-async fn ping(endpoint: &str) -> bool {
-    coordbench_drivers::postgres::server_version(endpoint)
-        .await
-        .is_ok()
+fn probe(endpoint: &str) -> Box<dyn coordbench_drivers::probe::Probe> {
+    Box::new(coordbench_drivers::postgres::PgProbe::new(endpoint))
 }

@@ -50,7 +50,7 @@ pub const REDIS: Descriptor = Descriptor {
     election_timing: super::no_election_timing,
     prepare: prepare_boxed,
     connect: connect_boxed,
-    ping: Some(ping_boxed),
+    probe: Some(probe),
 };
 
 fn prepare_boxed<'a>(
@@ -82,13 +82,6 @@ fn connect_boxed(
     .boxed()
 }
 
-fn ping_boxed(endpoint: String) -> BoxFuture<'static, bool> {
-    async move { ping(&endpoint).await }.boxed()
-}
-
-/// Whether the instance at `endpoint` answers.
-async fn ping(endpoint: &str) -> bool {
-    coordbench_drivers::redis::server_version(endpoint)
-        .await
-        .is_ok()
+fn probe(endpoint: &str) -> Box<dyn coordbench_drivers::probe::Probe> {
+    Box::new(coordbench_drivers::redis::RedisProbe::new(endpoint))
 }

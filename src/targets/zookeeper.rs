@@ -39,7 +39,7 @@ pub const ZOOKEEPER: Descriptor = Descriptor {
     election_timing: |_| Ok(()),
     prepare: prepare_boxed,
     connect: connect_boxed,
-    ping: None,
+    probe: None,
 };
 
 pub const ZAB: Descriptor = Descriptor {

@@ -91,6 +91,48 @@ pub async fn server_version(endpoint: &str) -> Result<String, DriverError> {
     Ok(format!("PostgreSQL {}", row?.get::<_, String>(0)))
 }
 
+/// A [`crate::probe::Probe`] of the server: `SELECT 1` on a kept connection.
+pub struct PgProbe {
+    endpoint: String,
+    conn: Option<(Client, tokio::task::JoinHandle<()>)>,
+}
+
+impl PgProbe {
+    pub fn new(endpoint: &str) -> Self {
+        PgProbe {
+            endpoint: endpoint.to_string(),
+            conn: None,
+        }
+    }
+}
+
+impl Drop for PgProbe {
+    fn drop(&mut self) {
+        if let Some((_, task)) = self.conn.take() {
+            task.abort();
+        }
+    }
+}
+
+#[async_trait]
+impl crate::probe::Probe for PgProbe {
+    async fn ping(&mut self) -> bool {
+        if self.conn.is_none() {
+            self.conn = open(&self.endpoint, Duration::from_millis(500)).await.ok();
+        }
+        let Some((client, _)) = self.conn.as_ref() else {
+            return false;
+        };
+        let answered = client.simple_query("SELECT 1").await.is_ok();
+        if !answered {
+            if let Some((_, task)) = self.conn.take() {
+                task.abort();
+            }
+        }
+        answered
+    }
+}
+
 /// Connects sessions to one server.
 pub struct PgCoordinator {
     endpoint: String,

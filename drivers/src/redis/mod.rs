@@ -101,6 +101,47 @@ pub async fn server_version(endpoint: &str) -> Result<String, DriverError> {
         ))
 }
 
+/// A [`crate::probe::Probe`] of one instance: PING on a kept connection.
+pub struct RedisProbe {
+    endpoint: String,
+    conn: Option<redis::aio::MultiplexedConnection>,
+}
+
+impl RedisProbe {
+    pub fn new(endpoint: &str) -> Self {
+        RedisProbe {
+            endpoint: endpoint.to_string(),
+            conn: None,
+        }
+    }
+}
+
+#[async_trait]
+impl crate::probe::Probe for RedisProbe {
+    async fn ping(&mut self) -> bool {
+        if self.conn.is_none() {
+            let Ok(client) = client(&self.endpoint) else {
+                return false;
+            };
+            let config = AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(Duration::from_millis(500)))
+                .set_response_timeout(None);
+            self.conn = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .ok();
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            return false;
+        };
+        let answered = redis::cmd("PING").query_async::<String>(conn).await.is_ok();
+        if !answered {
+            self.conn = None;
+        }
+        answered
+    }
+}
+
 impl RedisCoordinator {
     /// Checks every instance answers, then keeps their clients for sessions.
     pub async fn connect(config: &RedisConfig) -> Result<Self, DriverError> {
