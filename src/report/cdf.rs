@@ -65,12 +65,7 @@ pub fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
 
 /// One CDF chart per target: a line per x value (and per other axis value), from the
 /// merged latency.hlog of its repeats.
-pub fn charts(
-    dir: &Path,
-    table: &Table,
-    x: &XAxis,
-    series: &[Series],
-) -> Vec<(String, LineChart)> {
+pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<(String, LineChart)> {
     let mut targets: Vec<&str> = Vec::new();
     for s in series {
         if !targets.contains(&s.target.as_str()) {

@@ -13,7 +13,10 @@ use super::ReportError;
 enum Block {
     Markdown(String),
     /// A chart written as `charts/<stem>.{svg,png}`.
-    Chart { title: String, stem: String },
+    Chart {
+        title: String,
+        stem: String,
+    },
 }
 
 #[derive(Debug, Clone, Default)]
@@ -98,7 +101,9 @@ code{background:#f4f4f4;padding:0 0.2em}";
 fn without_xml_declaration(svg: &str) -> &str {
     let trimmed = svg.trim_start();
     if trimmed.starts_with("<?xml") {
-        trimmed.find("?>").map_or(trimmed, |end| trimmed[end + 2..].trim_start())
+        trimmed
+            .find("?>")
+            .map_or(trimmed, |end| trimmed[end + 2..].trim_start())
     } else {
         trimmed
     }
@@ -128,7 +133,10 @@ mod tests {
         let md = doc.to_markdown();
         assert!(md.contains("![A & B](charts/t.png)"), "{md}");
         let html = doc.to_html("r", dir.path()).unwrap();
-        assert!(html.contains("<table>") && html.contains("<td>2</td>"), "{html}");
+        assert!(
+            html.contains("<table>") && html.contains("<td>2</td>"),
+            "{html}"
+        );
         assert!(html.contains("<figure><svg width=\"10\">"), "{html}");
         assert!(html.contains("<h3>A &amp; B</h3>"), "{html}");
         assert!(!html.contains("<?xml") && !html.contains("t.png"), "{html}");

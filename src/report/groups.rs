@@ -234,12 +234,18 @@ pub fn mean(table: &Table, rows: &[usize], column: &str) -> Option<f64> {
 /// How a chart names one point of a series: `clients=4`, `clients=4 naive`, or empty when
 /// nothing but the target varies.
 pub fn point_label(x: &XAxis, series: &Series, point: &GroupPoint) -> String {
-    let at = match &x.kind {
+    format!("{} {}", x_label(x, point), series.key)
+        .trim()
+        .to_string()
+}
+
+/// Where `point` sits on `x` (`clients=16`; empty when only the target varies).
+pub fn x_label(x: &XAxis, point: &GroupPoint) -> String {
+    match &x.kind {
         XKind::Axis(axis, _) => format!("{}={}", axis.name(), point.x_text),
         XKind::Waiters => format!("waiters={}", point.x_text),
         XKind::Target => String::new(),
-    };
-    format!("{at} {}", series.key).trim().to_string()
+    }
 }
 
 /// The lowest and highest `column` over `rows`; `None` unless at least two rows have it.

@@ -2,8 +2,8 @@
 //! report.html from a directory's summary.csv and its runs' latency.hlog and failover.csv.
 //!
 //! Charts, each as SVG and PNG under `DIR/charts/`: throughput and p99 against the swept
-//! axis per target (bars: the spread of repeats), a cross-target percentile spectrum per
-//! point ([`spectrum`]), a latency CDF per target, and, when the files or columns exist,
+//! axis per target (bars: the spread of repeats), a percentile spectrum per x value with
+//! a line per series, every target and recipe side by side ([`spectrum`]), a latency CDF per target, and, when the files or columns exist,
 //! failover CDFs ([`failover`]) and herd-effect figures against waiters. report.md links
 //! them, tabulates the figures, and puts published figures beside ours where the sweep
 //! reproduces one ([`published`]); report.html is the same report in one file, charts
@@ -144,7 +144,13 @@ fn figure_charts(
         _ => "target".into(),
     };
     for (title, y_label, column, scale, stem) in [
-        ("Throughput", "throughput (ops/s)", "throughput_ops_s", 1.0, "throughput"),
+        (
+            "Throughput",
+            "throughput (ops/s)",
+            "throughput_ops_s",
+            1.0,
+            "throughput",
+        ),
         ("p99 latency", "p99 latency (ms)", "p99_us", 1e-3, "p99"),
     ] {
         let title = format!("{title} vs {}", x.label);
@@ -286,5 +292,3 @@ fn line_chart(
             .collect(),
     }
 }
-
-

@@ -1,5 +1,6 @@
-//! Cross-target latency per point: for each point of a sweep (an x value and the values of
-//! any other varying axis), one chart with a line per target, drawn as HdrHistogram's
+//! Cross-target latency per point: for each x value of a sweep, one chart with a line per
+//! series (a target and the values of any other varying axis, e.g. `redis redlock`; odd
+//! variants of a target dashed), so every choice is side by side, drawn as HdrHistogram's
 //! percentile spectrum (x = percentile on a log scale of 1 / (1 − p), from p50 to p99.99;
 //! y = latency), so the tails that decide a comparison are visible side by side.
 
@@ -9,7 +10,7 @@ use hdrhistogram::Histogram;
 
 use super::cdf;
 use super::chart::{target_color, Line, LineChart, XScale};
-use super::groups::{point_label, Series, XAxis};
+use super::groups::{x_label, Series, XAxis};
 use super::table::Table;
 
 /// Percentiles drawn per line, evenly spaced on the spectrum's axis.
@@ -18,8 +19,8 @@ const STEPS: usize = 64;
 const FIRST: f64 = 0.5;
 const LAST: f64 = 0.9999;
 
-/// A target and the rows (repeats) of its run at one point.
-type TargetRows<'a> = (&'a str, &'a [usize]);
+/// A series at one point: its label, target, variant and rows (repeats).
+type SeriesRows<'a> = (String, &'a str, usize, &'a [usize]);
 
 /// One chart of a point, with the file stem it is written under.
 pub struct PointChart {
@@ -29,15 +30,16 @@ pub struct PointChart {
 
 /// One chart per point that has a latency log, in series order.
 pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<PointChart> {
-    // (point label, its targets' rows) in first-seen order.
-    let mut points: Vec<(String, Vec<TargetRows>)> = Vec::new();
+    // (x label, its series' rows) in first-seen order.
+    let mut points: Vec<(String, Vec<SeriesRows>)> = Vec::new();
     for s in series {
         for p in &s.points {
             // Nothing varies but the target: every target's run is the one point.
-            let label = point_label(x, s, p);
+            let label = x_label(x, p);
+            let line = (s.label(), s.target.as_str(), s.variant, p.rows.as_slice());
             match points.iter_mut().find(|(l, _)| *l == label) {
-                Some((_, lines)) => lines.push((&s.target, &p.rows)),
-                None => points.push((label, vec![(&s.target, &p.rows)])),
+                Some((_, lines)) => lines.push(line),
+                None => points.push((label, vec![line])),
             }
         }
     }
@@ -46,12 +48,12 @@ pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<Po
         .filter_map(|(label, lines)| {
             let lines: Vec<Line> = lines
                 .into_iter()
-                .filter_map(|(target, rows)| {
+                .filter_map(|(label, target, variant, rows)| {
                     let points = spectrum(&cdf::merged(dir, table, rows));
                     (!points.is_empty()).then(|| Line {
-                        label: target.to_string(),
+                        label,
                         color: target_color(target),
-                        dashed: false,
+                        dashed: variant % 2 == 1,
                         markers: false,
                         points,
                         bars: Vec::new(),
