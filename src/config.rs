@@ -693,6 +693,7 @@ mod tests {
             &["--target", "redis", "--workload", "register"],
             &["--target", "redis", "--secure"],
             &["--target", "postgres", "--election-timeout", "150-300"],
+            &["--target", "postgres", "--disk", "ssd"],
         ] {
             let err = config(args).unwrap_err().to_string();
             assert!(!err.is_empty() && !err.contains('\n'), "{args:?}: {err}");

@@ -9,8 +9,8 @@
 //! authentication on 127.0.0.1.
 //!
 //! Durability follows `--disk`: `fsync` and `synchronous_commit` are on (a commit is
-//! acknowledged once its WAL is flushed) for tmpfs, disk and the emulated disks, and off for
-//! nofsync. run.json records both.
+//! acknowledged once its WAL is flushed) for tmpfs and disk, and off for nofsync (the
+//! target's descriptor refuses the emulated disks). run.json records both.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

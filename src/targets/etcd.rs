@@ -39,6 +39,7 @@ pub const ETCD: Descriptor = Descriptor {
     faults: ALL_FAULTS,
     faults_note: "",
     workloads: None,
+    emulated_disks: true,
     secure: true,
     engine: false,
     default_cluster_size: 3,

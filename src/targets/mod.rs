@@ -88,6 +88,8 @@ pub struct Descriptor {
     pub faults_note: &'static str,
     /// The workloads its driver runs (`None`: every one).
     pub workloads: Option<&'static [WorkloadKind]>,
+    /// `--disk hdd|ssd|nvme` (a sync-delay FUSE mount of coordbench's) can hold its data.
+    pub emulated_disks: bool,
     /// `--secure` starts it secured.
     pub secure: bool,
     /// `--engine-bin` applies (the built-in engines).
@@ -138,6 +140,12 @@ impl Descriptor {
                 kind.name(),
                 self.name,
                 self.faults_note
+            ));
+        }
+        if args.disk.is_emulated() && args.starts_servers() && !self.emulated_disks {
+            return Err(format!(
+                "--disk {} is not available on --target {}: the sync-delay mount needs root, and as root the server runs as its own user, who cannot enter the mount; use --disk disk, tmpfs or nofsync",
+                args.disk, self.name
             ));
         }
         if args.secure && self.has_servers && !self.secure {

@@ -26,6 +26,7 @@ pub const NULL: Descriptor = Descriptor {
     faults_note:
         "--fault needs a cluster to fault, and --target null has none; choose another --target",
     workloads: None,
+    emulated_disks: true,
     secure: false,
     engine: false,
     default_cluster_size: 3,

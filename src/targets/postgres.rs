@@ -28,6 +28,7 @@ pub const POSTGRES: Descriptor = Descriptor {
     faults: STANDALONE_FAULTS,
     faults_note: "it is one server without replication (no leader, no links); use kill-random, pause-random or restart-all",
     workloads: Some(KV_AND_LOCKS),
+    emulated_disks: false,
     secure: false,
     engine: false,
     default_cluster_size: 1,

@@ -43,6 +43,7 @@ pub const REDIS: Descriptor = Descriptor {
     faults: STANDALONE_FAULTS,
     faults_note: "its instances are independent (no leader, no links between them); use kill-random, pause-random or restart-all",
     workloads: Some(KV_AND_LOCKS),
+    emulated_disks: true,
     secure: false,
     engine: false,
     default_cluster_size: 3,
