@@ -322,6 +322,10 @@ pub async fn run_with(
     written?;
     if console == Console::Full {
         print_summary(&record, &out);
+        // The reason also goes to stderr, so that --quiet runs and scripts see why exit 1.
+        if let (Outcome::Failed, Some(error)) = (outcome, &record.error) {
+            eprintln!("error: run failed: {error} (results in {})", out.display());
+        }
     }
     Ok(outcome)
 }
