@@ -108,6 +108,15 @@ pub fn chart(dir: &Path, table: &Table, series: &[Series]) -> Option<LineChart> 
     })
 }
 
+/// The time to a new leader (ms) of every `kind` fault in a failover.csv that has one.
+pub(crate) fn new_leader_ms(path: &Path, kind: &str) -> Vec<f64> {
+    read(path)
+        .into_iter()
+        .filter(|(k, _, _)| k == kind)
+        .filter_map(|(_, new_leader, _)| new_leader)
+        .collect()
+}
+
 /// A failover.csv's rows as (kind, new_leader ms, first_write ms); nothing if it is absent
 /// or unreadable (a run without faults has none).
 fn read(path: &Path) -> Vec<(String, Option<f64>, Option<f64>)> {

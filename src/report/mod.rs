@@ -12,6 +12,7 @@
 pub mod cdf;
 pub mod chart;
 pub mod document;
+pub mod election;
 pub mod failover;
 pub mod font;
 pub mod groups;
@@ -165,6 +166,9 @@ fn figure_charts(
     }
     if let Some(chart) = failover::chart(dir, table, series) {
         out.add(&chart, "failover-cdf")?;
+    }
+    for (name, chart) in election::charts(dir, table) {
+        out.add(&chart, &name)?;
     }
     Ok(())
 }
