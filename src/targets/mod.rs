@@ -221,6 +221,25 @@ async fn ready(
     })
 }
 
+/// Prepares a target without security options: attached at `--endpoints`, or started by
+/// `start` (the provisioner) from the run's cluster spec; then its driver connected.
+async fn prepare_plain<F, Fut>(
+    config: &RunConfig,
+    dir: &Path,
+    start: F,
+) -> anyhow::Result<ReadyTarget>
+where
+    F: FnOnce(ClusterSpec) -> Fut,
+    Fut: std::future::Future<Output = Result<Cluster, crate::provision::ProvisionError>>,
+{
+    let cluster = if config.attached() {
+        attached(config)
+    } else {
+        start(cluster_spec(config, dir)).await?
+    };
+    ready(config, cluster, EtcdSecurity::default()).await
+}
+
 /// An attached cluster of `config`'s target at `--endpoints`.
 fn attached(config: &RunConfig) -> Cluster {
     Cluster::attached(

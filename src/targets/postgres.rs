@@ -43,14 +43,9 @@ fn prepare_boxed<'a>(
     config: &'a RunConfig,
     dir: &'a Path,
 ) -> BoxFuture<'a, anyhow::Result<ReadyTarget>> {
-    async move {
-        let cluster = if config.attached() {
-            super::attached(config)
-        } else {
-            provision::postgres::start(&super::cluster_spec(config, dir)).await?
-        };
-        super::ready(config, cluster, Default::default()).await
-    }
+    super::prepare_plain(config, dir, |spec| async move {
+        provision::postgres::start(&spec).await
+    })
     .boxed()
 }
 

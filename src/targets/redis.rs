@@ -58,14 +58,9 @@ fn prepare_boxed<'a>(
     config: &'a RunConfig,
     dir: &'a Path,
 ) -> BoxFuture<'a, anyhow::Result<ReadyTarget>> {
-    async move {
-        let cluster = if config.attached() {
-            super::attached(config)
-        } else {
-            provision::redis::start(&super::cluster_spec(config, dir)).await?
-        };
-        super::ready(config, cluster, Default::default()).await
-    }
+    super::prepare_plain(config, dir, |spec| async move {
+        provision::redis::start(&spec).await
+    })
     .boxed()
 }
 
