@@ -27,7 +27,7 @@ use crate::provision::Cluster;
 use crate::results::record::{end_reason_name, SCHEMA};
 use crate::results::{default_out_dir, write_run, MeasuredResults, RunRecord};
 use crate::runner::{self, EndReason};
-use crate::{fault, resources, server_stats, signals, targets};
+use crate::{fault, preload, resources, server_stats, signals, targets};
 
 /// How a command ended, as the process exit code says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,16 +87,49 @@ pub enum Console {
 }
 
 /// One run of a validated configuration, stopped by the caller's token: what `coordbench
-/// run` does, and what a sweep does for each of its points.
+/// run` does, and what a sweep does for each of its points. Built from the pieces a
+/// capacity search runs several windows with: [`start`], [`measure`], then stopping the
+/// cluster.
 pub async fn run_with(
     args: &RunArgs,
     config: RunConfig,
     stop: tokio_util::sync::CancellationToken,
     console: Console,
 ) -> Result<Outcome, UsageError> {
-    let out = args
-        .out
-        .clone()
+    let out = results_dir(args.out.as_deref(), &config)?;
+    let mut record = new_record(&config);
+    let window = Window {
+        config: &config,
+        out: &out,
+        stop: &stop,
+        quiet: args.quiet,
+        console,
+    };
+    let Some(mut target) = start(&window, &mut record).await? else {
+        return Ok(Outcome::Interrupted);
+    };
+    let measured = measure(&window, &mut target, record).await;
+    if let Some(cluster) = target.cluster.as_mut() {
+        cluster.stop();
+    }
+    let (outcome, record) = measured?;
+    if console == Console::Full {
+        print_summary(&record, &out);
+        // The reason also goes to stderr, so that --quiet runs and scripts see why exit 1.
+        if let (Outcome::Failed, Some(error)) = (outcome, &record.error) {
+            eprintln!("error: run failed: {error} (results in {})", out.display());
+        }
+    }
+    Ok(outcome)
+}
+
+/// `--out`, or the default results directory, created.
+pub fn results_dir(
+    out: Option<&Path>,
+    config: &RunConfig,
+) -> Result<std::path::PathBuf, UsageError> {
+    let out = out
+        .map(Path::to_path_buf)
         .unwrap_or_else(|| default_out_dir(&config.target, &config.workload));
     std::fs::create_dir_all(&out).map_err(|e| {
         UsageError(format!(
@@ -104,8 +137,12 @@ pub async fn run_with(
             out.display()
         ))
     })?;
+    Ok(out)
+}
 
-    let mut record = RunRecord {
+/// The record of a run that has not started yet: failed until it says otherwise.
+pub fn new_record(config: &RunConfig) -> RunRecord {
+    RunRecord {
         schema: SCHEMA,
         complete: false,
         end_reason: "failed".into(),
@@ -123,54 +160,100 @@ pub async fn run_with(
         server_counters: None,
         faults: None,
         results: None,
-    };
+    }
+}
 
+/// Everything before the first measured window: starts (or attaches to) the target,
+/// probes its disk, pins, and preloads the store (`--preload-keys`); `record` learns the
+/// server and cluster. `None` when interrupted (run.json says so); on an error run.json
+/// records it and whatever was started is stopped.
+pub async fn start(
+    window: &Window<'_>,
+    record: &mut RunRecord,
+) -> Result<Option<targets::ReadyTarget>, UsageError> {
+    let Window {
+        config,
+        out,
+        stop,
+        console,
+        ..
+    } = *window;
     let prepared = tokio::select! {
-        t = targets::prepare(&config, &out) => t,
+        t = targets::prepare(config, out) => t,
         _ = stop.cancelled() => Err(anyhow::anyhow!("interrupted while starting the target")),
     };
-    let mut target = match prepared {
+    let target = match prepared {
         Ok(t) => t,
-        Err(_) if stop.is_cancelled() => {
-            // Interrupted while the target started (what it started is stopped by now): an
-            // interruption like any other, not an environment error.
-            record.end_reason = "interrupted".into();
-            record.finished_at = now_rfc3339();
-            write_run(&out, &record, None)?;
-            if console == Console::Full {
-                print_summary(&record, &out);
-            }
-            return Ok(Outcome::Interrupted);
-        }
-        Err(e) => {
-            let error = UsageError::from(e);
-            record.error = Some(error.0.clone());
-            record.finished_at = now_rfc3339();
-            // Best effort: the error itself is what the user must see.
-            let _ = write_run(&out, &record, None);
-            return Err(error);
-        }
+        // Interrupted while the target started (what it started is stopped by now): an
+        // interruption like any other, not an environment error.
+        Err(_) if stop.is_cancelled() => return interrupted_before_window(out, record, console),
+        Err(e) => return Err(failed_before_window(out, record, e)),
     };
     record.server_version = Some(target.server_version.clone());
     if let Some(cluster) = &target.cluster {
         record.cluster = Some(cluster.info().clone());
-        record.sync_probe = probe(&config, cluster).await;
+        record.sync_probe = probe(config, cluster).await;
     }
-    if let Err(e) = pin(&config, &target) {
-        // Started members are stopped when `target` drops.
-        record.error = Some(format!("{e:#}"));
-        record.finished_at = now_rfc3339();
-        let _ = write_run(&out, &record, None);
-        return Err(UsageError::from(e));
+    // Started members are stopped when `target` drops.
+    if let Err(e) = pin(config, &target) {
+        return Err(failed_before_window(out, record, e));
     }
+    let shown = console == Console::Full && !window.quiet;
+    match preload::fill(config, &target.coordinator, stop, shown).await {
+        Ok(()) => Ok(Some(target)),
+        Err(_) if stop.is_cancelled() => interrupted_before_window(out, record, console),
+        Err(e) => Err(failed_before_window(out, record, e)),
+    }
+}
 
+fn interrupted_before_window(
+    out: &Path,
+    record: &mut RunRecord,
+    console: Console,
+) -> Result<Option<targets::ReadyTarget>, UsageError> {
+    record.end_reason = "interrupted".into();
+    record.finished_at = now_rfc3339();
+    write_run(out, record, None)?;
+    if console == Console::Full {
+        print_summary(record, out);
+    }
+    Ok(None)
+}
+
+/// Records `error` in run.json (best effort: the error itself is what the user must see).
+fn failed_before_window(out: &Path, record: &mut RunRecord, error: anyhow::Error) -> UsageError {
+    let error = UsageError::from(error);
+    record.error = Some(error.0.clone());
+    record.finished_at = now_rfc3339();
+    let _ = write_run(out, record, None);
+    error
+}
+
+/// One measured window's settings: where it writes and what stops it.
+pub struct Window<'a> {
+    pub config: &'a RunConfig,
+    pub out: &'a Path,
+    pub stop: &'a tokio_util::sync::CancellationToken,
+    /// No live status line.
+    pub quiet: bool,
+    pub console: Console,
+}
+
+/// One measured window on a started target: warm-up and window, resources, counters and
+/// faults around it, the result files in `window.out`. The cluster keeps running (a member
+/// that died fails the window). Returns how the window ended and its record.
+pub async fn measure(
+    window: &Window<'_>,
+    target: &mut targets::ReadyTarget,
+    mut record: RunRecord,
+) -> Result<(Outcome, RunRecord), UsageError> {
+    let config = window.config;
     let counters_before = match &target.cluster {
         Some(cluster) => server_stats::scrape(config.target_kind, cluster).await,
         None => None,
     };
     let clock = RunClock::start();
-    let workload = build_workload(&config, clock)?;
-    let mut status = StatusLine::new(args.quiet);
+    let workload = build_workload(config, clock)?;
     let sampler = target
         .cluster
         .as_ref()
@@ -181,10 +264,76 @@ pub async fn run_with(
     let workers = tokio::runtime::Handle::current().metrics().num_workers();
     let cores = cores.min(workers.max(1));
     let generator_monitor = GeneratorMonitor::start(cores).ok();
-    // When the measured window began, from the first progress report inside it.
+    let ran = run_window(window, target, workload.clone(), clock, &mut record).await;
+    let mut errors = vec![ran.fault_error];
+    // The verdict in run.json stands without the file, but the run says what is missing.
+    errors.push(
+        workload
+            .write_history(window.out)
+            .err()
+            .map(|e| format!("writing history.jsonl: {e}")),
+    );
+    let run_ended = std::time::Instant::now();
+    // The measured window on the monotonic clock, and the operations that succeeded in it.
+    let span = ran.measured.as_ref().ok().map(|o| {
+        let from = ran
+            .window_start
+            .or_else(|| run_ended.checked_sub(o.window))
+            .unwrap_or(run_ended);
+        (from, from + o.window, o.total.ops)
+    });
+    if let (Some(monitor), Some((from, to, ops))) = (generator_monitor, span) {
+        let usage = monitor.stop(from, to, ops);
+        // A sweep says so on the point's own line instead.
+        if usage.generator_saturated && window.console == Console::Full {
+            eprintln!("{}", saturation_warning(&usage));
+        }
+        record.generator_saturated = Some(usage.generator_saturated);
+        record.generator = Some(usage);
+    }
+    if let Some(sampler) = sampler {
+        let samples = sampler.stop();
+        if let Some((from, to, ops)) = span {
+            record.resources = Some(resources::summarize(&samples, from, to, ops));
+        }
+        // Best effort: a missing resources.csv must not cost the run's other results.
+        let _ = resources::write_csv(&window.out.join("resources.csv"), &samples);
+    }
+    if let (Some(before), Some(cluster)) = (counters_before, &target.cluster) {
+        if let Some(after) = server_stats::scrape(config.target_kind, cluster).await {
+            record.server_counters = Some(server_stats::difference(before, after));
+        }
+    }
+    let member_failure = target.cluster.as_mut().and_then(|c| c.check_alive().err());
+    errors.insert(0, member_failure.map(|f| f.to_string()));
+    let outcome = judge(&mut record, &ran.measured, errors);
+    record.finished_at = now_rfc3339();
+    write_run(window.out, &record, ran.measured.as_ref().ok())?;
+    Ok((outcome, record))
+}
+
+/// What running the workload (and the faults beside it) gave.
+struct Ran {
+    measured: Result<runner::RunOutcome, runner::RunError>,
+    /// When the measured window began, from the first progress report inside it.
+    window_start: Option<std::time::Instant>,
+    /// Fault injection's error: the cluster did not recover.
+    fault_error: Option<String>,
+}
+
+/// The workload through warm-up and window, with `--fault`'s injector beside it (it owns
+/// the cluster meanwhile); failover.csv and the fault summary go into `record`.
+async fn run_window(
+    window: &Window<'_>,
+    target: &mut targets::ReadyTarget,
+    workload: Arc<dyn Workload>,
+    clock: RunClock,
+    record: &mut RunRecord,
+) -> Ran {
+    let config = window.config;
+    let mut status = StatusLine::new(window.quiet);
     let mut window_start: Option<std::time::Instant> = None;
-    // With --fault, the injector owns the cluster while the workload runs beside it.
-    let faults_stop = stop.child_token();
+    let faults_stop = window.stop.child_token();
     let window_began = tokio_util::sync::CancellationToken::new();
     let fault_plan = config.fault_plan();
     let mut fault_cluster = match fault_plan {
@@ -217,9 +366,9 @@ pub async fn run_with(
         let measured = runner::run(
             &config.plan,
             target.coordinator.clone(),
-            workload.clone(),
+            workload,
             clock,
-            stop.clone(),
+            window.stop.clone(),
             &mut |elapsed, aggregator| {
                 if window_start.is_none() && !elapsed.is_zero() {
                     window_start = std::time::Instant::now().checked_sub(elapsed);
@@ -233,63 +382,42 @@ pub async fn run_with(
         measured
     };
     let (measured, injected) = tokio::join!(workload_run, injector);
+    status.clear();
     if fault_cluster.is_some() {
         target.cluster = fault_cluster;
     }
     let mut fault_error = None;
     if let Some(injected) = injected {
         // Best effort: the summary in run.json keeps the figures if the file fails.
-        let _ = fault::write_csv(&out.join("failover.csv"), &injected.records);
+        let _ = fault::write_csv(&window.out.join("failover.csv"), &injected.records);
         let mut summary = fault::FaultSummary::of(&injected.records);
         summary.lost_writes = injected.lost_writes;
         record.faults = Some(summary);
         fault_error = injected.error.map(|e| format!("fault injection: {e}"));
     }
-    // The verdict in run.json stands without the file, but the run says what is missing.
-    let history_error = workload
-        .write_history(&out)
-        .err()
-        .map(|e| format!("writing history.jsonl: {e}"));
-    let run_ended = std::time::Instant::now();
-    status.clear();
-    // The measured window on the monotonic clock, and the operations that succeeded in it.
-    let window = measured.as_ref().ok().map(|o| {
-        let from = window_start
-            .or_else(|| run_ended.checked_sub(o.window))
-            .unwrap_or(run_ended);
-        (from, from + o.window, o.total.ops)
-    });
-    if let (Some(monitor), Some((from, to, ops))) = (generator_monitor, window) {
-        let usage = monitor.stop(from, to, ops);
-        // A sweep says so on the point's own line instead.
-        if usage.generator_saturated && console == Console::Full {
-            eprintln!("{}", saturation_warning(&usage));
-        }
-        record.generator_saturated = Some(usage.generator_saturated);
-        record.generator = Some(usage);
+    Ran {
+        measured,
+        window_start,
+        fault_error,
     }
-    if let Some(sampler) = sampler {
-        let samples = sampler.stop();
-        if let Some((from, to, ops)) = window {
-            record.resources = Some(resources::summarize(&samples, from, to, ops));
-        }
-        // Best effort: a missing resources.csv must not cost the run's other results.
-        let _ = resources::write_csv(&out.join("resources.csv"), &samples);
-    }
+}
 
-    if let (Some(before), Some(cluster)) = (counters_before, &target.cluster) {
-        if let Some(after) = server_stats::scrape(config.target_kind, cluster).await {
-            record.server_counters = Some(server_stats::difference(before, after));
-        }
-    }
-    let member_failure = target.cluster.as_mut().and_then(|c| c.check_alive().err());
-    let mut outcome = match &measured {
+/// How the window ended, with its results and errors in `record`. `errors`: a dead
+/// member first, then what failed beside the workload (faults, history); any of them
+/// fails a window whose figures otherwise stand.
+fn judge(
+    record: &mut RunRecord,
+    measured: &Result<runner::RunOutcome, runner::RunError>,
+    errors: Vec<Option<String>>,
+) -> Outcome {
+    let member_died = errors.first().is_some_and(Option::is_some);
+    let mut outcome = match measured {
         Ok(o) => {
             record.results = Some(MeasuredResults::of(o));
             record.end_reason = end_reason_name(o.end_reason).into();
-            match (o.end_reason, &member_failure) {
-                (EndReason::Interrupted, _) => Outcome::Interrupted,
-                (_, Some(_)) => Outcome::Failed,
+            match o.end_reason {
+                EndReason::Interrupted => Outcome::Interrupted,
+                _ if member_died => Outcome::Failed,
                 _ => Outcome::Complete,
             }
         }
@@ -302,32 +430,14 @@ pub async fn run_with(
             Outcome::Failed
         }
     };
-    if let Some(failure) = member_failure {
-        record.error = Some(one_line(&failure.to_string()));
-    }
-    for e in [fault_error, history_error].into_iter().flatten() {
-        // The cluster did not recover from a fault, or the history was not written: the
-        // run's figures stand, but it failed.
+    for e in errors.into_iter().flatten() {
         record.error = Some(one_line(&e));
         if outcome == Outcome::Complete {
             outcome = Outcome::Failed;
         }
     }
     record.complete = outcome == Outcome::Complete;
-    record.finished_at = now_rfc3339();
-    let written = write_run(&out, &record, measured.as_ref().ok());
-    if let Some(cluster) = target.cluster.as_mut() {
-        cluster.stop();
-    }
-    written?;
-    if console == Console::Full {
-        print_summary(&record, &out);
-        // The reason also goes to stderr, so that --quiet runs and scripts see why exit 1.
-        if let (Outcome::Failed, Some(error)) = (outcome, &record.error) {
-            eprintln!("error: run failed: {error} (results in {})", out.display());
-        }
-    }
-    Ok(outcome)
+    outcome
 }
 
 /// What a kv workload's clients do.
@@ -348,14 +458,15 @@ fn kv_op(config: &RunConfig) -> KvOp {
 fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workload>, UsageError> {
     let w = &config.workload_options;
     Ok(match config.workload_kind {
-        WorkloadKind::KvPut | WorkloadKind::KvGet | WorkloadKind::KvMixed => {
-            Arc::new(KvWorkload::new(KvOptions {
+        WorkloadKind::KvPut | WorkloadKind::KvGet | WorkloadKind::KvMixed => Arc::new(
+            KvWorkload::new(KvOptions {
                 op: kv_op(config),
                 keys: config.keys,
                 value_size: config.value_size,
                 seed: config.seed,
-            })?)
-        }
+            })?
+            .after_preload(config.preload_keys.unwrap_or(0)),
+        ),
         WorkloadKind::Lock => {
             let lock = LockWorkload::new(
                 LockOptions {

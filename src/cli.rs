@@ -27,6 +27,9 @@ pub struct Cli {
 pub enum Command {
     /// Run one workload against one target and write its results.
     Run(RunArgs),
+    /// Search, in open loop, for the highest --rate that meets every --slo for a whole
+    /// window, on one cluster; writes capacity.json and summary.csv.
+    Capacity(crate::capacity::CapacityArgs),
     /// Run every point of a sweep spec (targets × axis values × repeats), then report.
     Sweep(SweepArgs),
     /// Write charts and report.md for a sweep directory (or any directory with a
@@ -475,6 +478,14 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_positive_duration)]
     pub fault_duration: Option<Duration>,
 
+    /// Fill the store before the window (`--preload-keys`).
+    #[command(flatten)]
+    pub preload: crate::preload::PreloadArgs,
+
+    /// null: an injected service time (`--service-time`, `--service-concurrency`).
+    #[command(flatten)]
+    pub null_service: crate::targets::null::NullServiceArgs,
+
     /// No live status line.
     #[arg(long)]
     pub quiet: bool,
@@ -581,7 +592,7 @@ fn parse_read_ratio(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_rate(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_rate(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(r) if r.is_finite() && r > 0.0 && r <= 10_000_000.0 => Ok(r),
         _ => Err("must be a number of operations per second in (0, 10000000]".into()),

@@ -116,15 +116,20 @@ pub struct RunConfig {
     pub lock_recipe: LockRecipe,
     #[serde(skip)]
     pub read_consistency: Consistency,
+    /// Keys written before the window (`--preload-keys`).
+    pub preload_keys: Option<usize>,
+    /// null: the injected service time, if any (`--service-time`).
+    pub null_service: Option<crate::targets::null::NullServiceRecord>,
     #[serde(skip)]
     pub plan: LoadPlan,
 }
 
-/// `--keys` when not given: the kv workloads spread over many keys, the register workload
-/// makes its clients contend on a few.
-fn default_keys(workload: WorkloadKind) -> usize {
-    match workload {
-        WorkloadKind::Register => 4,
+/// `--keys` when not given: the kv workloads spread over many keys (the preloaded ones,
+/// with `--preload-keys`), the register workload makes its clients contend on a few.
+fn default_keys(workload: WorkloadKind, preload: Option<u64>) -> usize {
+    match (workload, preload) {
+        (WorkloadKind::Register, _) => 4,
+        (_, Some(n)) => n as usize,
         _ => 1000,
     }
 }
@@ -273,9 +278,10 @@ impl RunConfig {
             warmup_s: warmup.as_secs_f64(),
             ops: args.ops,
             op_timeout_ms: args.op_timeout.as_millis() as u64,
-            keys: args
-                .keys
-                .map_or(default_keys(args.workload), |k| k as usize),
+            keys: args.keys.map_or(
+                default_keys(args.workload, args.preload.preload_keys),
+                |k| k as usize,
+            ),
             value_size: args.value_size as usize,
             consistency: value_name(args.consistency),
             locks: args.locks as usize,
@@ -322,6 +328,8 @@ impl RunConfig {
             zk_client_kind,
             lock_recipe,
             read_consistency,
+            preload_keys: args.preload.preload_keys.map(|n| n as usize),
+            null_service: crate::targets::null::service_record(args).map_err(ConfigError)?,
             plan,
         })
     }

@@ -11,6 +11,7 @@
 
 pub mod affinity;
 pub mod app;
+pub mod capacity;
 pub mod cli;
 pub mod compare;
 pub mod config;
@@ -23,6 +24,7 @@ pub mod fault;
 pub mod gate;
 pub mod generator;
 pub mod netdelay;
+pub mod preload;
 pub mod provision;
 pub mod report;
 pub mod resources;

@@ -31,7 +31,12 @@ fn main() -> ExitCode {
     // A generator pinned to fewer cores than the machine has gets one worker per core:
     // idle workers sharing a core would be woken to steal every task and switch in vain.
     // Beside servers it started, it takes half the cores (generator::workers).
-    if let Command::Run(args) = &cli.command {
+    let run_args = match &cli.command {
+        Command::Run(args) => Some(args),
+        Command::Capacity(args) => Some(&args.run),
+        _ => None,
+    };
+    if let Some(args) = run_args {
         let pinned = args
             .pin_client
             .as_ref()
@@ -55,6 +60,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => app::run(args).await,
+            Command::Capacity(args) => coordbench::capacity::run(args).await,
             Command::Sweep(args) => coordbench::sweep::run(args).await,
             Command::Report(args) => coordbench::report::run(&args),
             Command::Compare(args) => coordbench::compare::run(&args),

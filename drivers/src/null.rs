@@ -12,8 +12,11 @@
 
 mod election;
 mod registry;
+mod service;
 mod store;
 mod values;
+
+pub use service::ServiceModel;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -43,6 +46,8 @@ struct Shared {
     services: registry::Services,
     values: values::Values,
     store: store::Store,
+    /// An injected service time for kv requests (`NullCoordinator::with_service`).
+    service: Option<service::ServiceQueue>,
     /// Election tokens, increasing across all elections like a revision.
     next_token: AtomicI64,
 }
@@ -69,6 +74,17 @@ impl NullCoordinator {
         NullCoordinator {
             shared: Arc::new(Shared {
                 store: store::Store::losing_every(n),
+                ..Shared::default()
+            }),
+        }
+    }
+
+    /// A null target whose kv requests (put, read, compare-and-set) each take
+    /// `model.time` of one of `model.concurrency` servers: its capacity is known exactly.
+    pub fn with_service(model: ServiceModel) -> Self {
+        NullCoordinator {
+            shared: Arc::new(Shared {
+                service: Some(service::ServiceQueue::new(model)),
                 ..Shared::default()
             }),
         }
@@ -144,6 +160,13 @@ struct NullSession {
 }
 
 impl NullSession {
+    /// Waits out the injected service time, if any.
+    async fn served(&self) {
+        if let Some(queue) = &self.shared.service {
+            queue.serve().await;
+        }
+    }
+
     fn lock_cell(&self, name: &str) -> Arc<AsyncMutex<i64>> {
         let mut table = locked(&self.shared.locks);
         table.entry(name.to_string()).or_default().clone()
@@ -154,6 +177,7 @@ impl NullSession {
 impl Session for NullSession {
     async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), DriverError> {
         self.counters.request();
+        self.served().await;
         self.shared.store.put(key, value);
         self.shared.values.put(key, value);
         Ok(())
@@ -165,6 +189,7 @@ impl Session for NullSession {
         _c: Consistency,
     ) -> Result<Option<Versioned>, DriverError> {
         self.counters.request();
+        self.served().await;
         Ok(self.shared.store.get(key))
     }
 
@@ -175,6 +200,7 @@ impl Session for NullSession {
         new: &[u8],
     ) -> Result<CasOutcome, DriverError> {
         self.counters.request();
+        self.served().await;
         let outcome = self.shared.store.compare_and_set(key, expected, new);
         if outcome == CasOutcome::Applied {
             self.shared.values.put(key, new);

@@ -9,7 +9,7 @@
 //! request a target cannot serve is refused from it in one line ([`Descriptor::check`]).
 
 mod etcd;
-mod null;
+pub mod null;
 mod postgres;
 mod redis;
 mod zookeeper;

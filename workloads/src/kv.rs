@@ -6,12 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use coordbench_drivers::{
-    ClientCounters, Consistency, Coordinator, DriverError, Session, SessionOptions,
-};
+use coordbench_drivers::{ClientCounters, Consistency, Coordinator, DriverError, Session};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::preload::{fill_keys, Fill};
 use crate::{Actor, CheckReport, OpClass, OpResult, Workload, WorkloadError};
 
 /// Whether clients write, read, or do both.
@@ -46,6 +45,8 @@ pub fn key_name(i: usize) -> String {
 pub struct KvWorkload {
     options: KvOptions,
     value: Arc<Vec<u8>>,
+    /// Keys `0..preloaded` are already in the store (`--preload-keys`); setup skips them.
+    preloaded: usize,
 }
 
 impl KvWorkload {
@@ -61,7 +62,18 @@ impl KvWorkload {
             }
         }
         let value = Arc::new(vec![b'x'; options.value_size]);
-        Ok(KvWorkload { options, value })
+        Ok(KvWorkload {
+            options,
+            value,
+            preloaded: 0,
+        })
+    }
+
+    /// The same workload over a store whose first `n` keys were written with the same
+    /// value size before it ([`crate::preload`]): setup writes only the rest.
+    pub fn after_preload(mut self, n: usize) -> Self {
+        self.preloaded = n;
+        self
     }
 }
 
@@ -77,33 +89,12 @@ impl Workload for KvWorkload {
 
     async fn setup(&self, coordinator: &Arc<dyn Coordinator>) -> Result<(), WorkloadError> {
         // Reads need keys to exist; writes start from the same state so runs compare.
-        const WRITERS: usize = 8;
-        let options = SessionOptions {
-            ttl: Duration::from_secs(10),
+        const SETUP: Fill = Fill {
+            writers: 8,
+            batch: 64,
         };
-        let mut tasks = Vec::new();
-        for w in 0..WRITERS.min(self.options.keys) {
-            let mut session = coordinator
-                .open_session(w, &options)
-                .await
-                .map_err(WorkloadError::Setup)?;
-            let keys = self.options.keys;
-            let value = self.value.clone();
-            tasks.push(tokio::spawn(async move {
-                for i in (w..keys).step_by(WRITERS) {
-                    session.put(&key_name(i), &value).await?;
-                }
-                session.close().await
-            }));
-        }
-        for task in tasks {
-            task.await
-                .map_err(|e| {
-                    WorkloadError::Setup(DriverError::Server(format!("setup task failed: {e}")))
-                })?
-                .map_err(WorkloadError::Setup)?;
-        }
-        Ok(())
+        let keys = self.preloaded.min(self.options.keys)..self.options.keys;
+        fill_keys(coordinator, keys, self.value.clone(), SETUP, &|_| {}).await
     }
 
     fn actor(&self, client: usize, session: Box<dyn Session>) -> Box<dyn Actor> {
@@ -185,6 +176,7 @@ impl Actor for KvActor {
 mod tests {
     use super::*;
     use coordbench_drivers::null::NullCoordinator;
+    use coordbench_drivers::SessionOptions;
 
     /// The kinds client 0 of a kv-mixed workload at `read_ratio` runs in `ops` operations
     /// against the null target.

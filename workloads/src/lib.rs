@@ -19,6 +19,7 @@ pub mod kv;
 pub mod linearizability;
 pub mod lock;
 pub mod pause;
+pub mod preload;
 pub mod propagation;
 pub mod register;
 pub mod resource;
