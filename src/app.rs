@@ -105,13 +105,11 @@ pub async fn run_with(
         quiet: args.quiet,
         console,
     };
-    let Some(mut target) = start(&window, &mut record).await? else {
+    let Some(mut started) = start(&window, &mut record).await? else {
         return Ok(Outcome::Interrupted);
     };
-    let measured = measure(&window, &mut target, record).await;
-    if let Some(cluster) = target.cluster.as_mut() {
-        cluster.stop();
-    }
+    let measured = measure(&window, &mut started.target, record).await;
+    started.stop().await;
     let (outcome, record) = measured?;
     if console == Console::Full {
         print_summary(&record, &out);
@@ -170,7 +168,7 @@ pub fn new_record(config: &RunConfig) -> RunRecord {
 pub async fn start(
     window: &Window<'_>,
     record: &mut RunRecord,
-) -> Result<Option<targets::ReadyTarget>, UsageError> {
+) -> Result<Option<Started>, UsageError> {
     let Window {
         config,
         out,
@@ -200,9 +198,26 @@ pub async fn start(
     }
     let shown = console == Console::Full && !window.quiet;
     match preload::fill(config, &target.coordinator, stop, shown).await {
-        Ok(()) => Ok(Some(target)),
+        Ok(held) => Ok(Some(Started { target, held })),
         Err(_) if stop.is_cancelled() => interrupted_before_window(out, record, console),
         Err(e) => Err(failed_before_window(out, record, e)),
+    }
+}
+
+/// A started target and the state preloaded into it.
+pub struct Started {
+    pub target: targets::ReadyTarget,
+    /// Watchers and sessions held open beside the workload (`--preload-*`).
+    pub held: coordbench_workloads::preload::Held,
+}
+
+impl Started {
+    /// Closes the held state, then stops the members coordbench started.
+    pub async fn stop(mut self) {
+        preload::release(self.held).await;
+        if let Some(cluster) = self.target.cluster.as_mut() {
+            cluster.stop();
+        }
     }
 }
 
@@ -210,7 +225,7 @@ fn interrupted_before_window(
     out: &Path,
     record: &mut RunRecord,
     console: Console,
-) -> Result<Option<targets::ReadyTarget>, UsageError> {
+) -> Result<Option<Started>, UsageError> {
     record.end_reason = "interrupted".into();
     record.finished_at = now_rfc3339();
     write_run(out, record, None)?;
@@ -465,7 +480,7 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
                 value_size: config.value_size,
                 seed: config.seed,
             })?
-            .after_preload(config.preload_keys.unwrap_or(0)),
+            .after_preload(config.preload.keys.unwrap_or(0)),
         ),
         WorkloadKind::Lock => {
             let lock = LockWorkload::new(

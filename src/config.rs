@@ -116,8 +116,9 @@ pub struct RunConfig {
     pub lock_recipe: LockRecipe,
     #[serde(skip)]
     pub read_consistency: Consistency,
-    /// Keys written before the window (`--preload-keys`).
-    pub preload_keys: Option<usize>,
+    /// Keys written, watchers and sessions held before the window (`--preload-*`).
+    #[serde(flatten)]
+    pub preload: crate::preload::Preload,
     /// null: the injected service time, if any (`--service-time`).
     pub null_service: Option<crate::targets::null::NullServiceRecord>,
     #[serde(skip)]
@@ -328,7 +329,7 @@ impl RunConfig {
             zk_client_kind,
             lock_recipe,
             read_consistency,
-            preload_keys: args.preload.preload_keys.map(|n| n as usize),
+            preload: crate::preload::Preload::of(&args.preload),
             null_service: crate::targets::null::service_record(args).map_err(ConfigError)?,
             plan,
         })

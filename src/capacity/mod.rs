@@ -18,11 +18,10 @@ use std::time::Duration;
 use clap::{ArgMatches, Args, FromArgMatches};
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{self, Console, Outcome, UsageError, Window};
+use crate::app::{self, Console, Outcome, Started, UsageError, Window};
 use crate::cli::RunArgs;
 use crate::config::RunConfig;
 use crate::results::RunRecord;
-use crate::targets::ReadyTarget;
 use output::{answer_line, probe_line, AtMaxRate, CapacityRecord};
 use probe::Probe;
 use search::{Search, SearchPlan, Step};
@@ -180,16 +179,8 @@ pub struct Searching<'a> {
 
 /// The cluster the windows run on, and the record of its start.
 struct Live {
-    target: ReadyTarget,
-    started: RunRecord,
-}
-
-impl Live {
-    fn stop(mut self) {
-        if let Some(cluster) = self.target.cluster.as_mut() {
-            cluster.stop();
-        }
-    }
+    started: Started,
+    record: RunRecord,
 }
 
 /// Runs a search into `s.out`: capacity.json after every window, summary.csv at the end.
@@ -261,7 +252,7 @@ pub async fn search_into(s: &Searching<'_>) -> Result<(Outcome, CapacityRecord),
         record.write_json(s.out)?;
     };
     if let Some(cluster) = live.take() {
-        cluster.stop();
+        cluster.started.stop().await;
     }
     record.limited_by = search.limited_by();
     record.finished_at = crate::sweep::now_rfc3339();
@@ -285,7 +276,7 @@ async fn prepare(
     if next == Next::Drain {
         if let Some(cluster) = live.as_ref() {
             let bound = settle::drain_bound(&s.options.slos);
-            if settle::drained(&cluster.target.coordinator, bound).await {
+            if settle::drained(&cluster.started.target.coordinator, bound).await {
                 return Ok(Some(false));
             }
         }
@@ -298,9 +289,9 @@ async fn prepare(
         return Ok(Some(false));
     }
     if let Some(old) = live.take() {
-        old.stop();
+        old.started.stop().await;
     }
-    let mut started = app::new_record(s.config);
+    let mut record = app::new_record(s.config);
     let window = Window {
         config: s.config,
         out: s.out,
@@ -308,9 +299,9 @@ async fn prepare(
         quiet: s.console != Console::Full,
         console: s.console,
     };
-    match app::start(&window, &mut started).await? {
-        Some(target) => {
-            *live = Some(Live { target, started });
+    match app::start(&window, &mut record).await? {
+        Some(started) => {
+            *live = Some(Live { started, record });
             Ok(Some(true))
         }
         None => Ok(None),
@@ -328,7 +319,7 @@ async fn run_probe(
     let config = probe::at_rate(s.config, rate, duration);
     let name = probe::dir_name(index, rate);
     let dir = app::results_dir(Some(&s.out.join(&name)), &config)?;
-    let mut record = cluster.started.clone();
+    let mut record = cluster.record.clone();
     record.config = config.clone();
     record.started_at = crate::sweep::now_rfc3339();
     let window = Window {
@@ -338,7 +329,7 @@ async fn run_probe(
         quiet: true,
         console: Console::Silent,
     };
-    let (_, record) = app::measure(&window, &mut cluster.target, record).await?;
+    let (_, record) = app::measure(&window, &mut cluster.started.target, record).await?;
     let (failed, limited_by) = probe::verdict(&s.options.slos, &record, rate);
     let probe = Probe {
         kind,

@@ -161,7 +161,7 @@ async fn run_order(
         if stop.is_cancelled() {
             return Ok(true);
         }
-        let ran = sweeps::run_point(&s.points[index], stop, progress).await?;
+        let ran = sweeps::run_point(&s.points[index], None, stop, progress).await?;
         s.record.points[index].status = ran.status.into();
         s.record.points[index].error = ran.error;
         s.record.write(&s.dir)?;

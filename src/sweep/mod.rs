@@ -77,7 +77,7 @@ pub async fn run(args: SweepArgs) -> Result<Outcome, UsageError> {
             interrupted = true;
             break;
         }
-        let ran = run_point(point, &stop, &mut progress).await?;
+        let ran = run_point(point, spec.capacity.as_ref(), &stop, &mut progress).await?;
         record.points[i].status = ran.status.into();
         record.points[i].error = ran.error;
         record.write(&out)?;
@@ -152,6 +152,7 @@ pub struct PointRun {
 /// there goes), with progress lines before and after.
 pub async fn run_point(
     point: &Point,
+    capacity: Option<&crate::capacity::SearchArgs>,
     stop: &tokio_util::sync::CancellationToken,
     progress: &mut Progress,
 ) -> Result<PointRun, UsageError> {
@@ -161,13 +162,18 @@ pub async fn run_point(
     }
     let label = point.label();
     progress.begin(&label);
-    let result = app::run_with(
-        &point.args,
-        point.config.clone(),
-        stop.clone(),
-        Console::Silent,
-    )
-    .await;
+    let result = match capacity {
+        Some(options) => search_point(point, options, stop).await,
+        None => {
+            app::run_with(
+                &point.args,
+                point.config.clone(),
+                stop.clone(),
+                Console::Silent,
+            )
+            .await
+        }
+    };
     let figures = record::point_figures(&point.dir);
     let (status, error) = match result {
         Ok(Outcome::Complete) => ("complete", None),
@@ -189,6 +195,25 @@ pub async fn run_point(
         figures.p99_us,
     ));
     Ok(PointRun { status, error })
+}
+
+/// A `[capacity]` sweep's point: a capacity search into the point's directory.
+async fn search_point(
+    point: &Point,
+    options: &crate::capacity::SearchArgs,
+    stop: &tokio_util::sync::CancellationToken,
+) -> Result<Outcome, UsageError> {
+    let unit = crate::capacity::check(&point.args)?;
+    let out = app::results_dir(Some(&point.dir), &point.config)?;
+    let search = crate::capacity::Searching {
+        options,
+        config: &point.config,
+        out: &out,
+        stop,
+        unit,
+        console: Console::Silent,
+    };
+    Ok(crate::capacity::search_into(&search).await?.0)
 }
 
 /// Writes the summary.csv of the points run so far and the record's final state; returns

@@ -197,6 +197,9 @@ fn point_run(
         Err(e) => return Err(point(clap_message(&e))),
     };
     let config = RunConfig::from_args(&args).map_err(|e| point(e.to_string()))?;
+    if spec.capacity.is_some() {
+        crate::capacity::check(&args).map_err(|e| point(e.0))?;
+    }
     Ok((args, config))
 }
 

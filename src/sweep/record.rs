@@ -104,11 +104,14 @@ impl SweepRecord {
 
 /// True when the point's directory holds a run.json that says the run is complete.
 pub fn point_complete(dir: &Path) -> bool {
-    std::fs::read(dir.join("run.json"))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
-        .and_then(|v| v.get("complete").and_then(serde_json::Value::as_bool))
-        .unwrap_or(false)
+    // A capacity sweep's point is a search: its capacity.json says whether it ended.
+    ["run.json", "capacity.json"].iter().any(|file| {
+        std::fs::read(dir.join(file))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+            .and_then(|v| v.get("complete").and_then(serde_json::Value::as_bool))
+            .unwrap_or(false)
+    })
 }
 
 /// When the sweep really ran: the earliest start and latest finish in its points' run.json

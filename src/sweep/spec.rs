@@ -87,6 +87,8 @@ pub struct Spec {
     pub settings: Vec<Setting>,
     /// In [`Axis::ALL`] order.
     pub axes: Vec<AxisSpec>,
+    /// `[capacity]`: every point searches for its highest rate meeting these objectives.
+    pub capacity: Option<crate::capacity::SearchArgs>,
 }
 
 type Values = Spanned<Vec<Spanned<String>>>;
@@ -108,6 +110,8 @@ struct RawSpec {
     #[serde(default)]
     axes: Axes,
     quick: Option<Spanned<RawQuick>>,
+    /// `[capacity]`: every point is a capacity search (`coordbench capacity`).
+    capacity: Option<Spanned<RawCapacity>>,
     // Gate specs only (`coordbench gate`).
     false_alarm: Option<Spanned<f64>>,
     baseline: Option<Spanned<Options>>,
@@ -155,6 +159,18 @@ struct RawQuick {
     options: Options,
     #[serde(default)]
     axes: Axes,
+    capacity: Option<Spanned<RawCapacity>>,
+}
+
+/// `[capacity]`: the objectives and search options of `coordbench capacity`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCapacity {
+    slo: Vec<String>,
+    start_rate: Option<f64>,
+    max_rate: Option<f64>,
+    precision: Option<String>,
+    confirm_duration: Option<String>,
 }
 
 /// Run options a spec may not set in `[options]`, and what to do instead.
@@ -218,6 +234,7 @@ impl Spec {
             mut options,
             mut axes,
             quick: quick_table,
+            mut capacity,
             ..
         } = raw;
         let mut prefix: BTreeMap<String, &str> = BTreeMap::new();
@@ -254,6 +271,10 @@ impl Spec {
             for (k, v) in q.axes {
                 prefix.insert(format!("axes.{k}"), "quick.");
                 axes.insert(k, v);
+            }
+            if q.capacity.is_some() {
+                capacity = q.capacity;
+                prefix.insert("capacity".into(), "quick.");
             }
         }
         let field = |name: &str| format!("{}{name}", prefix.get(name).copied().unwrap_or(""));
@@ -352,6 +373,9 @@ impl Spec {
             });
         }
         swept.sort_by_key(|a| a.axis);
+        let capacity = capacity
+            .map(|c| search_args(ctx, c, &field("capacity")))
+            .transpose()?;
 
         Ok(Spec {
             file: file.to_path_buf(),
@@ -367,6 +391,7 @@ impl Spec {
             repeats_location,
             settings,
             axes: swept,
+            capacity,
             text,
         })
     }
@@ -474,6 +499,41 @@ fn top_level_workload(
             ctx.check(&location, &["--workload".into(), workload.clone()])?;
             Ok(Some((workload, location)))
         }
+    }
+}
+
+/// `[capacity]` checked by `coordbench capacity`'s own command line.
+fn search_args(
+    ctx: &Ctx,
+    raw: Spanned<RawCapacity>,
+    field: &str,
+) -> Result<crate::capacity::SearchArgs, SpecError> {
+    let location = ctx.location(raw.span(), field.to_string());
+    let raw = raw.into_inner();
+    if raw.slo.is_empty() {
+        return Err(ctx.at(&location, "list at least one objective, e.g. slo = [\"p99<20ms\"]".into()));
+    }
+    let mut argv: Vec<String> = vec!["coordbench".into(), "capacity".into()];
+    for slo in raw.slo {
+        argv.extend(["--slo".into(), slo]);
+    }
+    let numbers = [("--start-rate", raw.start_rate), ("--max-rate", raw.max_rate)];
+    for (flag, value) in numbers {
+        if let Some(v) = value {
+            argv.extend([flag.to_string(), v.to_string()]);
+        }
+    }
+    for (flag, value) in [("--precision", raw.precision), ("--confirm-duration", raw.confirm_duration)] {
+        if let Some(v) = value {
+            argv.extend([flag.to_string(), v]);
+        }
+    }
+    match Cli::try_parse_from(&argv) {
+        Ok(Cli {
+            command: crate::cli::Command::Capacity(c),
+        }) => Ok(c.search),
+        Ok(_) => unreachable!("argv starts with `coordbench capacity`"),
+        Err(e) => Err(ctx.at(&location, clap_message(&e))),
     }
 }
 
