@@ -76,7 +76,9 @@ pub async fn fill(
         let (watchers, sessions) = (p.watchers.unwrap_or(0), p.sessions.unwrap_or(0));
         Held::open(coordinator, watchers, config.keys, sessions)
             .await
-            .map_err(|e| anyhow::anyhow!("opening {watchers} watchers and {sessions} sessions: {e}"))
+            .map_err(|e| {
+                anyhow::anyhow!("opening {watchers} watchers and {sessions} sessions: {e}")
+            })
     };
     tokio::select! {
         r = work => r,

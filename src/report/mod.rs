@@ -4,11 +4,14 @@
 //! Charts, each as SVG and PNG under `DIR/charts/`: throughput and p99 against the swept
 //! axis per target (bars: the spread of repeats), a percentile spectrum per x value with
 //! a line per series, every target and recipe side by side ([`spectrum`]), a latency CDF per target, and, when the files or columns exist,
-//! failover CDFs ([`failover`]) and herd-effect figures against waiters. report.md links
+//! failover CDFs ([`failover`]), herd-effect figures against waiters, the latency–throughput
+//! curve of capacity searches or rate sweeps with the max rate per target and what N× the
+//! load needs ([`capacity`]), and the cost per key, watcher and session ([`state_cost`]). report.md links
 //! them, tabulates the figures, and puts published figures beside ours where the sweep
 //! reproduces one ([`published`]); report.html is the same report in one file, charts
 //! inline ([`document`]).
 
+pub mod capacity;
 pub mod cdf;
 pub mod chart;
 pub mod document;
@@ -19,6 +22,7 @@ pub mod groups;
 pub mod published;
 pub mod sections;
 pub mod spectrum;
+pub mod state_cost;
 pub mod table;
 
 use std::path::{Path, PathBuf};
@@ -96,7 +100,18 @@ pub fn write(dir: &Path, font_file: &Path) -> Result<Written, ReportError> {
     if matches!(x.kind, XKind::Axis(Axis::Clients | Axis::Locks, _)) {
         herd_charts(&mut out, &table, &rows, swept.as_deref())?;
     }
+    if let Some(chart) = capacity::chart(&capacity::curves(dir, &table, &rows)) {
+        out.add(&chart, "latency-vs-throughput")?;
+    }
     let mut sections = out.sections;
+    sections.section(
+        "Capacity at the objective",
+        &capacity::section(&table, &rows),
+    );
+    sections.section(
+        "Cost per unit of state",
+        &state_cost::section(&table, &rows),
+    );
     sections.figures(&x, &series);
     let x_is_size = matches!(x.kind, XKind::Axis(Axis::ClusterSize, _));
     sections.published(&published::sections(&table, &rows, x_is_size));

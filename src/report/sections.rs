@@ -155,6 +155,13 @@ impl<'a> Sections<'a> {
         let _ = writeln!(self.tail, "## Figures\n\n{s}");
     }
 
+    /// A section of its own (nothing when `body` is empty).
+    pub fn section(&mut self, title: &str, body: &str) {
+        if !body.is_empty() {
+            let _ = writeln!(self.tail, "## {title}\n\n{body}");
+        }
+    }
+
     pub fn published(&mut self, sections: &str) {
         if !sections.is_empty() {
             let _ = writeln!(self.tail, "## Published figures beside ours\n\n{sections}");

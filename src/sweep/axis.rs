@@ -16,6 +16,7 @@ pub enum Axis {
     Ttl,
     Clients,
     Locks,
+    State,
     Disk,
     NetDelay,
     ElectionTimeout,
@@ -31,12 +32,13 @@ pub enum Axis {
 }
 
 impl Axis {
-    pub const ALL: [Axis; 17] = [
+    pub const ALL: [Axis; 18] = [
         Axis::Workload,
         Axis::ClusterSize,
         Axis::Ttl,
         Axis::Clients,
         Axis::Locks,
+        Axis::State,
         Axis::Disk,
         Axis::NetDelay,
         Axis::ElectionTimeout,
@@ -59,6 +61,7 @@ impl Axis {
             Axis::Ttl => "ttl",
             Axis::Clients => "clients",
             Axis::Locks => "locks",
+            Axis::State => "state",
             Axis::Disk => "disk",
             Axis::NetDelay => "net_delay",
             Axis::ElectionTimeout => "election_timeout",
@@ -83,13 +86,31 @@ impl Axis {
         format!("--{}", self.name().replace('_', "-"))
     }
 
+    /// The `coordbench run` arguments one value stands for: `--flag value`, except the
+    /// state axis, whose `keys=N`, `watchers=N` and `sessions=N` set `--preload-keys N`,
+    /// `--preload-watchers N` or `--preload-sessions N`.
+    pub fn args(self, value: &str) -> Result<Vec<String>, String> {
+        if self != Axis::State {
+            return Ok(vec![self.flag(), value.to_string()]);
+        }
+        match value.split_once('=') {
+            Some((kind @ ("keys" | "watchers" | "sessions"), n)) => {
+                Ok(vec![format!("--preload-{kind}"), n.trim().to_string()])
+            }
+            _ => Err(format!(
+                "state value '{value}': write keys=N, watchers=N or sessions=N"
+            )),
+        }
+    }
+
     /// The column of a run's own summary.csv that holds the same figure, where there is
     /// one (a summary.csv concatenated from single runs has no axis columns). A run's
     /// summary.csv does not name the server binaries it ran.
     pub fn run_column(self) -> Option<&'static str> {
         match self {
             Axis::Ttl => Some("ttl_ms"),
-            Axis::NetDelay
+            Axis::State
+            | Axis::NetDelay
             | Axis::ElectionTimeout
             | Axis::Heartbeat
             | Axis::Secure
@@ -108,6 +129,7 @@ impl Axis {
             Axis::Ttl => "session / lease TTL (ms)",
             Axis::Clients => "clients",
             Axis::Locks => "locks contended for",
+            Axis::State => "state held (keys, watchers or sessions)",
             Axis::Disk => "disk",
             Axis::NetDelay => "one-way network delay (ms)",
             Axis::ElectionTimeout => "election timeout range (ms)",
@@ -129,6 +151,7 @@ impl Axis {
         matches!(
             self,
             Axis::Workload
+                | Axis::State
                 | Axis::ElectionTimeout
                 | Axis::Disk
                 | Axis::Recipe
@@ -175,6 +198,15 @@ mod tests {
         assert_eq!(Axis::ElectionTimeout.flag(), "--election-timeout");
         assert_eq!(Axis::ElectionTimeout.numeric("150-300"), None);
         assert_eq!(Axis::Heartbeat.numeric("15ms"), Some(15.0));
+        assert_eq!(
+            Axis::State.args("watchers=1000").unwrap(),
+            ["--preload-watchers", "1000"]
+        );
+        assert_eq!(Axis::Clients.args("4").unwrap(), ["--clients", "4"]);
+        assert!(Axis::State
+            .args("leases=10")
+            .unwrap_err()
+            .contains("keys=N"));
     }
 
     #[test]

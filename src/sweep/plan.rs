@@ -174,9 +174,11 @@ fn point_run(
         }
     }
     for (axis, value) in axes {
-        argv.extend([axis.flag(), value.clone()]);
+        let args = axis.args(value).unwrap_or_default();
+        argv.extend(args.iter().cloned());
         if let Some(a) = spec.axes.iter().find(|a| a.axis == *axis) {
-            flags.push((axis.flag(), value.clone(), a.location.clone()));
+            let flag = args.first().cloned().unwrap_or_else(|| axis.flag());
+            flags.push((flag, value.clone(), a.location.clone()));
         }
     }
     argv.extend(["--quiet".into(), "--out".into(), dir.display().to_string()]);

@@ -362,7 +362,8 @@ impl Spec {
                 let text = scalar_text(value.get_ref()).map_err(|m| ctx.at(&at, m))?;
                 // `herd-free` stands for each target's own herd-free recipe name.
                 if !(axis == Axis::Recipe && text == HERD_FREE) {
-                    ctx.check(&at, &[axis.flag(), text.clone()])?;
+                    let args = axis.args(&text).map_err(|m| ctx.at(&at, m))?;
+                    ctx.check(&at, &args)?;
                 }
                 texts.push(text);
             }
@@ -511,19 +512,28 @@ fn search_args(
     let location = ctx.location(raw.span(), field.to_string());
     let raw = raw.into_inner();
     if raw.slo.is_empty() {
-        return Err(ctx.at(&location, "list at least one objective, e.g. slo = [\"p99<20ms\"]".into()));
+        return Err(ctx.at(
+            &location,
+            "list at least one objective, e.g. slo = [\"p99<20ms\"]".into(),
+        ));
     }
     let mut argv: Vec<String> = vec!["coordbench".into(), "capacity".into()];
     for slo in raw.slo {
         argv.extend(["--slo".into(), slo]);
     }
-    let numbers = [("--start-rate", raw.start_rate), ("--max-rate", raw.max_rate)];
+    let numbers = [
+        ("--start-rate", raw.start_rate),
+        ("--max-rate", raw.max_rate),
+    ];
     for (flag, value) in numbers {
         if let Some(v) = value {
             argv.extend([flag.to_string(), v.to_string()]);
         }
     }
-    for (flag, value) in [("--precision", raw.precision), ("--confirm-duration", raw.confirm_duration)] {
+    for (flag, value) in [
+        ("--precision", raw.precision),
+        ("--confirm-duration", raw.confirm_duration),
+    ] {
         if let Some(v) = value {
             argv.extend([flag.to_string(), v]);
         }

@@ -103,9 +103,15 @@ impl Held {
             ttl: Duration::from_secs(10),
         };
         for first in (0..watchers).step_by(WATCHERS_PER_SESSION) {
-            let mut session = coordinator.open_session(first, &options).await.map_err(WorkloadError::Setup)?;
+            let mut session = coordinator
+                .open_session(first, &options)
+                .await
+                .map_err(WorkloadError::Setup)?;
             for i in first..(first + WATCHERS_PER_SESSION).min(watchers) {
-                let mut watch = session.watch_value(&key_name(i % keys.max(1))).await.map_err(WorkloadError::Setup)?;
+                let mut watch = session
+                    .watch_value(&key_name(i % keys.max(1)))
+                    .await
+                    .map_err(WorkloadError::Setup)?;
                 // The first call arms the watch and reads the current value.
                 watch.next().await.map_err(WorkloadError::Setup)?;
                 held.watches.push(watch);
@@ -116,7 +122,9 @@ impl Held {
             let options = &options;
             async move {
                 let mut session = coordinator.open_session(i, options).await?;
-                session.register(SESSIONS_SERVICE, &format!("s{i:07}"), b"").await?;
+                session
+                    .register(SESSIONS_SERVICE, &format!("s{i:07}"), b"")
+                    .await?;
                 Ok::<_, DriverError>(session)
             }
         }))
