@@ -292,7 +292,8 @@ async fn client_loop(
             at_measure_start = Some(actor.counters());
         }
         let result = {
-            let mut op = std::pin::pin!(actor.run_op());
+            let op = coordbench_drivers::schedule::at_intended_start(intended, actor.run_op());
+            let mut op = std::pin::pin!(op);
             // An operation that completes at once (the null target) needs neither a timeout
             // timer nor a registration with the token; the rest are bounded by both.
             match futures::poll!(op.as_mut()) {

@@ -6,6 +6,10 @@
 //! server that frees first, starts at `max(t, free)` and finishes `D` later, and only then
 //! sleeps until its finish. Timer overshoot therefore adds to a request's latency but never
 //! to the servers' busy time, and the capacity stays `C / D` whatever the timer's jitter.
+//! A request arrives at its intended start where the load generator set one
+//! ([`crate::schedule`]): the offered schedule, not the moment a stalled generator got
+//! round to sending it, so the generator's stalls show as its schedule lag, not as bursts
+//! that queue at the servers.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -43,7 +47,9 @@ impl ServiceQueue {
 
     /// Waits until a request arriving now has been served.
     pub(super) async fn serve(&self) {
-        let finish = self.admit(Instant::now());
+        let now = Instant::now();
+        let arrival = crate::schedule::intended_start().map_or(now, |t| t.min(now));
+        let finish = self.admit(arrival);
         tokio::time::sleep_until(finish.into()).await;
     }
 
