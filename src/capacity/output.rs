@@ -208,8 +208,10 @@ pub fn answer_line(r: &CapacityRecord) -> String {
             )
         }
         (None, _) => format!(
-            "no rate met {slos} on {} {} (the lowest probed rate failed)",
-            r.target, r.workload
+            "no rate met {slos} for a whole window on {} {} ({} windows, every one in capacity.json)",
+            r.target,
+            r.workload,
+            r.probes.len()
         ),
     }
 }

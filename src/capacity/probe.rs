@@ -16,8 +16,9 @@ use crate::results::{LatencySummary, RunRecord};
 use crate::runner::LoadMode;
 
 /// A window in which more than this fraction of the intended starts was never sent did
-/// not offer its rate: the target (or the clients) could not keep up.
-pub const MAX_UNSENT: f64 = 0.01;
+/// not offer its rate: every client was kept busy. (A loaded machine's stalls of the
+/// generator leave a percent or two unsent at a window's end; more is a backlog.)
+pub const MAX_UNSENT: f64 = 0.05;
 
 /// One probe as capacity.json lists it.
 #[derive(Debug, Clone, Serialize)]
