@@ -220,6 +220,13 @@ pub async fn search_into(s: &Searching<'_>) -> Result<(Outcome, CapacityRecord),
         let fresh = match prepare(s, &mut live, next).await {
             Ok(Some(fresh)) => fresh,
             Ok(None) => break interrupted(&mut record),
+            // The first cluster not starting is the environment's problem (exit 2); a
+            // later one fails a search that has measured windows.
+            Err(e) if record.probes.is_empty() => {
+                record.error = Some(e.0.clone());
+                record.write_json(s.out)?;
+                return Err(e);
+            }
             Err(e) => {
                 record.error = Some(e.0.clone());
                 break Outcome::Failed;

@@ -1,8 +1,9 @@
 //! The rate search, apart from running windows: grow the rate by a factor until a window
 //! fails, then bisect between the highest passing and the lowest failing rate until they
-//! are within the precision, then confirm the highest passing rate with a longer window
-//! (a failed confirmation steps down by the precision and confirms again, a bounded number
-//! of times). OpenMessaging Benchmark's rate controller searches the same way.
+//! are within the precision, then confirm the highest passing rate with a longer window. A
+//! failed confirmation is a failure at that rate: the search bisects again below it and
+//! confirms again, a bounded number of times. OpenMessaging Benchmark's rate controller
+//! searches the same way.
 
 use serde::Serialize;
 
@@ -111,20 +112,17 @@ impl Search {
         }
     }
 
-    /// Records a confirmation window's verdict: a pass ends the search; a failure steps
-    /// down by the precision, until the confirmations run out.
+    /// Records a confirmation window's verdict: a pass ends the search; a failure bounds it
+    /// from above, and the search goes on below, until the confirmations run out.
     pub fn confirmed(&mut self, rate: f64, failed: Option<Limit>) {
         self.confirmations += 1;
+        self.confirming = None;
         match failed {
             None => self.confirmed = Some(Some(rate)),
-            Some(limit) => {
-                self.lowest_fail = Some((rate, limit));
-                if self.confirmations >= self.plan.confirmations {
-                    self.confirmed = Some(None);
-                } else {
-                    self.confirming = Some(rate * (1.0 - self.plan.precision));
-                }
+            Some(_) if self.confirmations >= self.plan.confirmations => {
+                self.confirmed = Some(None);
             }
+            Some(limit) => self.probed(rate, Some(limit)),
         }
     }
 
@@ -185,7 +183,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_confirmation_steps_down_and_the_limit_is_the_lowest_failures() {
+    fn a_failed_confirmation_bisects_again_below_it_and_the_limit_is_the_lowest_failures() {
         let mut s = Search::new(plan());
         s.probed(100.0, None);
         s.probed(200.0, Some(Limit::Generator));
@@ -197,9 +195,25 @@ mod tests {
         let Step::Confirm(r) = s.next() else {
             panic!("confirms")
         };
+        assert!(r > 140.0 && r <= 150.0, "{r}");
         s.confirmed(r, Some(Limit::Target));
-        assert_eq!(s.next(), Step::Confirm(r * 0.95));
-        s.confirmed(r * 0.95, None);
-        assert_eq!(s.next(), Step::Done(Some(r * 0.95)));
+        let Step::Probe(below) = s.next() else {
+            panic!("searches again")
+        };
+        assert!(below < r, "{below} below the failed confirmation {r}");
+        let mut windows = 0;
+        loop {
+            match s.next() {
+                Step::Probe(x) => s.probed(x, (x > 130.0).then_some(Limit::Target)),
+                Step::Confirm(x) => s.confirmed(x, (x > 130.0).then_some(Limit::Target)),
+                Step::Done(answer) => {
+                    let found = answer.expect("a lower rate is confirmed");
+                    assert!(found <= 130.0 && found > 120.0, "{found}");
+                    break;
+                }
+            }
+            windows += 1;
+            assert!(windows < 20);
+        }
     }
 }

@@ -277,6 +277,49 @@ mod tests {
     }
 
     #[test]
+    fn state_values_set_one_preload_each_and_capacity_specs_search_every_point() {
+        let s = spec(
+            "targets = [\"raft\"]\nworkload = \"kv-get\"\n[axes]\nstate = [\"keys=500\", \"watchers=200\", \"sessions=10\"]\n[capacity]\nslo = [\"p99<20ms\"]\nconfirm_duration = \"3s\"\n",
+        );
+        let capacity = s.capacity.as_ref().expect("[capacity]");
+        assert_eq!(capacity.slos[0].to_string(), "p99<20ms");
+        assert_eq!(capacity.confirm_duration, std::time::Duration::from_secs(3));
+        let points = points(&s, Path::new("/tmp/sw")).unwrap();
+        let preloads: Vec<_> = points.iter().map(|p| p.config.preload).collect();
+        assert_eq!(preloads[0].keys, Some(500));
+        assert_eq!((preloads[1].keys, preloads[1].watchers), (None, Some(200)));
+        assert_eq!(preloads[2].sessions, Some(10));
+        assert_eq!(points[0].name, "raft-state=keys=500-r1");
+        let bad = Spec::parse(
+            Path::new("t.toml"),
+            "targets = [\"raft\"]\nworkload = \"kv-get\"\n[axes]\nstate = [\"leases=5\"]\n".into(),
+            false,
+        )
+        .unwrap_err();
+        assert!(
+            bad.to_string()
+                .starts_with("t.toml:4: axes.state: state value 'leases=5'"),
+            "{bad}"
+        );
+        let lock_election = Spec::parse(
+            Path::new("t.toml"),
+            "targets = [\"raft\"]\nworkload = \"election\"\n[capacity]\nslo = [\"p99<20ms\"]\n"
+                .into(),
+            false,
+        )
+        .unwrap();
+        let refused = points_err(&lock_election);
+        assert!(
+            refused.contains("capacity needs a workload with a rate"),
+            "{refused}"
+        );
+    }
+
+    fn points_err(s: &Spec) -> String {
+        points(s, Path::new("/tmp/sw")).unwrap_err().to_string()
+    }
+
+    #[test]
     fn target_recipe_entries_pin_a_recipe_and_need_a_recipe_axis() {
         let s = spec(
             "targets = [\"raft\", \"redis:set-nx\", \"redis:redlock\", \"postgres:lease-row\"]\nworkload = \"lock\"\n[axes]\nclients = [1, 16]\nrecipe = [\"herd-free\"]\n",
