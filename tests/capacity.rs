@@ -50,11 +50,11 @@ fn null_search_finds_the_analytic_capacity_within_five_percent() {
         "--slo",
         "p50<40ms",
         "--duration",
-        "2s",
+        "1500ms",
         "--warmup",
         "500ms",
         "--confirm-duration",
-        "2s",
+        "1500ms",
         "--start-rate",
         "790",
         "--precision",
@@ -93,7 +93,10 @@ fn null_search_finds_the_analytic_capacity_within_five_percent() {
                 m.starts_with("p50<40ms (measured") || m.starts_with("rate (of")
             };
             assert!(!missed.is_empty() && missed.iter().all(named), "{p}");
-            assert_eq!(p["limited_by"], "target");
+            // A loaded machine may saturate the generator in a window; it says so.
+            let saturated = p["generator_saturated"] == true;
+            let limit = if saturated { "generator" } else { "target" };
+            assert_eq!(p["limited_by"], limit, "{p}");
         }
     }
     let row = summary_row(&out.join("summary.csv"));
