@@ -280,14 +280,6 @@ async fn prepare(
     live: &mut Option<Live>,
     next: Next,
 ) -> Result<Option<bool>, UsageError> {
-    if next == Next::Drain {
-        if let Some(cluster) = live.as_ref() {
-            let bound = settle::drain_bound(&s.options.slos);
-            if settle::drained(&cluster.started.target.coordinator, bound).await {
-                return Ok(Some(false));
-            }
-        }
-    }
     if next == Next::Continue && live.is_some() {
         return Ok(Some(false));
     }

@@ -69,11 +69,10 @@ impl AtMaxRate {
 }
 
 /// The rule settle.rs applies, as capacity.json states it.
-pub const FRESH_CLUSTER_RULE: &str = "every window runs on the search's one cluster; after a \
-failed window the next starts once one read answers within the tightest latency objective \
-(polled every 100 ms for up to 10 s); a cluster that has not drained by then, that failed a \
-window with errors (timed-out requests may still be queued) or that lost a member is \
-replaced by a fresh one";
+pub const FRESH_CLUSTER_RULE: &str = "every window runs on the search's one cluster until a \
+window fails; the window after a failed one runs on a fresh cluster (stopped, started again \
+and preloaded again), since a failed window may leave requests queued, a grown log or a \
+snapshot under way that one fast read does not reveal; attached clusters are never replaced";
 
 impl CapacityRecord {
     pub fn new(config: &RunConfig, slos: &[Slo], rate_unit: &'static str, now: String) -> Self {

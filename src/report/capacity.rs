@@ -39,7 +39,12 @@ pub fn curves(dir: &Path, table: &Table, rows: &[usize]) -> Vec<Curve> {
         .iter()
         .filter_map(|&r| search_curve(&table.run_dir(dir, r)?.join("capacity.json")))
         .collect();
-    if !searched.is_empty() || !table.has("rate") {
+    // A rate sweep offers several rates; a sweep at one rate has no curve.
+    let rates: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .filter_map(|&r| table.rows[r].get("rate"))
+        .collect();
+    if !searched.is_empty() || rates.len() < 2 {
         return searched;
     }
     let mut swept: Vec<Curve> = Vec::new();
