@@ -262,6 +262,7 @@ pub async fn search_into(s: &Searching<'_>) -> Result<(Outcome, CapacityRecord),
         cluster.started.stop().await;
     }
     record.limited_by = search.limited_by();
+    record.note_unconfirmed();
     record.finished_at = crate::sweep::now_rfc3339();
     record.write_json(s.out)?;
     record.write_summary(s.out)?;

@@ -34,6 +34,8 @@ pub struct CapacityRecord {
     pub slos: Vec<String>,
     /// The highest rate whose confirming window met every objective.
     pub max_rate_ops_s: Option<f64>,
+    /// Without a confirmed answer: the highest rate a search window passed at.
+    pub unconfirmed_rate_ops_s: Option<f64>,
     /// Why the lowest failing window failed: `target`, or `generator` when the load
     /// generator saturated (the answer is then a lower bound on the target's capacity).
     pub limited_by: Option<Limit>,
@@ -88,12 +90,26 @@ impl CapacityRecord {
             rate_unit,
             slos: slos.iter().map(Slo::to_string).collect(),
             max_rate_ops_s: None,
+            unconfirmed_rate_ops_s: None,
             limited_by: None,
             at_max_rate: None,
             fresh_cluster_rule: FRESH_CLUSTER_RULE,
             probes: Vec::new(),
             config: config.clone(),
         }
+    }
+
+    /// Sets `unconfirmed_rate_ops_s` when there is no answer.
+    pub fn note_unconfirmed(&mut self) {
+        self.unconfirmed_rate_ops_s = match self.max_rate_ops_s {
+            Some(_) => None,
+            None => self
+                .probes
+                .iter()
+                .filter(|p| p.passed)
+                .map(|p| p.rate)
+                .reduce(f64::max),
+        };
     }
 
     pub fn write_json(&self, dir: &Path) -> anyhow::Result<()> {
@@ -206,11 +222,19 @@ pub fn answer_line(r: &CapacityRecord) -> String {
                 r.rate_unit, r.target, r.workload
             )
         }
-        (None, _) => format!(
-            "no rate met {slos} for a whole window on {} {} ({} windows, every one in capacity.json)",
-            r.target,
-            r.workload,
-            r.probes.len()
-        ),
+        (None, _) => {
+            let passed = r.unconfirmed_rate_ops_s.map_or(String::new(), |rate| {
+                format!(
+                    "; the highest rate a search window passed was {rate:.0} {}, unconfirmed",
+                    r.rate_unit
+                )
+            });
+            format!(
+                "no rate met {slos} for a whole confirming window on {} {} ({} windows, every one in capacity.json){passed}",
+                r.target,
+                r.workload,
+                r.probes.len()
+            )
+        }
     }
 }
