@@ -212,14 +212,15 @@ pub fn section(table: &Table, rows: &[usize]) -> String {
         return String::new();
     }
     let mut s = String::from(
-        "| target | cluster size | disk | objective | max rate | limited by | p99 at it (ms) | windows |\n|---|---|---|---|---|---|---|---|\n",
+        "| point | target | cluster size | disk | objective | max rate | limited by | p99 at it (ms) | windows |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for &r in rows {
         let row = &table.rows[r];
         let cell = |c: &str| row.get(c).unwrap_or("–").to_string();
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell("point"),
             cell("target"),
             cell("cluster_size"),
             cell("disk"),
