@@ -165,7 +165,9 @@ pub async fn run_with(
     }
 
     let counters_before = match &target.cluster {
-        Some(cluster) => server_stats::scrape(config.target_kind, cluster).await,
+        Some(cluster) => {
+            server_stats::scrape(config.target_kind, cluster, target.zk_access.tls.as_ref()).await
+        }
         None => None,
     };
     let clock = RunClock::start();
@@ -194,7 +196,7 @@ pub async fn run_with(
     let fault_target = fault::FaultTarget {
         kind: config.target_kind,
         zk_client: config.zk_client_kind,
-        zk_access: config.zk_access.clone(),
+        zk_access: target.zk_access.clone(),
         etcd_security: target.etcd_security.clone(),
         coordinator: target.coordinator.clone(),
     };
@@ -278,7 +280,8 @@ pub async fn run_with(
     }
 
     if let (Some(before), Some(cluster)) = (counters_before, &target.cluster) {
-        if let Some(after) = server_stats::scrape(config.target_kind, cluster).await {
+        let tls = target.zk_access.tls.as_ref();
+        if let Some(after) = server_stats::scrape(config.target_kind, cluster, tls).await {
             record.server_counters = Some(server_stats::difference(before, after));
         }
     }

@@ -419,13 +419,19 @@ pub struct RunArgs {
     #[command(flatten)]
     pub zk_access: crate::zk_access::ZkAccessArgs,
 
-    /// etcd, raft: TLS and user for clusters you run (--endpoints https://...).
+    /// TLS to clusters you run: etcd and raft over https://, ZooKeeper and zab on their
+    /// secure client port.
+    #[command(flatten)]
+    pub tls: crate::tls_access::TlsArgs,
+
+    /// etcd: the user for clusters you run.
     #[command(flatten)]
     pub etcd_access: crate::etcd_access::EtcdAccessArgs,
 
-    /// Start the cluster secured: zookeeper and zab require digest auth from every
-    /// client (a user and password drawn per run, CREATOR_ALL on every node the workloads
-    /// create); etcd serves clients over TLS only, requires client certificates signed by
+    /// Start the cluster secured: zookeeper and zab serve clients over TLS only (the
+    /// secure client port, client certificates signed by a CA generated per run required)
+    /// and require digest auth from every client (a user and password drawn per run,
+    /// CREATOR_ALL on every node the workloads create); etcd serves clients over TLS only, requires client certificates signed by
     /// a CA generated per run and has auth enabled (the driver runs as a user drawn per
     /// run); raft serves TLS and requires client certificates (no auth: the engine has no
     /// auth API). `--secure false` is the default.

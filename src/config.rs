@@ -201,6 +201,7 @@ impl RunConfig {
         validate_secure(args)?;
         let resolved = access::resolve(
             &args.zk_access,
+            &args.tls,
             args.target,
             zk_client_kind,
             args.secure,
@@ -209,6 +210,7 @@ impl RunConfig {
         .map_err(ConfigError)?;
         let etcd = etcd_access::resolve(
             &args.etcd_access,
+            &args.tls,
             args.target,
             &args.endpoints,
             args.secure,
@@ -375,7 +377,7 @@ fn validate_secure(args: &RunArgs) -> Result<(), ConfigError> {
             "--secure starts a secured cluster; against --endpoints pass --cacert, --cert, --key (and --user for etcd) instead".into(),
         )),
         _ if !args.endpoints.is_empty() => Err(ConfigError(
-            "--secure starts a secured cluster; against --endpoints pass --zk-auth (and --zk-acl creator) instead".into(),
+            "--secure starts a secured cluster; against --endpoints pass --zk-auth (and --zk-acl creator; --cacert, --cert, --key for a secure client port) instead".into(),
         )),
         _ => Ok(()),
     }

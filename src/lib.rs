@@ -35,5 +35,6 @@ pub mod simulate;
 pub mod sweep;
 pub mod syncfs;
 pub mod targets;
+pub mod tls_access;
 pub mod workload_options;
 pub mod zk_access;

@@ -17,6 +17,7 @@ pub mod redis;
 mod standalone;
 pub mod zab;
 pub mod zookeeper;
+pub mod zookeeper_tls;
 
 pub use disk::DiskKind;
 pub use error::ProvisionError;

@@ -46,6 +46,7 @@ fn prepare<'a>(_: &'a RunConfig, _: &'a Path) -> BoxFuture<'a, anyhow::Result<Re
             cluster: None,
             server_version,
             etcd_security: EtcdSecurity::default(),
+            zk_access: Default::default(),
         })
     }
     .boxed()

@@ -301,14 +301,11 @@ impl Session for ZkSession {
         // the two connections take the session from each other.
         until_ended(old, self.connect_timeout).await?;
         self.counters.request();
-        let mut connector = Client::connector()
+        let connector = Client::connector()
             .with_session(session)
             .with_session_timeout(timeout)
             .with_fail_eagerly();
-        if let Some(digest) = &self.access.digest {
-            connector = connector.with_auth("digest", digest.as_bytes());
-        }
-        let attach = connector.connect(&self.cluster);
+        let attach = self.access.connect(connector, &self.cluster);
         let closer = match tokio::time::timeout(self.connect_timeout, attach).await {
             Err(_) => return Err(DriverError::Timeout(self.connect_timeout)),
             // Already expired: the server has released everything it held.

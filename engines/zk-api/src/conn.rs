@@ -1,4 +1,5 @@
-//! One client connection, from its first bytes to its close.
+//! One client connection, from its first bytes to its close (after the TLS handshake
+//! when the server serves TLS).
 //!
 //! The first 4 bytes are either a four-letter word (answered, then closed) or the length
 //! of a ConnectRequest. After the handshake, the connection's requests are read and served
@@ -11,8 +12,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use coordbench_node::Replicator;
-use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::tcp::OwnedWriteHalf;
+use coordbench_tls::tokio_rustls::TlsAcceptor;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::timeout;
@@ -35,15 +36,40 @@ fn response_frame(r: &ConnectResponse) -> Vec<u8> {
     w.into_frame()
 }
 
+/// Serves one accepted connection: over TLS when the server is configured for it (the
+/// handshake bounded by the I/O timeout), else in plain TCP.
 pub(crate) async fn serve<R: Replicator<TreeStateMachine>>(
     core: Arc<Core<R>>,
     stream: TcpStream,
     peer: SocketAddr,
 ) {
     let _ = stream.set_nodelay(true);
+    let Some(tls) = core.options.tls.clone() else {
+        let (rd, wr) = stream.into_split();
+        return serve_halves(core, rd, wr, peer).await;
+    };
+    let handshake = tokio::select! {
+        () = core.shutdown.cancelled() => return,
+        r = timeout(core.options.io_timeout, TlsAcceptor::from(tls).accept(stream)) => r,
+    };
+    match handshake {
+        Ok(Ok(stream)) => {
+            let (rd, wr) = tokio::io::split(stream);
+            serve_halves(core, rd, wr, peer).await
+        }
+        Ok(Err(e)) => tracing::info!(%peer, error = %e, "TLS handshake failed; closing"),
+        Err(_) => tracing::info!(%peer, "no TLS handshake within the I/O timeout; closing"),
+    }
+}
+
+async fn serve_halves<R, Rd, Wr>(core: Arc<Core<R>>, mut rd: Rd, mut wr: Wr, peer: SocketAddr)
+where
+    R: Replicator<TreeStateMachine>,
+    Rd: AsyncRead + Unpin,
+    Wr: AsyncWrite + Unpin + Send + 'static,
+{
     // Unbuffered until the handshake is done: a connection that never completes one holds
     // no read buffer (see `frame::read_payload`).
-    let (mut rd, mut wr) = stream.into_split();
     let io = core.options.io_timeout;
     let max = core.options.max_frame_bytes;
 
@@ -167,8 +193,8 @@ pub(crate) async fn serve<R: Replicator<TreeStateMachine>>(
 
 /// Writes queued frames (replies and notifications, each counted as a packet sent),
 /// flushing whenever the queue runs dry.
-async fn write_loop(
-    wr: OwnedWriteHalf,
+async fn write_loop<Wr: AsyncWrite + Unpin>(
+    wr: Wr,
     mut rx: mpsc::Receiver<Vec<u8>>,
     stats: Arc<Stats>,
     shutdown: CancellationToken,
