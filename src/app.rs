@@ -344,6 +344,7 @@ fn kv_op(config: &RunConfig) -> KvOp {
                 .unwrap_or(crate::workload_options::DEFAULT_READ_RATIO),
             consistency: config.read_consistency,
         },
+        _ if config.workload_options.create_keys => KvOp::Create,
         _ => KvOp::Put,
     }
 }

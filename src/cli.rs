@@ -227,7 +227,8 @@ pub struct RunArgs {
 
     /// Concurrent clients (closed loop: each waits for its last operation). election: the
     /// candidates; discovery: the default of --instances; config-watch: always one writer.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    /// (`--workers` is the ZooKeeper paper's name for the same thing.)
+    #[arg(long, visible_alias = "workers", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub clients: u32,
 
     /// Connections shared by the clients (etcd API default: one per 64 clients, each balanced
@@ -275,6 +276,13 @@ pub struct RunArgs {
     /// drawn per operation from --seed (default 0.5).
     #[arg(long, value_parser = parse_read_ratio)]
     pub read_ratio: Option<f64>,
+
+    /// kv-put: every write creates a key no one wrote before (the ZooKeeper paper's Table 2
+    /// creates): one create request on the ZooKeeper API, a put of a new key elsewhere;
+    /// nothing is preloaded and --keys does not apply.
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true",
+          action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub create_keys: bool,
 
     /// register: wall-clock bound on the linearizability check; past it the verdict is
     /// `unknown`.

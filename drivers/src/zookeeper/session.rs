@@ -183,6 +183,18 @@ impl Session for ZkSession {
         }
     }
 
+    /// One create (its parents' too, the first time); a key that exists is an error, as
+    /// the key was meant to be new.
+    async fn create(&mut self, key: &str, value: &[u8]) -> Result<(), DriverError> {
+        let path = znode_path(key);
+        let zk = self.zk()?;
+        self.counters.request();
+        create_in_parent(zk, &path, value, CreateMode::Persistent, self.acl())
+            .await
+            .map(drop)
+            .map_err(map_error)
+    }
+
     async fn read_versioned(
         &mut self,
         key: &str,
