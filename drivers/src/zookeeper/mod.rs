@@ -46,6 +46,11 @@ pub(crate) use queue::sequence;
 pub(crate) use session::znode_path;
 use session::ZkSession;
 
+/// Passes over the endpoints a connect-time probe makes, within the connect timeout.
+const PROBE_PASSES: u32 = 3;
+/// The pause between two passes.
+const PROBE_PAUSE: Duration = Duration::from_millis(200);
+
 /// Znodes this driver creates for recipes live under this path.
 pub const ROOT: &str = "/coordbench";
 
@@ -137,15 +142,24 @@ impl ZkCoordinator {
     /// A session on `cluster` that has answered one request.
     async fn probe(&self, cluster: &str) -> Result<Client, Probed> {
         let credentials = self.access.digest.is_some();
-        let zk = establish(
-            cluster,
-            self.connect_timeout,
-            self.connect_timeout,
-            false,
-            &self.access,
-        )
-        .await
-        .map_err(|e| Probed::classify(e, credentials))?;
+        let deadline = tokio::time::Instant::now() + self.connect_timeout;
+        let mut passes = 0;
+        let zk = loop {
+            passes += 1;
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match establish(cluster, left, self.connect_timeout, false, &self.access).await {
+                Ok(zk) => break zk,
+                // One pass over the endpoints failed fast (zookeeper-client gives up after
+                // one): a server still busy after starting, a slow TLS handshake on a
+                // loaded machine. Another pass while the connect timeout lasts.
+                Err(DriverError::Unreachable { .. })
+                    if passes < PROBE_PASSES && !left.is_zero() =>
+                {
+                    tokio::time::sleep(PROBE_PAUSE.min(left)).await;
+                }
+                Err(e) => return Err(Probed::classify(e, credentials)),
+            }
+        };
         zk.check_stat("/")
             .await
             .map_err(|e| Probed::classify(map_error(e), credentials))?;
