@@ -22,6 +22,7 @@ pub mod pause;
 pub mod propagation;
 pub mod register;
 pub mod resource;
+pub mod section_log;
 pub mod versions;
 pub mod workload;
 
