@@ -333,7 +333,8 @@ pub async fn run_with(
     record.finished_at = now_rfc3339();
     let mut written = write_run(&out, &record, measured.as_ref().ok());
     if let (Some(_), Ok(o)) = (&record.shard, &measured) {
-        written = written.and_then(|()| shard_intervals::write(&out.join(INTERVALS_FILE), &o.intervals));
+        written =
+            written.and_then(|()| shard_intervals::write(&out.join(INTERVALS_FILE), &o.intervals));
     }
     if let Some(cluster) = target.cluster.as_mut() {
         cluster.stop();

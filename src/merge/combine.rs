@@ -26,10 +26,7 @@ pub struct Combined {
 /// Each shard's interval `i` is whole second `i + shift` of the merged run, where `shift`
 /// is its window start's distance from the earliest one, rounded to whole seconds (0 for
 /// shards that started together).
-pub fn intervals(
-    shards: &[ShardRun],
-    per_shard: Vec<BTreeMap<u64, IntervalStats>>,
-) -> Combined {
+pub fn intervals(shards: &[ShardRun], per_shard: Vec<BTreeMap<u64, IntervalStats>>) -> Combined {
     let starts: Vec<u64> = shards.iter().map(window_start_us).collect();
     let origin_us = starts.iter().copied().min().unwrap_or(0);
     let latest_us = starts.iter().copied().max().unwrap_or(0);
@@ -101,7 +98,11 @@ pub fn generators(shards: &[ShardRun], ops: u64, window: Duration) -> Option<Gen
     Some(GeneratorUsage {
         cpu_s,
         cpu_us_per_op: (ops > 0).then(|| cpu_s * 1e6 / ops as f64),
-        cpu_util: if capacity > 0.0 { cpu_s / capacity } else { 0.0 },
+        cpu_util: if capacity > 0.0 {
+            cpu_s / capacity
+        } else {
+            0.0
+        },
         timer_spin_s: all.iter().map(|g| g.timer_spin_s).sum(),
         runqueue_wait_s: all.iter().map(|g| g.runqueue_wait_s).sum(),
         cores,

@@ -43,7 +43,9 @@ pub struct MergeArgs {
 
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
-    #[error("{0} is not a shard's run directory (its run.json has no `shard`: run it with --shard I/N)")]
+    #[error(
+        "{0} is not a shard's run directory (its run.json has no `shard`: run it with --shard I/N)"
+    )]
     NotAShard(String),
     #[error("cannot merge: {0}")]
     Mismatch(String),
@@ -116,8 +118,16 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
         complete: shards.iter().all(|s| s.complete),
         end_reason: end_name.into(),
         error: shards.iter().find_map(|s| s.error.clone()),
-        started_at: shards.iter().map(|s| s.started_at.clone()).min().unwrap_or_default(),
-        finished_at: shards.iter().map(|s| s.finished_at.clone()).max().unwrap_or_default(),
+        started_at: shards
+            .iter()
+            .map(|s| s.started_at.clone())
+            .min()
+            .unwrap_or_default(),
+        finished_at: shards
+            .iter()
+            .map(|s| s.finished_at.clone())
+            .max()
+            .unwrap_or_default(),
         config,
         environment: first.environment.clone(),
         server_version: first.server_version.clone(),
@@ -134,13 +144,15 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
             run_id: first.shard().run_id.clone(),
             count: shards.len(),
             start_skew_ms: combined.start_skew.as_secs_f64() * 1000.0,
-            clock_uncertainty_ms: (config_is_lock(&outcome)).then(|| uncertainty.as_secs_f64() * 1000.0),
+            clock_uncertainty_ms: (config_is_lock(&outcome))
+                .then(|| uncertainty.as_secs_f64() * 1000.0),
             parts: shards.iter().map(record::MergedShard::of).collect(),
         }),
     };
     std::fs::create_dir_all(&args.out)
         .map_err(|e| MergeError::Write(format!("{}: {e}", args.out.display())))?;
-    write_run(&args.out, &record, Some(&outcome)).map_err(|e| MergeError::Write(format!("{e:#}")))?;
+    write_run(&args.out, &record, Some(&outcome))
+        .map_err(|e| MergeError::Write(format!("{e:#}")))?;
     record::copy_resources(&shards, &args.out)?;
     Ok(record)
 }

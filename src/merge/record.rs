@@ -76,7 +76,8 @@ pub fn whole_config(shard: &ShardRun) -> Result<RunConfig, MergeError> {
             args.join(" ")
         ))
     };
-    let cli = Cli::try_parse_from(args).map_err(|e| refused(crate::app::one_line(&e.to_string())))?;
+    let cli =
+        Cli::try_parse_from(args).map_err(|e| refused(crate::app::one_line(&e.to_string())))?;
     let Command::Run(mut run) = cli.command else {
         return Err(refused("not a `coordbench run`".into()));
     };

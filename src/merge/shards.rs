@@ -68,41 +68,28 @@ pub fn read_all(dirs: &[PathBuf]) -> Result<Vec<ShardRun>, MergeError> {
         same_run(first, other)?;
     }
     let count = first.shard().count;
-    for (expected, s) in shards.iter().enumerate() {
-        if s.shard().index != expected {
-            return Err(MergeError::Incomplete(format!(
-                "shard {expected} of {count} of run {} is missing{}",
-                first.shard().run_id,
-                duplicate_note(&shards, s)
+    let run_id = &first.shard().run_id;
+    for pair in shards.windows(2) {
+        if pair[0].shard().index == pair[1].shard().index {
+            return Err(MergeError::Mismatch(format!(
+                "{} and {} are both shard {} of run {run_id}",
+                pair[0].dir.display(),
+                pair[1].dir.display(),
+                pair[0].shard().index
             )));
         }
     }
-    if shards.len() != count {
+    let missing: Vec<String> = (0..count)
+        .filter(|i| !shards.iter().any(|s| s.shard().index == *i))
+        .map(|i| i.to_string())
+        .collect();
+    if !missing.is_empty() {
         return Err(MergeError::Incomplete(format!(
-            "run {} has {count} shards but {} were given: shard(s) {}..{} missing",
-            first.shard().run_id,
-            shards.len(),
-            shards.len(),
-            count - 1
+            "run {run_id} has {count} shards; shard(s) {} missing",
+            missing.join(", ")
         )));
     }
     Ok(shards)
-}
-
-fn duplicate_note(shards: &[ShardRun], s: &ShardRun) -> String {
-    let twice: Vec<&ShardRun> = shards
-        .iter()
-        .filter(|o| o.shard().index == s.shard().index)
-        .collect();
-    match twice.as_slice() {
-        [a, b, ..] => format!(
-            " ({} and {} are both shard {})",
-            a.dir.display(),
-            b.dir.display(),
-            s.shard().index
-        ),
-        _ => String::new(),
-    }
 }
 
 fn read_one(dir: &Path) -> Result<ShardRun, MergeError> {

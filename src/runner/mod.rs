@@ -245,7 +245,12 @@ async fn open_actors(
     // Clients keep their number in the whole run, so a shard's clients do what the same
     // clients of one process would.
     let clients: Vec<usize> = (0..plan.clients).filter(|&c| plan.part.owns(c)).collect();
-    let sessions = join_all(clients.iter().map(|&c| coordinator.open_session(c, &options))).await;
+    let sessions = join_all(
+        clients
+            .iter()
+            .map(|&c| coordinator.open_session(c, &options)),
+    )
+    .await;
     clients
         .into_iter()
         .zip(sessions)

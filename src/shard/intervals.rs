@@ -74,7 +74,8 @@ pub fn read(path: &Path) -> anyhow::Result<BTreeMap<u64, IntervalStats>> {
         let line = line.with_context(|| format!("reading {}", path.display()))?;
         let parsed: IntervalLine = serde_json::from_str(&line)
             .with_context(|| format!("{} line {}", path.display(), n + 1))?;
-        let stats = stats_of(parsed).with_context(|| format!("{} line {}", path.display(), n + 1))?;
+        let stats =
+            stats_of(parsed).with_context(|| format!("{} line {}", path.display(), n + 1))?;
         intervals.insert(stats.0, stats.1);
     }
     Ok(intervals)

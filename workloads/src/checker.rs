@@ -266,7 +266,10 @@ mod tests {
         // One token, two clients.
         let mut twice = vec![section("a", 3, 0, 0, 5, 6), section("a", 3, 0, 10, 15, 16)];
         twice[1].client = 9;
-        assert_eq!(check_sections_by_token(&twice, ALL, ms(2)).token_regressions, 1);
+        assert_eq!(
+            check_sections_by_token(&twice, ALL, ms(2)).token_regressions,
+            1
+        );
     }
 
     #[test]

@@ -1,0 +1,305 @@
+//! Sharded runs through the CLI: N `coordbench run --shard I/N` processes on this machine
+//! and `coordbench merge`. On a 3-member raft cluster (real `coordbench serve raft`
+//! processes the shards attach to with --endpoints) three kv-put shards meet with
+//! --rendezvous, and the merge's ops are the sum of the shards', its percentiles those of
+//! every shard's latency.hlog intervals added, and `report` and `compare` read it; three
+//! lock shards merge with 0 violations across shards; a lone shard's rendezvous times out
+//! naming the missing shards. On the null target, three open-loop shards with a common
+//! --start-at together keep the total --rate within 2%; merge refuses shards of different
+//! runs or options.
+
+mod common;
+#[path = "common/output.rs"]
+mod output;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use common::{run_json, start_target, TargetKind};
+use hdrhistogram::Histogram;
+use output::describe;
+
+const BIN: &str = env!("CARGO_BIN_EXE_coordbench");
+/// Bound on any one coordbench process of these tests.
+const PROCESS_BOUND: Duration = Duration::from_secs(60);
+
+/// Starts `coordbench run` with `args` for shard `index` of `count` into `out`.
+fn spawn_shard(args: &[&str], index: usize, count: usize, out: &Path) -> Child {
+    Command::new(BIN)
+        .arg("run")
+        .args(args)
+        .args(["--shard", &format!("{index}/{count}"), "--quiet", "--out"])
+        .arg(out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn coordbench run")
+}
+
+/// Waits for every child within [`PROCESS_BOUND`] (killing all and failing past it).
+fn wait_all(children: Vec<Child>) -> Vec<Output> {
+    let deadline = Instant::now() + PROCESS_BOUND;
+    let mut children: Vec<Option<Child>> = children.into_iter().map(Some).collect();
+    while children
+        .iter_mut()
+        .flatten()
+        .any(|c| c.try_wait().expect("try_wait").is_none())
+    {
+        if Instant::now() >= deadline {
+            for c in children.iter_mut().flatten() {
+                let _ = c.kill();
+            }
+            panic!("a shard did not exit within {PROCESS_BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    children
+        .iter_mut()
+        .map(|c| c.take().expect("child").wait_with_output().expect("output"))
+        .collect()
+}
+
+/// Runs `count` shards of `args` at once into `root/shard-I`; asserts each exits 0.
+fn run_shards(args: &[&str], count: usize, root: &Path) -> Vec<PathBuf> {
+    let dirs: Vec<PathBuf> = (0..count)
+        .map(|i| root.join(format!("shard-{i}")))
+        .collect();
+    let children = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| spawn_shard(args, i, count, dir))
+        .collect();
+    for (i, out) in wait_all(children).iter().enumerate() {
+        assert!(out.status.success(), "shard {i}: {}", describe(out));
+    }
+    dirs
+}
+
+/// `coordbench SUBCOMMAND ARGS...`, bounded.
+fn coordbench(args: &[&str]) -> Output {
+    let child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn coordbench");
+    wait_all(vec![child]).pop().expect("one output")
+}
+
+fn merge(dirs: &[PathBuf], out: &Path) -> Output {
+    let mut args = vec!["merge".to_string()];
+    args.extend(dirs.iter().map(|d| d.display().to_string()));
+    args.extend(["--out".into(), out.display().to_string()]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    coordbench(&refs)
+}
+
+fn results_u64(run: &serde_json::Value, path: &[&str]) -> u64 {
+    let mut v = &run["results"];
+    for p in path {
+        v = &v[*p];
+    }
+    v.as_u64()
+        .unwrap_or_else(|| panic!("results.{} in {run}", path.join(".")))
+}
+
+/// Every shard's latency.hlog intervals added into one histogram.
+fn all_intervals(dirs: &[PathBuf]) -> Histogram<u64> {
+    let mut all = coordbench_workloads::histogram::latency_histogram();
+    for d in dirs {
+        coordbench::report::cdf::merge_log(&d.join("latency.hlog"), &mut all).expect("hlog");
+    }
+    all
+}
+
+/// The merged run's ops are the shards' summed, its percentiles those of all their
+/// intervals, and report and compare take it as an ordinary run directory.
+fn check_exact_merge(shards: &[PathBuf], merged: &Path) {
+    let run = run_json(merged);
+    let shard_ops: u64 = shards
+        .iter()
+        .map(|d| results_u64(&run_json(d), &["ops"]))
+        .sum();
+    assert!(shard_ops > 0, "the shards measured nothing");
+    assert_eq!(results_u64(&run, &["ops"]), shard_ops);
+    let all = all_intervals(shards);
+    assert_eq!(results_u64(&run, &["latency", "count"]), all.len());
+    for (field, q) in [("p50_us", 0.5), ("p99_us", 0.99), ("p999_us", 0.999)] {
+        assert_eq!(
+            results_u64(&run, &["latency", field]),
+            all.value_at_quantile(q),
+            "{field}"
+        );
+    }
+    assert_eq!(results_u64(&run, &["latency", "max_us"]), all.max());
+    assert_eq!(run["complete"], true, "{run}");
+    let report = coordbench(&["report", &merged.display().to_string()]);
+    assert!(report.status.success(), "report: {}", describe(&report));
+    let dir = merged.display().to_string();
+    let compare = coordbench(&["compare", &dir, &dir]);
+    assert!(compare.status.success(), "compare: {}", describe(&compare));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_raft_shards_meet_at_the_target_and_merge_exactly() {
+    let target = start_target(TargetKind::Raft, 3).await;
+    let endpoints = target.endpoints().join(",");
+    let root = tempfile::tempdir().expect("tempdir");
+    let common = [
+        "--target",
+        "raft",
+        "--endpoints",
+        &endpoints,
+        "--rendezvous",
+        "--rendezvous-timeout",
+        "30s",
+        "--duration",
+        "2s",
+        "--warmup",
+        "500ms",
+    ];
+
+    let kv_args = [
+        &common[..],
+        &["--workload", "kv-put", "--clients", "9"],
+        &["--run-id", "kv"],
+    ]
+    .concat();
+    let kv = run_shards(&kv_args, 3, &root.path().join("kv"));
+    let kv_merged = root.path().join("kv-merged");
+    let out = merge(&kv, &kv_merged);
+    assert!(out.status.success(), "merge: {}", describe(&out));
+    check_exact_merge(&kv, &kv_merged);
+    let shards = &run_json(&kv_merged)["shards"];
+    assert_eq!(shards["count"], 3);
+    assert_eq!(run_json(&kv_merged)["config"]["clients"], 9);
+    let skew = shards["start_skew_ms"].as_f64().expect("start skew");
+    assert!((0.0..30_000.0).contains(&skew), "start skew {skew} ms");
+
+    let lock_args = [
+        &common[..],
+        &[
+            "--workload",
+            "lock",
+            "--clients",
+            "6",
+            "--locks",
+            "2",
+            "--hold",
+            "2ms",
+        ],
+        &["--run-id", "lock"],
+    ]
+    .concat();
+    let locks = run_shards(&lock_args, 3, &root.path().join("lock"));
+    let lock_merged = root.path().join("lock-merged");
+    let out = merge(&locks, &lock_merged);
+    assert!(out.status.success(), "merge: {}", describe(&out));
+    let run = run_json(&lock_merged);
+    let shard_sections: u64 = locks
+        .iter()
+        .map(|d| results_u64(&run_json(d), &["lock", "sections"]))
+        .sum();
+    assert!(shard_sections > 0);
+    assert_eq!(results_u64(&run, &["lock", "sections"]), shard_sections);
+    assert_eq!(results_u64(&run, &["violations"]), 0, "{run}");
+    assert_eq!(results_u64(&run, &["lock", "token_regressions"]), 0);
+    assert!(run["shards"]["clock_uncertainty_ms"].as_f64().is_some());
+
+    // A shard alone waits for the others until its timeout, then names them.
+    let lone = coordbench(
+        &[
+            &["run"],
+            &common[..5],
+            &[
+                "--rendezvous-timeout",
+                "1s",
+                "--workload",
+                "kv-put",
+                "--clients",
+                "3",
+            ],
+            &["--run-id", "lone", "--shard", "1/3", "--quiet", "--out"],
+            &[&root.path().join("lone").display().to_string()[..]],
+        ]
+        .concat(),
+    );
+    let stderr = String::from_utf8_lossy(&lone.stderr);
+    assert_eq!(lone.status.code(), Some(2), "{}", describe(&lone));
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("shard(s) 0, 2 of 3"), "{stderr}");
+    target.stop();
+}
+
+/// A wall-clock start a little ahead, as an orchestrator would set it.
+fn start_at(ahead: Duration) -> String {
+    humantime::format_rfc3339_millis(SystemTime::now() + ahead).to_string()
+}
+
+#[test]
+fn open_loop_shards_keep_the_total_rate_and_merge_refuses_strangers() {
+    const RATE: f64 = 3000.0;
+    let root = tempfile::tempdir().expect("tempdir");
+    let at = start_at(Duration::from_secs(2));
+    let args = [
+        "--target",
+        "null",
+        "--workload",
+        "kv-put",
+        "--clients",
+        "6",
+        "--rate",
+        "3000",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--run-id",
+        "open",
+        "--start-at",
+        &at,
+    ];
+    let shards = run_shards(&args, 3, &root.path().join("open"));
+    let merged = root.path().join("merged");
+    let out = merge(&shards, &merged);
+    assert!(out.status.success(), "merge: {}", describe(&out));
+    check_exact_merge(&shards, &merged);
+    let run = run_json(&merged);
+    let throughput = run["results"]["throughput_ops_s"]
+        .as_f64()
+        .expect("throughput");
+    assert!(
+        (throughput - RATE).abs() <= RATE * 0.02,
+        "merged throughput {throughput} ops/s, asked for {RATE} in total"
+    );
+    assert_eq!(run["config"]["rate"], RATE);
+
+    // Another run's shard, and a shard of this run with other options.
+    let other_run = [&args[..12], &["--run-id", "other"]].concat();
+    let stranger = run_shards(&other_run, 1, &root.path().join("stranger"));
+    let other_options = [&args[..5], &["7"], &args[6..]].concat();
+    let changed = root.path().join("changed");
+    let out = wait_all(vec![spawn_shard(&other_options, 2, 3, &changed)]);
+    assert!(out[0].status.success(), "{}", describe(&out[0]));
+    for (dirs, says) in [
+        (
+            vec![shards[0].clone(), shards[1].clone(), stranger[0].clone()],
+            "run id open vs other",
+        ),
+        (
+            vec![shards[0].clone(), shards[1].clone(), changed],
+            "options differ in clients (6 vs 7)",
+        ),
+        (shards[..2].to_vec(), "shard(s) 2 missing"),
+    ] {
+        let out = merge(&dirs, &root.path().join("refused"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+    assert!(!root.path().join("refused").join("run.json").exists());
+}
