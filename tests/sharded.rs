@@ -6,7 +6,10 @@
 //! lock shards merge with 0 violations across shards; a lone shard's rendezvous times out
 //! naming the missing shards. On the null target, three open-loop shards with a common
 //! --start-at together keep the total --rate within 2%; merge refuses shards of different
-//! runs or options.
+//! runs or options. The orchestration shipped for machines this test cannot have runs its
+//! own commands here: scripts/sharded-run.sh through a fake `ssh` that runs the remote
+//! command locally, and deploy/kubernetes' Jobs, parsed as YAML, their containers' shell
+//! commands run with the ConfigMap's variables and a completion index per shard.
 
 mod common;
 #[path = "common/output.rs"]
@@ -302,4 +305,192 @@ fn open_loop_shards_keep_the_total_rate_and_merge_refuses_strangers() {
         assert!(stderr.contains(says), "{stderr}");
     }
     assert!(!root.path().join("refused").join("run.json").exists());
+}
+
+/// `null` run options for the orchestration tests: 3 clients, open loop, 1 s, starting
+/// together at a wall-clock time shortly ahead.
+fn null_run_options() -> Vec<String> {
+    let at = start_at(Duration::from_secs(3));
+    [
+        "--target",
+        "null",
+        "--workload",
+        "kv-put",
+        "--clients",
+        "3",
+        "--rate",
+        "600",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--start-at",
+        &at,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// A directory holding `coordbench` (this build) and a fake `ssh HOST COMMAND` that runs
+/// COMMAND here with bash (as a login shell on the host would) and notes the host.
+fn fake_host_tools(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin dir");
+    std::os::unix::fs::symlink(BIN, bin.join("coordbench")).expect("symlink coordbench");
+    let ssh = bin.join("ssh");
+    std::fs::write(
+        &ssh,
+        "#!/bin/sh\nhost=$1; shift\nprintf '%s %s\\n' \"$host\" \"$*\" >> \"$FAKE_SSH_LOG\"\nexec bash -c \"$*\"\n",
+    )
+    .expect("fake ssh");
+    let mut perms = std::fs::metadata(&ssh).expect("ssh").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&ssh, perms).expect("chmod ssh");
+    bin
+}
+
+fn path_with(dir: &Path) -> String {
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+fn sharded_run_script_runs_a_shard_per_host_over_ssh_and_merges() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let bin = fake_host_tools(root.path());
+    let log = root.path().join("ssh.log");
+    let out = root.path().join("out");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/sharded-run.sh");
+    let child = Command::new("bash")
+        .arg(script)
+        .args(["--remote-dir"])
+        .arg(root.path().join("remote"))
+        .arg("--out")
+        .arg(&out)
+        .args(["--run-id", "over-ssh", "host-a", "host-b", "host-c", "--"])
+        .args(null_run_options())
+        .env("PATH", path_with(&bin))
+        .env("FAKE_SSH_LOG", &log)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn sharded-run.sh");
+    let done = wait_all(vec![child]).pop().expect("output");
+    assert!(done.status.success(), "sharded-run.sh: {}", describe(&done));
+    let calls = std::fs::read_to_string(&log).expect("ssh log");
+    for (i, host) in ["host-a", "host-b", "host-c"].iter().enumerate() {
+        let runs: Vec<&str> = calls
+            .lines()
+            .filter(|l| l.starts_with(host) && l.contains(" run "))
+            .collect();
+        assert_eq!(runs.len(), 1, "{calls}");
+        assert!(
+            runs[0].contains(&format!("--shard {i}/3 --run-id over-ssh")),
+            "{calls}"
+        );
+    }
+    let run = run_json(&out.join("merged"));
+    assert_eq!(run["shards"]["count"], 3, "{run}");
+    assert_eq!(run["shards"]["run_id"], "over-ssh");
+    let shards: Vec<PathBuf> = (0..3).map(|i| out.join(format!("shard-{i}"))).collect();
+    check_exact_merge(&shards, &out.join("merged"));
+}
+
+/// The documents of a YAML file, as JSON (through Debian's python3-yaml).
+fn yaml_documents(path: &str) -> Option<Vec<serde_json::Value>> {
+    if !coordbench_sim::tools::installed("/usr/lib/python3/dist-packages/yaml") {
+        return None;
+    }
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))",
+            path,
+        ])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{path} does not parse: {}",
+        describe(&out)
+    );
+    Some(serde_json::from_slice(&out.stdout).expect("json"))
+}
+
+fn of_kind<'a>(docs: &'a [serde_json::Value], kind: &str) -> &'a serde_json::Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in {docs:?}"))
+}
+
+/// The `sh -c` script of a Job's one container.
+fn job_script(job: &serde_json::Value) -> String {
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["command"], serde_json::json!(["/bin/sh", "-c"]));
+    container["args"][0].as_str().expect("script").to_string()
+}
+
+#[test]
+fn kubernetes_jobs_parse_and_their_commands_run_here() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/kubernetes/");
+    let (Some(shards_docs), Some(merge_docs)) = (
+        yaml_documents(&format!("{dir}shards-job.yaml")),
+        yaml_documents(&format!("{dir}merge-job.yaml")),
+    ) else {
+        return;
+    };
+    let config = &of_kind(&shards_docs, "ConfigMap")["data"];
+    let count: usize = config["SHARDS"]
+        .as_str()
+        .expect("SHARDS")
+        .parse()
+        .expect("a number");
+    let job = of_kind(&shards_docs, "Job");
+    assert_eq!(job["spec"]["completionMode"], "Indexed");
+    assert_eq!(job["spec"]["completions"], count);
+    assert_eq!(job["spec"]["parallelism"], count);
+
+    let root = tempfile::tempdir().expect("tempdir");
+    let bin = fake_host_tools(root.path());
+    let env = [
+        ("RUN_ID", "k8s".to_string()),
+        ("SHARDS", count.to_string()),
+        ("RUN_OPTIONS", null_run_options().join(" ")),
+        ("RESULTS", root.path().display().to_string()),
+        ("PATH", path_with(&bin)),
+    ];
+    let pod = |script: &str, index: Option<usize>| {
+        let mut c = Command::new("/bin/sh");
+        c.args(["-c", script])
+            .envs(env.iter().map(|(k, v)| (*k, v)));
+        if let Some(i) = index {
+            c.env("JOB_COMPLETION_INDEX", i.to_string());
+        }
+        c.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c.spawn().expect("spawn pod command")
+    };
+    let shard_script = job_script(job);
+    for (i, out) in wait_all((0..count).map(|i| pod(&shard_script, Some(i))).collect())
+        .iter()
+        .enumerate()
+    {
+        assert!(out.status.success(), "pod {i}: {}", describe(out));
+    }
+    let merge_script = job_script(of_kind(&merge_docs, "Job"));
+    let merged = wait_all(vec![pod(&merge_script, None)])
+        .pop()
+        .expect("output");
+    assert!(merged.status.success(), "merge pod: {}", describe(&merged));
+    let run_dir = root.path().join("k8s");
+    let shards: Vec<PathBuf> = (0..count)
+        .map(|i| run_dir.join(format!("shard-{i}")))
+        .collect();
+    check_exact_merge(&shards, &run_dir.join("merged"));
 }
