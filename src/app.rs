@@ -259,7 +259,7 @@ pub async fn run_with(
     let history_error = workload
         .write_history(&out)
         .err()
-        .map(|e| format!("writing history.jsonl: {e}"));
+        .map(|e| format!("writing the workload's history (history.jsonl, sections.jsonl): {e}"));
     let run_ended = std::time::Instant::now();
     status.clear();
     // The measured window on the monotonic clock, and the operations that succeeded in it.

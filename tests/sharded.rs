@@ -100,6 +100,15 @@ fn merge(dirs: &[PathBuf], out: &Path) -> Output {
     coordbench(&refs)
 }
 
+/// Runs `count` shards into `root/shard-I` and merges them into `root/merged`.
+fn run_and_merge(args: &[&str], count: usize, root: &Path) -> (Vec<PathBuf>, PathBuf) {
+    let shards = run_shards(args, count, root);
+    let merged = root.join("merged");
+    let out = merge(&shards, &merged);
+    assert!(out.status.success(), "merge: {}", describe(&out));
+    (shards, merged)
+}
+
 fn results_u64(run: &serde_json::Value, path: &[&str]) -> u64 {
     let mut v = &run["results"];
     for p in path {
@@ -171,10 +180,7 @@ async fn three_raft_shards_meet_at_the_target_and_merge_exactly() {
         &["--run-id", "kv"],
     ]
     .concat();
-    let kv = run_shards(&kv_args, 3, &root.path().join("kv"));
-    let kv_merged = root.path().join("kv-merged");
-    let out = merge(&kv, &kv_merged);
-    assert!(out.status.success(), "merge: {}", describe(&out));
+    let (kv, kv_merged) = run_and_merge(&kv_args, 3, &root.path().join("kv"));
     check_exact_merge(&kv, &kv_merged);
     let shards = &run_json(&kv_merged)["shards"];
     assert_eq!(shards["count"], 3);
@@ -197,10 +203,7 @@ async fn three_raft_shards_meet_at_the_target_and_merge_exactly() {
         &["--run-id", "lock"],
     ]
     .concat();
-    let locks = run_shards(&lock_args, 3, &root.path().join("lock"));
-    let lock_merged = root.path().join("lock-merged");
-    let out = merge(&locks, &lock_merged);
-    assert!(out.status.success(), "merge: {}", describe(&out));
+    let (locks, lock_merged) = run_and_merge(&lock_args, 3, &root.path().join("lock"));
     let run = run_json(&lock_merged);
     let shard_sections: u64 = locks
         .iter()
@@ -265,10 +268,7 @@ fn open_loop_shards_keep_the_total_rate_and_merge_refuses_strangers() {
         "--start-at",
         &at,
     ];
-    let shards = run_shards(&args, 3, &root.path().join("open"));
-    let merged = root.path().join("merged");
-    let out = merge(&shards, &merged);
-    assert!(out.status.success(), "merge: {}", describe(&out));
+    let (shards, merged) = run_and_merge(&args, 3, &root.path().join("open"));
     check_exact_merge(&shards, &merged);
     let run = run_json(&merged);
     let throughput = run["results"]["throughput_ops_s"]

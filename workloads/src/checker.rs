@@ -121,16 +121,9 @@ impl LockCheck {
 
 /// Checks all sections; handovers are counted when the new holder entered inside `window`.
 pub fn check_sections(sections: &[Section], window: (Duration, Duration)) -> LockCheck {
-    let mut by_lock: BTreeMap<&str, Vec<&Section>> = BTreeMap::new();
-    for s in sections {
-        by_lock.entry(&s.lock).or_default().push(s);
-    }
-    let mut check = LockCheck {
-        sections: sections.len() as u64,
-        ..Default::default()
-    };
+    let mut check = LockCheck::of_count(sections);
     let mut handovers = latency_histogram();
-    for list in by_lock.values_mut() {
+    for list in by_lock(sections).values_mut() {
         list.sort_by_key(|s| (s.enter, s.exit));
         // The latest exit among earlier sections: any later enter before it overlaps.
         let mut busy_until = Duration::ZERO;
@@ -155,6 +148,25 @@ pub fn check_sections(sections: &[Section], window: (Duration, Duration)) -> Loc
     }
     check.handover_us = Some(handovers);
     check
+}
+
+/// Each lock's sections.
+fn by_lock(sections: &[Section]) -> BTreeMap<&str, Vec<&Section>> {
+    let mut by_lock: BTreeMap<&str, Vec<&Section>> = BTreeMap::new();
+    for s in sections {
+        by_lock.entry(&s.lock).or_default().push(s);
+    }
+    by_lock
+}
+
+impl LockCheck {
+    /// Nothing found yet among `sections`.
+    fn of_count(sections: &[Section]) -> Self {
+        LockCheck {
+            sections: sections.len() as u64,
+            ..Default::default()
+        }
+    }
 }
 
 /// The handover from `prev` to `next`, when `next` was already waiting at the release and
@@ -186,16 +198,9 @@ pub fn check_sections_by_token(
     window: (Duration, Duration),
     uncertainty: Duration,
 ) -> LockCheck {
-    let mut by_lock: BTreeMap<&str, Vec<&Section>> = BTreeMap::new();
-    for s in sections {
-        by_lock.entry(&s.lock).or_default().push(s);
-    }
-    let mut check = LockCheck {
-        sections: sections.len() as u64,
-        ..Default::default()
-    };
+    let mut check = LockCheck::of_count(sections);
     let mut handovers = latency_histogram();
-    for list in by_lock.values_mut() {
+    for list in by_lock(sections).values_mut() {
         list.sort_by_key(|s| (s.token, s.enter));
         let mut busy_until = Duration::ZERO;
         for pair in list.windows(2) {
