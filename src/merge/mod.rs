@@ -75,6 +75,7 @@ pub fn run(args: &MergeArgs) -> Result<Outcome, UsageError> {
 
 /// Merges `args.dirs` into `args.out` and returns the merged run's record.
 pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
+    check_out(args)?;
     let shards = shards::read_all(&args.dirs)?;
     let config = record::whole_config(&shards[0])?;
     let per_shard = shards
@@ -144,8 +145,11 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
             run_id: first.shard().run_id.clone(),
             count: shards.len(),
             start_skew_ms: combined.start_skew.as_secs_f64() * 1000.0,
-            clock_uncertainty_ms: (config_is_lock(&outcome))
-                .then(|| uncertainty.as_secs_f64() * 1000.0),
+            clock_uncertainty_ms: outcome
+                .check
+                .lock
+                .as_ref()
+                .map(|_| uncertainty.as_secs_f64() * 1000.0),
             parts: shards.iter().map(record::MergedShard::of).collect(),
         }),
     };
@@ -157,6 +161,17 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
     Ok(record)
 }
 
-fn config_is_lock(outcome: &RunOutcome) -> bool {
-    outcome.check.lock.is_some()
+/// Refuses an `--out` that is one of the shards (the merge would overwrite its run.json).
+fn check_out(args: &MergeArgs) -> Result<(), MergeError> {
+    let same = |dir: &PathBuf| match (dir.canonicalize(), args.out.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    match args.dirs.iter().find(|d| same(d)) {
+        Some(dir) => Err(MergeError::Mismatch(format!(
+            "--out {} is one of the shards; give a new directory",
+            dir.display()
+        ))),
+        None => Ok(()),
+    }
 }
