@@ -405,16 +405,22 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
                 })?)
             }
         }
-        WorkloadKind::Election => Arc::new(ElectionWorkload::new(
-            ElectionOptions {
-                term: ms(w.term_ms.unwrap_or(0.0)),
-                crash_leader: w.crash_leader,
-                recipe: config.lock_recipe,
-                observers: w.watchers.unwrap_or(0),
-                ttl: config.plan.ttl,
-            },
-            clock,
-        )),
+        WorkloadKind::Election => {
+            let election = ElectionWorkload::new(
+                ElectionOptions {
+                    term: ms(w.term_ms.unwrap_or(0.0)),
+                    crash_leader: w.crash_leader,
+                    recipe: config.lock_recipe,
+                    observers: w.watchers.unwrap_or(0),
+                    ttl: config.plan.ttl,
+                },
+                clock,
+            );
+            Arc::new(match &config.sharding {
+                Some(s) => election.for_part(s.part),
+                None => election,
+            })
+        }
         WorkloadKind::Discovery => Arc::new(DiscoveryWorkload::new(
             DiscoveryOptions {
                 watchers: w.watchers.unwrap_or(0),

@@ -1,13 +1,13 @@
 //! `coordbench merge DIR... --out DIR`: the shards of a sharded run (`run --shard`) become
 //! one ordinary run directory, exactly: [`shards`] reads them and refuses shards of
 //! different runs or options; [`combine`] aligns their intervals by wall-clock second and
-//! adds the histograms, sums counters and errors by kind; [`locks`] checks mutual exclusion
-//! across the shards by fencing token; [`record`] rebuilds the whole run's configuration
+//! adds the histograms, sums counters and errors by kind; [`checks`] judges mutual exclusion
+//! (lock, election) across the shards by fencing token; [`record`] rebuilds the whole run's configuration
 //! and run.json. The files are written by the same writers as a run's ([`write_run`]), so
 //! `report`, `compare` and the notebooks read the result unchanged.
 
+pub mod checks;
 pub mod combine;
-pub mod locks;
 pub mod record;
 pub mod shards;
 
@@ -87,15 +87,25 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
         .collect::<Result<Vec<_>, _>>()?;
     let combined = combine::intervals(&shards, per_shard);
     let uncertainty = record::clock_uncertainty(args.clock_uncertainty, combined.start_skew);
-    let lock = match config.workload_kind {
-        WorkloadKind::Lock => {
-            let window_us = (
-                combined.origin_us,
-                combined.origin_us + combined.window.as_micros() as u64,
-            );
-            Some(locks::check(&shards, window_us, uncertainty)?)
-        }
-        _ => None,
+    let window_us = (
+        combined.origin_us,
+        combined.origin_us + combined.window.as_micros() as u64,
+    );
+    let check = match config.workload_kind {
+        WorkloadKind::Lock => CheckReport {
+            lock: Some(checks::lock(&shards, window_us, uncertainty)?),
+            ..Default::default()
+        },
+        WorkloadKind::Election => CheckReport {
+            election: Some(checks::election(
+                &shards,
+                window_us,
+                uncertainty,
+                config.workload_options.watchers.unwrap_or(0),
+            )?),
+            ..Default::default()
+        },
+        _ => CheckReport::default(),
     };
     let (end_reason, end_name) = record::end_reason(&shards);
     let outcome = RunOutcome {
@@ -103,10 +113,7 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
         window: combined.window,
         total: combined.total,
         intervals: combined.intervals,
-        check: CheckReport {
-            lock,
-            ..Default::default()
-        },
+        check,
         counters: combine::counters(&shards),
         schedule_dropped: combine::schedule_dropped(&shards),
         measure_start: Instant::now(),
@@ -145,11 +152,9 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
             run_id: first.shard().run_id.clone(),
             count: shards.len(),
             start_skew_ms: combined.start_skew.as_secs_f64() * 1000.0,
-            clock_uncertainty_ms: outcome
-                .check
-                .lock
-                .as_ref()
-                .map(|_| uncertainty.as_secs_f64() * 1000.0),
+            clock_uncertainty_ms: (outcome.check.lock.is_some()
+                || outcome.check.election.is_some())
+            .then(|| uncertainty.as_secs_f64() * 1000.0),
             parts: shards.iter().map(record::MergedShard::of).collect(),
         }),
     };

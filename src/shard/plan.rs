@@ -43,13 +43,14 @@ pub struct Sharding {
 }
 
 /// The workloads whose shards together do exactly what one process does: each client's
-/// operations depend only on its (global) number, and lock sections carry fencing tokens
-/// the merge orders them by.
-const SHARDABLE: [WorkloadKind; 4] = [
+/// operations depend only on its (global) number, election observers are split like
+/// clients, and lock sections and leaderships carry fencing tokens the merge orders them by.
+const SHARDABLE: [WorkloadKind; 5] = [
     WorkloadKind::KvPut,
     WorkloadKind::KvGet,
     WorkloadKind::KvMixed,
     WorkloadKind::Lock,
+    WorkloadKind::Election,
 ];
 
 impl Sharding {
@@ -120,7 +121,7 @@ fn check_run_id(id: &str) -> Result<(), String> {
 fn check_shardable(args: &RunArgs, part: Part, clients: usize) -> Result<(), String> {
     if !SHARDABLE.contains(&args.workload) {
         return Err(format!(
-            "--shard runs the kv-put, kv-get, kv-mixed and lock workloads, not --workload {}",
+            "--shard runs the kv-put, kv-get, kv-mixed, lock and election workloads, not --workload {}",
             crate::targets::value_name(args.workload)
         ));
     }
@@ -137,8 +138,8 @@ fn check_shardable(args: &RunArgs, part: Part, clients: usize) -> Result<(), Str
         return Err("--holder-pause and --protect cannot be used with --shard (their resource lives in each process)".into());
     }
     if args.target == TargetKind::Null {
-        if args.workload == WorkloadKind::Lock {
-            return Err("--target null keeps its locks in each process, so shards would not contend; shard lock runs on a shared target (--endpoints)".into());
+        if matches!(args.workload, WorkloadKind::Lock | WorkloadKind::Election) {
+            return Err("--target null keeps its locks and elections in each process, so shards would not contend; shard them on a shared target (--endpoints)".into());
         }
     } else if args.endpoints.is_empty() {
         return Err(format!(

@@ -18,6 +18,7 @@ pub mod histogram;
 pub mod kv;
 pub mod linearizability;
 pub mod lock;
+pub mod part;
 pub mod pause;
 pub mod propagation;
 pub mod register;

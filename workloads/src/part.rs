@@ -1,6 +1,8 @@
 //! Which share of a run one shard does: shard `index` of `count` owns every item (client,
 //! open-loop start slot, operation of the budget) whose number is `index` modulo `count`,
-//! so the shards together own each item exactly once, as one process would.
+//! so the shards together own each item exactly once, as one process would. Workloads
+//! with sessions of their own beside the clients (election's observers) keep the ones
+//! their shard owns.
 
 use std::fmt;
 use std::str::FromStr;
