@@ -119,6 +119,11 @@ fn results_u64(run: &serde_json::Value, path: &[&str]) -> u64 {
         .unwrap_or_else(|| panic!("results.{} in {run}", path.join(".")))
 }
 
+/// A results figure summed over the shards' run.json.
+fn shards_sum(dirs: &[PathBuf], path: &[&str]) -> u64 {
+    dirs.iter().map(|d| results_u64(&run_json(d), path)).sum()
+}
+
 /// Every shard's latency.hlog intervals added into one histogram.
 fn all_intervals(dirs: &[PathBuf]) -> Histogram<u64> {
     let mut all = coordbench_workloads::histogram::latency_histogram();
@@ -132,10 +137,7 @@ fn all_intervals(dirs: &[PathBuf]) -> Histogram<u64> {
 /// intervals.
 fn check_exact_merge(shards: &[PathBuf], merged: &Path) {
     let run = run_json(merged);
-    let shard_ops: u64 = shards
-        .iter()
-        .map(|d| results_u64(&run_json(d), &["ops"]))
-        .sum();
+    let shard_ops: u64 = shards_sum(&shards, &["ops"]);
     assert!(shard_ops > 0, "the shards measured nothing");
     assert_eq!(results_u64(&run, &["ops"]), shard_ops);
     let all = all_intervals(shards);
@@ -211,10 +213,7 @@ async fn three_raft_shards_meet_at_the_target_and_merge_exactly() {
     .concat();
     let (locks, lock_merged) = run_and_merge(&lock_args, 3, &root.path().join("lock"));
     let run = run_json(&lock_merged);
-    let shard_sections: u64 = locks
-        .iter()
-        .map(|d| results_u64(&run_json(d), &["lock", "sections"]))
-        .sum();
+    let shard_sections: u64 = shards_sum(&locks, &["lock", "sections"]);
     assert!(shard_sections > 0);
     assert_eq!(results_u64(&run, &["lock", "sections"]), shard_sections);
     assert_eq!(results_u64(&run, &["violations"]), 0, "{run}");
@@ -237,19 +236,13 @@ async fn three_raft_shards_meet_at_the_target_and_merge_exactly() {
     let (elections, election_merged) =
         run_and_merge(&election_args, 3, &root.path().join("election"));
     let run = run_json(&election_merged);
-    let shard_terms: u64 = elections
-        .iter()
-        .map(|d| results_u64(&run_json(d), &["election", "terms"]))
-        .sum();
+    let shard_terms: u64 = shards_sum(&elections, &["election", "terms"]);
     assert!(shard_terms > 0);
     assert_eq!(results_u64(&run, &["election", "terms"]), shard_terms);
     assert_eq!(results_u64(&run, &["election", "split_brains"]), 0, "{run}");
     assert_eq!(results_u64(&run, &["election", "observers"]), 3);
     // Every shard's observer saw leaders of every shard; the merge times them all.
-    let shard_notified: u64 = elections
-        .iter()
-        .map(|d| results_u64(&run_json(d), &["election", "observer_notifications"]))
-        .sum();
+    let shard_notified: u64 = shards_sum(&elections, &["election", "observer_notifications"]);
     assert!(results_u64(&run, &["election", "observer_notifications"]) >= shard_notified);
 
     // A shard alone waits for the others until its timeout, then names them.
