@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use coordbench_workloads::barrier::BarrierCheck;
 use coordbench_workloads::checker::LockCheckSummary;
 use coordbench_workloads::election::ElectionSummary;
+use coordbench_workloads::barrier::BarrierCheck;
 use coordbench_workloads::fencing::FencingCheck;
 use coordbench_workloads::herd::HerdSummary;
 use coordbench_workloads::propagation::PropagationSummary;
