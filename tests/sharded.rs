@@ -5,7 +5,8 @@
 //! every shard's latency.hlog intervals added, and `report` and `compare` read it; three
 //! lock shards merge with 0 violations across shards, three election shards (observers
 //! split like clients) with 0 split brains; a lone shard's rendezvous times out naming the
-//! missing shards. On the null target, three open-loop shards with a common
+//! missing shards. Two shards meet the same way at a zab cluster (ZooKeeper's protocol) and
+//! at etcd (Debian's etcd-server; skipped without it, failed under CI). On the null target, three open-loop shards with a common
 //! --start-at together keep the total --rate within 2%; merge refuses shards of different
 //! runs or options. The orchestration shipped for machines this test cannot have runs its
 //! own commands here: scripts/sharded-run.sh through a fake `ssh` that runs the remote
@@ -268,6 +269,48 @@ async fn three_raft_shards_meet_at_the_target_and_merge_exactly() {
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("shard(s) 0, 2 of 3"), "{stderr}");
     target.stop();
+}
+
+/// Two kv-put shards meet at a `kind` cluster through its own protocol and merge.
+async fn two_shards_meet_at(kind: TargetKind) {
+    let target = start_target(kind, 3).await;
+    let endpoints = target.endpoints().join(",");
+    let root = tempfile::tempdir().expect("tempdir");
+    let args = [
+        "--target",
+        kind.name(),
+        "--endpoints",
+        &endpoints,
+        "--rendezvous",
+        "--workload",
+        "kv-put",
+        "--clients",
+        "4",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--run-id",
+        "meet",
+    ];
+    let (shards, merged) = run_and_merge(&args, 2, root.path());
+    check_exact_merge(&shards, &merged);
+    for shard in &shards {
+        assert_eq!(run_json(shard)["shard"]["start"], "rendezvous");
+    }
+    target.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_meet_through_zookeepers_protocol_on_zab() {
+    two_shards_meet_at(TargetKind::Zab).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_meet_at_etcd() {
+    if coordbench_sim::tools::installed("/usr/bin/etcd") {
+        two_shards_meet_at(TargetKind::Etcd).await;
+    }
 }
 
 /// A wall-clock start a little ahead, as an orchestrator would set it.
