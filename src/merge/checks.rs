@@ -9,7 +9,9 @@ use std::time::Duration;
 use coordbench_workloads::checker::check_sections_by_token;
 use coordbench_workloads::election::{observer_latencies, ElectionCheck};
 use coordbench_workloads::section_log::{self, OBSERVED_FILE, SECTIONS_FILE};
-use coordbench_workloads::{LockCheck, Section};
+use coordbench_workloads::{CheckReport, LockCheck, Section};
+
+use crate::cli::WorkloadKind;
 
 use super::shards::ShardRun;
 use super::MergeError;
@@ -55,6 +57,28 @@ impl<'a> OneClock<'a> {
     fn sections(&self) -> Result<Vec<Section>, MergeError> {
         self.read_all(SECTIONS_FILE, section_log::read)
     }
+}
+
+/// What the merged run's checker reports for `workload` (nothing for the kv workloads);
+/// `observers` is election's (`--watchers`), `window_us` the merged window in wall-clock µs.
+pub fn of_workload(
+    workload: WorkloadKind,
+    observers: usize,
+    shards: &[ShardRun],
+    window_us: (u64, u64),
+    uncertainty: Duration,
+) -> Result<CheckReport, MergeError> {
+    Ok(match workload {
+        WorkloadKind::Lock => CheckReport {
+            lock: Some(lock(shards, window_us, uncertainty)?),
+            ..Default::default()
+        },
+        WorkloadKind::Election => CheckReport {
+            election: Some(election(shards, window_us, uncertainty, observers)?),
+            ..Default::default()
+        },
+        _ => CheckReport::default(),
+    })
 }
 
 /// lock: the sections of all shards; `window_us` is the merged window in wall-clock µs.

@@ -14,10 +14,7 @@ pub mod shards;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use coordbench_workloads::CheckReport;
-
 use crate::app::{Outcome, UsageError};
-use crate::cli::WorkloadKind;
 use crate::results::record::SCHEMA;
 use crate::results::{write_run, MeasuredResults, RunRecord};
 use crate::runner::RunOutcome;
@@ -91,22 +88,14 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
         combined.origin_us,
         combined.origin_us + combined.window.as_micros() as u64,
     );
-    let check = match config.workload_kind {
-        WorkloadKind::Lock => CheckReport {
-            lock: Some(checks::lock(&shards, window_us, uncertainty)?),
-            ..Default::default()
-        },
-        WorkloadKind::Election => CheckReport {
-            election: Some(checks::election(
-                &shards,
-                window_us,
-                uncertainty,
-                config.workload_options.watchers.unwrap_or(0),
-            )?),
-            ..Default::default()
-        },
-        _ => CheckReport::default(),
-    };
+    let observers = config.workload_options.watchers.unwrap_or(0);
+    let check = checks::of_workload(
+        config.workload_kind,
+        observers,
+        &shards,
+        window_us,
+        uncertainty,
+    )?;
     let (end_reason, end_name) = record::end_reason(&shards);
     let outcome = RunOutcome {
         end_reason,
