@@ -27,6 +27,9 @@ use crate::provision::Cluster;
 use crate::results::record::{end_reason_name, SCHEMA};
 use crate::results::{default_out_dir, write_run, MeasuredResults, RunRecord};
 use crate::runner::{self, EndReason};
+use crate::shard::intervals as shard_intervals;
+use crate::shard::intervals::INTERVALS_FILE;
+use crate::shard::{ShardRecord, WallAnchor};
 use crate::{fault, resources, server_stats, signals, targets};
 
 /// How a command ended, as the process exit code says it.
@@ -123,6 +126,8 @@ pub async fn run_with(
         server_counters: None,
         faults: None,
         results: None,
+        shard: None,
+        shards: None,
     };
 
     let prepared = tokio::select! {
@@ -171,6 +176,11 @@ pub async fn run_with(
         None => None,
     };
     let clock = RunClock::start();
+    let anchor = WallAnchor::now();
+    record.shard = config
+        .sharding
+        .as_ref()
+        .map(|s| ShardRecord::new(s, &anchor, clock.origin()));
     let workload = build_workload(&config, clock)?;
     let mut status = StatusLine::new(args.quiet);
     let sampler = target
@@ -251,7 +261,7 @@ pub async fn run_with(
     let history_error = workload
         .write_history(&out)
         .err()
-        .map(|e| format!("writing history.jsonl: {e}"));
+        .map(|e| format!("writing the workload's history (history.jsonl, sections.jsonl): {e}"));
     let run_ended = std::time::Instant::now();
     status.clear();
     // The measured window on the monotonic clock, and the operations that succeeded in it.
@@ -285,6 +295,12 @@ pub async fn run_with(
             record.server_counters = Some(server_stats::difference(before, after));
         }
     }
+    if let (Some(shard), Ok(o)) = (record.shard.as_mut(), &measured) {
+        shard.measure_start_unix_us = Some(anchor.wall_us(o.measure_start));
+        shard.start_wait_ms = Some(o.start_wait.as_secs_f64() * 1000.0);
+    }
+    // A shard that never got its common start measured nothing: bad input or environment.
+    let start_refused = matches!(&measured, Err(runner::RunError::Start(_)));
     let member_failure = target.cluster.as_mut().and_then(|c| c.check_alive().err());
     let mut outcome = match &measured {
         Ok(o) => {
@@ -318,11 +334,18 @@ pub async fn run_with(
     }
     record.complete = outcome == Outcome::Complete;
     record.finished_at = now_rfc3339();
-    let written = write_run(&out, &record, measured.as_ref().ok());
+    let mut written = write_run(&out, &record, measured.as_ref().ok());
+    if let (Some(_), Ok(o)) = (&record.shard, &measured) {
+        written =
+            written.and_then(|()| shard_intervals::write(&out.join(INTERVALS_FILE), &o.intervals));
+    }
     if let Some(cluster) = target.cluster.as_mut() {
         cluster.stop();
     }
     written?;
+    if start_refused {
+        return Err(UsageError(record.error.unwrap_or_default()));
+    }
     if console == Console::Full {
         print_summary(&record, &out);
         // The reason also goes to stderr, so that --quiet runs and scripts see why exit 1.
@@ -370,6 +393,11 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
                 },
                 clock,
             )?;
+            // A shard keeps its sections (sections.jsonl) for the cross-shard check.
+            let lock = match config.sharding {
+                Some(_) => lock.keeping_sections(),
+                None => lock,
+            };
             // Without pauses or protection the workload writes no resource at all.
             if w.holder_pause.is_none() && w.protection == Protection::None {
                 Arc::new(lock)
@@ -381,16 +409,22 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
                 })?)
             }
         }
-        WorkloadKind::Election => Arc::new(ElectionWorkload::new(
-            ElectionOptions {
-                term: ms(w.term_ms.unwrap_or(0.0)),
-                crash_leader: w.crash_leader,
-                recipe: config.lock_recipe,
-                observers: w.watchers.unwrap_or(0),
-                ttl: config.plan.ttl,
-            },
-            clock,
-        )),
+        WorkloadKind::Election => {
+            let election = ElectionWorkload::new(
+                ElectionOptions {
+                    term: ms(w.term_ms.unwrap_or(0.0)),
+                    crash_leader: w.crash_leader,
+                    recipe: config.lock_recipe,
+                    observers: w.watchers.unwrap_or(0),
+                    ttl: config.plan.ttl,
+                },
+                clock,
+            );
+            Arc::new(match &config.sharding {
+                Some(s) => election.for_part(s.part),
+                None => election,
+            })
+        }
         WorkloadKind::Discovery => Arc::new(DiscoveryWorkload::new(
             DiscoveryOptions {
                 watchers: w.watchers.unwrap_or(0),

@@ -37,6 +37,8 @@ pub enum Command {
     /// Run a baseline and a candidate interleaved, compare them, and fail on breached
     /// thresholds (exit 3).
     Gate(GateArgs),
+    /// Merge the run directories of a sharded run's shards into one run directory.
+    Merge(crate::merge::MergeArgs),
     /// Run one member of a built-in engine (what --target raft|zab starts N of).
     #[command(subcommand)]
     Serve(ServeCommand),
@@ -492,6 +494,10 @@ pub struct RunArgs {
     /// No live status line.
     #[arg(long)]
     pub quiet: bool,
+
+    /// Sharded runs: --shard, --run-id, --start-at, --rendezvous.
+    #[command(flatten)]
+    pub sharding: crate::shard::ShardArgs,
 }
 
 impl RunArgs {

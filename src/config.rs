@@ -15,6 +15,7 @@ use crate::election_timing::ElectionTiming;
 use crate::etcd_access::{self, EtcdAccessRecord};
 use crate::provision::{self, DiskKind};
 use crate::runner::{LoadMode, LoadPlan};
+use crate::shard::{Part, Sharding, StartRule};
 use crate::workload_options::{self, WorkloadOptions};
 use crate::zk_access::{self as access, ZkAccessRecord};
 use coordbench_drivers::etcd::EtcdSecurity;
@@ -118,6 +119,9 @@ pub struct RunConfig {
     pub read_consistency: Consistency,
     #[serde(skip)]
     pub plan: LoadPlan,
+    /// `--shard` and its start rule (run.json records them apart, as `shard`).
+    #[serde(skip)]
+    pub sharding: Option<Sharding>,
 }
 
 /// `--keys` when not given: the kv workloads spread over many keys, the register workload
@@ -223,6 +227,7 @@ impl RunConfig {
             ));
         }
         let clients = shape.clients;
+        let sharding = Sharding::from_args(args, clients).map_err(ConfigError)?;
         let mode = match shape.rate {
             Some(rate) => LoadMode::Open { rate },
             None => LoadMode::Closed,
@@ -251,6 +256,10 @@ impl RunConfig {
                     .map_or(Duration::ZERO, |p| p.duration),
             interval: Duration::from_secs(1),
             ttl: args.ttl,
+            part: sharding.as_ref().map_or(Part::WHOLE, |s| s.part),
+            start: sharding
+                .as_ref()
+                .map_or(StartRule::Now, |s| s.start.clone()),
         };
         Ok(RunConfig {
             target: value_name(args.target),
@@ -325,6 +334,7 @@ impl RunConfig {
             lock_recipe,
             read_consistency,
             plan,
+            sharding,
         })
     }
 
