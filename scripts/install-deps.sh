@@ -30,6 +30,7 @@ if [[ ${1:-} != build ]]; then
     java:default-jre-headless
     redis-server:redis-server
     /usr/lib/postgresql:postgresql
+    /usr/lib/python3/dist-packages/yaml:python3-yaml
   )
 fi
 

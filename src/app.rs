@@ -27,6 +27,9 @@ use crate::provision::Cluster;
 use crate::results::record::{end_reason_name, SCHEMA};
 use crate::results::{default_out_dir, write_run, MeasuredResults, RunRecord};
 use crate::runner::{self, EndReason};
+use crate::shard::intervals as shard_intervals;
+use crate::shard::intervals::INTERVALS_FILE;
+use crate::shard::{ShardRecord, WallAnchor};
 use crate::{fault, preload, resources, server_stats, signals, targets};
 
 /// How a command ended, as the process exit code says it.
@@ -158,6 +161,8 @@ pub fn new_record(config: &RunConfig) -> RunRecord {
         server_counters: None,
         faults: None,
         results: None,
+        shard: None,
+        shards: None,
     }
 }
 
@@ -263,11 +268,17 @@ pub async fn measure(
     mut record: RunRecord,
 ) -> Result<(Outcome, RunRecord), UsageError> {
     let config = window.config;
+    let zk_tls = target.zk_access.tls.clone();
     let counters_before = match &target.cluster {
-        Some(cluster) => server_stats::scrape(config.target_kind, cluster).await,
+        Some(cluster) => server_stats::scrape(config.target_kind, cluster, zk_tls.as_ref()).await,
         None => None,
     };
     let clock = RunClock::start();
+    let anchor = WallAnchor::now();
+    record.shard = config
+        .sharding
+        .as_ref()
+        .map(|s| ShardRecord::new(s, &anchor, clock.origin()));
     let workload = build_workload(config, clock)?;
     let sampler = target
         .cluster
@@ -283,10 +294,9 @@ pub async fn measure(
     let mut errors = vec![ran.fault_error];
     // The verdict in run.json stands without the file, but the run says what is missing.
     errors.push(
-        workload
-            .write_history(window.out)
-            .err()
-            .map(|e| format!("writing history.jsonl: {e}")),
+        workload.write_history(window.out).err().map(|e| {
+            format!("writing the workload's history (history.jsonl, sections.jsonl): {e}")
+        }),
     );
     let run_ended = std::time::Instant::now();
     // The measured window on the monotonic clock, and the operations that succeeded in it.
@@ -315,15 +325,29 @@ pub async fn measure(
         let _ = resources::write_csv(&window.out.join("resources.csv"), &samples);
     }
     if let (Some(before), Some(cluster)) = (counters_before, &target.cluster) {
-        if let Some(after) = server_stats::scrape(config.target_kind, cluster).await {
+        if let Some(after) =
+            server_stats::scrape(config.target_kind, cluster, zk_tls.as_ref()).await
+        {
             record.server_counters = Some(server_stats::difference(before, after));
         }
     }
+    if let (Some(shard), Ok(o)) = (record.shard.as_mut(), &ran.measured) {
+        shard.measure_start_unix_us = Some(anchor.wall_us(o.measure_start));
+        shard.start_wait_ms = Some(o.start_wait.as_secs_f64() * 1000.0);
+    }
+    // A shard that never got its common start measured nothing: bad input or environment.
+    let start_refused = matches!(&ran.measured, Err(runner::RunError::Start(_)));
     let member_failure = target.cluster.as_mut().and_then(|c| c.check_alive().err());
     errors.insert(0, member_failure.map(|f| f.to_string()));
     let outcome = judge(&mut record, &ran.measured, errors);
     record.finished_at = now_rfc3339();
     write_run(window.out, &record, ran.measured.as_ref().ok())?;
+    if let (Some(_), Ok(o)) = (&record.shard, &ran.measured) {
+        shard_intervals::write(&window.out.join(INTERVALS_FILE), &o.intervals)?;
+    }
+    if start_refused {
+        return Err(UsageError(record.error.unwrap_or_default()));
+    }
     Ok((outcome, record))
 }
 
@@ -358,7 +382,7 @@ async fn run_window(
     let fault_target = fault::FaultTarget {
         kind: config.target_kind,
         zk_client: config.zk_client_kind,
-        zk_access: config.zk_access.clone(),
+        zk_access: target.zk_access.clone(),
         etcd_security: target.etcd_security.clone(),
         coordinator: target.coordinator.clone(),
     };
@@ -466,6 +490,7 @@ fn kv_op(config: &RunConfig) -> KvOp {
                 .unwrap_or(crate::workload_options::DEFAULT_READ_RATIO),
             consistency: config.read_consistency,
         },
+        _ if config.workload_options.create_keys => KvOp::Create,
         _ => KvOp::Put,
     }
 }
@@ -492,6 +517,11 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
                 },
                 clock,
             )?;
+            // A shard keeps its sections (sections.jsonl) for the cross-shard check.
+            let lock = match config.sharding {
+                Some(_) => lock.keeping_sections(),
+                None => lock,
+            };
             // Without pauses or protection the workload writes no resource at all.
             if w.holder_pause.is_none() && w.protection == Protection::None {
                 Arc::new(lock)
@@ -503,16 +533,22 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
                 })?)
             }
         }
-        WorkloadKind::Election => Arc::new(ElectionWorkload::new(
-            ElectionOptions {
-                term: ms(w.term_ms.unwrap_or(0.0)),
-                crash_leader: w.crash_leader,
-                recipe: config.lock_recipe,
-                observers: w.watchers.unwrap_or(0),
-                ttl: config.plan.ttl,
-            },
-            clock,
-        )),
+        WorkloadKind::Election => {
+            let election = ElectionWorkload::new(
+                ElectionOptions {
+                    term: ms(w.term_ms.unwrap_or(0.0)),
+                    crash_leader: w.crash_leader,
+                    recipe: config.lock_recipe,
+                    observers: w.watchers.unwrap_or(0),
+                    ttl: config.plan.ttl,
+                },
+                clock,
+            );
+            Arc::new(match &config.sharding {
+                Some(s) => election.for_part(s.part),
+                None => election,
+            })
+        }
         WorkloadKind::Discovery => Arc::new(DiscoveryWorkload::new(
             DiscoveryOptions {
                 watchers: w.watchers.unwrap_or(0),

@@ -40,6 +40,8 @@ pub enum Command {
     /// Run a baseline and a candidate interleaved, compare them, and fail on breached
     /// thresholds (exit 3).
     Gate(GateArgs),
+    /// Merge the run directories of a sharded run's shards into one run directory.
+    Merge(crate::merge::MergeArgs),
     /// Run one member of a built-in engine (what --target raft|zab starts N of).
     #[command(subcommand)]
     Serve(ServeCommand),
@@ -230,7 +232,8 @@ pub struct RunArgs {
 
     /// Concurrent clients (closed loop: each waits for its last operation). election: the
     /// candidates; discovery: the default of --instances; config-watch: always one writer.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    /// (`--workers` is the ZooKeeper paper's name for the same thing.)
+    #[arg(long, visible_alias = "workers", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub clients: u32,
 
     /// Connections shared by the clients (etcd API default: one per 64 clients, each balanced
@@ -278,6 +281,13 @@ pub struct RunArgs {
     /// drawn per operation from --seed (default 0.5).
     #[arg(long, value_parser = parse_read_ratio)]
     pub read_ratio: Option<f64>,
+
+    /// kv-put: every write creates a key no one wrote before (the ZooKeeper paper's Table 2
+    /// creates): one create request on the ZooKeeper API, a put of a new key elsewhere;
+    /// nothing is preloaded and --keys does not apply.
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true",
+          action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub create_keys: bool,
 
     /// register: wall-clock bound on the linearizability check; past it the verdict is
     /// `unknown`.
@@ -422,13 +432,19 @@ pub struct RunArgs {
     #[command(flatten)]
     pub zk_access: crate::zk_access::ZkAccessArgs,
 
-    /// etcd, raft: TLS and user for clusters you run (--endpoints https://...).
+    /// TLS to clusters you run: etcd and raft over https://, ZooKeeper and zab on their
+    /// secure client port.
+    #[command(flatten)]
+    pub tls: crate::tls_access::TlsArgs,
+
+    /// etcd: the user for clusters you run.
     #[command(flatten)]
     pub etcd_access: crate::etcd_access::EtcdAccessArgs,
 
-    /// Start the cluster secured: zookeeper and zab require digest auth from every
-    /// client (a user and password drawn per run, CREATOR_ALL on every node the workloads
-    /// create); etcd serves clients over TLS only, requires client certificates signed by
+    /// Start the cluster secured: zookeeper and zab serve clients over TLS only (the
+    /// secure client port, client certificates signed by a CA generated per run required)
+    /// and require digest auth from every client (a user and password drawn per run,
+    /// CREATOR_ALL on every node the workloads create); etcd serves clients over TLS only, requires client certificates signed by
     /// a CA generated per run and has auth enabled (the driver runs as a user drawn per
     /// run); raft serves TLS and requires client certificates (no auth: the engine has no
     /// auth API). `--secure false` is the default.
@@ -489,6 +505,10 @@ pub struct RunArgs {
     /// No live status line.
     #[arg(long)]
     pub quiet: bool,
+
+    /// Sharded runs: --shard, --run-id, --start-at, --rendezvous.
+    #[command(flatten)]
+    pub sharding: crate::shard::ShardArgs,
 }
 
 impl RunArgs {

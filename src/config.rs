@@ -15,6 +15,7 @@ use crate::election_timing::ElectionTiming;
 use crate::etcd_access::{self, EtcdAccessRecord};
 use crate::provision::{self, DiskKind};
 use crate::runner::{LoadMode, LoadPlan};
+use crate::shard::{Part, Sharding, StartRule};
 use crate::workload_options::{self, WorkloadOptions};
 use crate::zk_access::{self as access, ZkAccessRecord};
 use coordbench_drivers::etcd::EtcdSecurity;
@@ -123,6 +124,9 @@ pub struct RunConfig {
     pub null_service: Option<crate::targets::null::NullServiceRecord>,
     #[serde(skip)]
     pub plan: LoadPlan,
+    /// `--shard` and its start rule (run.json records them apart, as `shard`).
+    #[serde(skip)]
+    pub sharding: Option<Sharding>,
 }
 
 /// `--keys` when not given: the kv workloads spread over many keys (the preloaded ones,
@@ -207,6 +211,7 @@ impl RunConfig {
         validate_secure(args)?;
         let resolved = access::resolve(
             &args.zk_access,
+            &args.tls,
             args.target,
             zk_client_kind,
             args.secure,
@@ -215,6 +220,7 @@ impl RunConfig {
         .map_err(ConfigError)?;
         let etcd = etcd_access::resolve(
             &args.etcd_access,
+            &args.tls,
             args.target,
             &args.endpoints,
             args.secure,
@@ -227,6 +233,7 @@ impl RunConfig {
             ));
         }
         let clients = shape.clients;
+        let sharding = Sharding::from_args(args, clients).map_err(ConfigError)?;
         let mode = match shape.rate {
             Some(rate) => LoadMode::Open { rate },
             None => LoadMode::Closed,
@@ -255,6 +262,10 @@ impl RunConfig {
                     .map_or(Duration::ZERO, |p| p.duration),
             interval: Duration::from_secs(1),
             ttl: args.ttl,
+            part: sharding.as_ref().map_or(Part::WHOLE, |s| s.part),
+            start: sharding
+                .as_ref()
+                .map_or(StartRule::Now, |s| s.start.clone()),
         };
         Ok(RunConfig {
             target: value_name(args.target),
@@ -332,6 +343,7 @@ impl RunConfig {
             preload: crate::preload::Preload::of(&args.preload),
             null_service: crate::targets::null::service_record(args).map_err(ConfigError)?,
             plan,
+            sharding,
         })
     }
 
@@ -384,7 +396,7 @@ fn validate_secure(args: &RunArgs) -> Result<(), ConfigError> {
             "--secure starts a secured cluster; against --endpoints pass --cacert, --cert, --key (and --user for etcd) instead".into(),
         )),
         _ if !args.endpoints.is_empty() => Err(ConfigError(
-            "--secure starts a secured cluster; against --endpoints pass --zk-auth (and --zk-acl creator) instead".into(),
+            "--secure starts a secured cluster; against --endpoints pass --zk-auth (and --zk-acl creator; --cacert, --cert, --key for a secure client port) instead".into(),
         )),
         _ => Ok(()),
     }

@@ -1,10 +1,10 @@
 //! The machine a run happened on: CPU, cores, memory, OS, kernel, and the code that ran.
 //! Stored in run.json so results from different machines are never confused.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sysinfo::System;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Environment {
     pub hostname: Option<String>,
     pub cpu_model: String,

@@ -1,18 +1,16 @@
-//! The etcd targets' access options: `--cacert`, `--cert`, `--key`,
-//! `--insecure-skip-tls-verify` and `--user` (etcdctl's names) against clusters the user
-//! runs, and what `--secure` means for etcd and raft. Turns them into the driver's
+//! The etcd targets' access options: the TLS options ([`TlsArgs`]) and `--user`
+//! (etcdctl's names) against clusters the user runs, and what `--secure` means for etcd
+//! and raft. Turns them into the driver's
 //! [`EtcdSecurity`] and into what run.json records ([`EtcdAccessRecord`]: whether TLS was
 //! used, whether a CA and a client certificate were given, the user name; never a
 //! password or a key). The one place that knows these options.
 
-use std::path::PathBuf;
-
 use clap::Args;
 use coordbench_drivers::etcd::{EtcdSecurity, EtcdUser};
-use coordbench_tls::ClientTls;
 use serde::Serialize;
 
 use crate::cli::TargetKind;
+use crate::tls_access::TlsArgs;
 
 /// Where `--user NAME` takes the password from.
 pub const PASSWORD_ENV: &str = "COORDBENCH_ETCD_PASSWORD";
@@ -20,46 +18,14 @@ pub const PASSWORD_ENV: &str = "COORDBENCH_ETCD_PASSWORD";
 /// The etcd user `--secure` creates and runs as; its password is drawn per run.
 pub const SECURE_USER: &str = "coordbench";
 
-/// The etcd access options of `coordbench run`.
+/// The etcd access options of `coordbench run` (TLS is [`TlsArgs`], shared with the
+/// ZooKeeper API).
 #[derive(Debug, Clone, Default, Args)]
 pub struct EtcdAccessArgs {
-    /// etcd, raft with --endpoints: verify the servers' certificates with this CA bundle
-    /// (PEM); endpoints are then https:// (bare host:port too). Without it, https://
-    /// endpoints are verified against the system's CAs.
-    #[arg(long, value_name = "PEM")]
-    pub cacert: Option<PathBuf>,
-
-    /// etcd, raft with --endpoints: the client certificate (PEM) for servers that require
-    /// one (etcd's --client-cert-auth). Needs --key.
-    #[arg(long, value_name = "PEM")]
-    pub cert: Option<PathBuf>,
-
-    /// etcd, raft with --endpoints: the private key of --cert (PEM).
-    #[arg(long, value_name = "PEM")]
-    pub key: Option<PathBuf>,
-
-    /// etcd, raft with --endpoints: accept any server certificate (labs only: encrypted,
-    /// but the server is not authenticated).
-    #[arg(long)]
-    pub insecure_skip_tls_verify: bool,
-
     /// etcd with --endpoints: authenticate as this etcd user: NAME:PASSWORD, or NAME with
     /// the password in $COORDBENCH_ETCD_PASSWORD (kept out of shell history and run.json).
     #[arg(long, value_name = "NAME[:PASSWORD]")]
     pub user: Option<String>,
-}
-
-impl EtcdAccessArgs {
-    fn tls_given(&self) -> bool {
-        self.cacert.is_some()
-            || self.cert.is_some()
-            || self.key.is_some()
-            || self.insecure_skip_tls_verify
-    }
-
-    fn given(&self) -> bool {
-        self.tls_given() || self.user.is_some()
-    }
 }
 
 /// What run.json records about access to the etcd API (all false/null when unused).
@@ -90,6 +56,7 @@ pub struct ResolvedEtcdAccess {
 /// `password_env` is the value of [`PASSWORD_ENV`].
 pub fn resolve(
     args: &EtcdAccessArgs,
+    tls_args: &TlsArgs,
     target: TargetKind,
     endpoints: &[String],
     secure: bool,
@@ -97,36 +64,33 @@ pub fn resolve(
 ) -> Result<ResolvedEtcdAccess, String> {
     let etcd_api = crate::config::family_of(target) == coordbench_drivers::ApiFamily::Etcd;
     if !etcd_api {
-        if args.given() {
-            return Err("--cacert, --cert, --key, --insecure-skip-tls-verify and --user apply only to --target etcd or raft".into());
+        if args.user.is_some() {
+            return Err(
+                "--user applies only to --target etcd (ZooKeeper's credentials are --zk-auth)"
+                    .into(),
+            );
         }
         return Ok(ResolvedEtcdAccess::default());
     }
+    let given = tls_args.given() || args.user.is_some();
     if secure {
-        if args.given() {
+        if given {
             return Err("--secure generates the run's certificates and user; omit --cacert, --cert, --key and --user (they are for --endpoints)".into());
         }
         return Ok(secured(target));
     }
     let https = scheme_is_https(endpoints)?;
-    if args.given() && endpoints.is_empty() {
+    if given && endpoints.is_empty() {
         return Err("--cacert, --cert, --key and --user are for clusters you run (--endpoints); secure a cluster coordbench starts with --secure".into());
     }
     if target == TargetKind::Raft && args.user.is_some() {
         return Err("the Raft engine has no etcd auth API: omit --user (its members are secured by TLS client certificates: --cacert, --cert, --key)".into());
     }
-    if args.insecure_skip_tls_verify && args.cacert.is_some() {
-        return Err("--insecure-skip-tls-verify verifies nothing, so --cacert would be ignored; give one of them".into());
-    }
-    if args.tls_given() && https == Some(false) {
+    let client_tls = tls_args.client_tls()?;
+    if tls_args.given() && https == Some(false) {
         return Err("--cacert, --cert, --key and --insecure-skip-tls-verify need https:// endpoints (or bare host:port)".into());
     }
-    let tls = (args.tls_given() || https == Some(true)).then(|| ClientTls {
-        ca: args.cacert.clone(),
-        cert: args.cert.clone(),
-        key: args.key.clone(),
-        skip_verify: args.insecure_skip_tls_verify,
-    });
+    let tls = (tls_args.given() || https == Some(true)).then_some(client_tls);
     let config = tls
         .as_ref()
         .map(coordbench_tls::client_config)
@@ -140,9 +104,9 @@ pub fn resolve(
     Ok(ResolvedEtcdAccess {
         record: EtcdAccessRecord {
             etcd_tls: tls.is_some(),
-            etcd_tls_ca: args.cacert.is_some(),
-            etcd_tls_client_cert: args.cert.is_some(),
-            etcd_tls_skip_verify: args.insecure_skip_tls_verify,
+            etcd_tls_ca: tls_args.cacert.is_some(),
+            etcd_tls_client_cert: tls_args.cert.is_some(),
+            etcd_tls_skip_verify: tls_args.insecure_skip_tls_verify,
             etcd_user: user.as_ref().map(|u| u.name.clone()),
         },
         security: EtcdSecurity { tls: config, user },
@@ -217,6 +181,7 @@ mod tests {
         let endpoints: Vec<String> = endpoints.iter().map(|e| e.to_string()).collect();
         resolve(
             args,
+            &TlsArgs::default(),
             TargetKind::Etcd,
             &endpoints,
             false,
@@ -228,7 +193,6 @@ mod tests {
     fn the_user_comes_from_the_flag_or_the_environment_and_only_its_name_is_recorded() {
         let args = EtcdAccessArgs {
             user: Some("alice:pw".into()),
-            ..EtcdAccessArgs::default()
         };
         let r = attached(&args, &["127.0.0.1:2379"], None).unwrap();
         assert_eq!(r.security.user.as_ref().map(|u| u.password()), Some("pw"));
@@ -240,7 +204,6 @@ mod tests {
         assert!(!format!("{:?}", r.security).contains("pw"));
         let args = EtcdAccessArgs {
             user: Some("alice".into()),
-            ..EtcdAccessArgs::default()
         };
         let r = attached(&args, &["127.0.0.1:2379"], Some("s3")).unwrap();
         assert_eq!(r.security.user.unwrap().password(), "s3");
@@ -253,18 +216,19 @@ mod tests {
     fn a_user_for_the_raft_engine_is_refused_in_one_line() {
         let args = EtcdAccessArgs {
             user: Some("alice:pw".into()),
-            ..Default::default()
         };
         let endpoints = ["https://127.0.0.1:2379".to_string()];
-        let err = resolve(&args, TargetKind::Raft, &endpoints, false, None).unwrap_err();
+        let none = TlsArgs::default();
+        let err = resolve(&args, &none, TargetKind::Raft, &endpoints, false, None).unwrap_err();
         assert!(err.contains("omit --user"), "{err}");
-        assert!(resolve(&args, TargetKind::Etcd, &endpoints, false, None).is_ok());
+        assert!(resolve(&args, &none, TargetKind::Etcd, &endpoints, false, None).is_ok());
     }
 
     #[test]
     fn secure_draws_a_user_for_etcd_and_none_for_raft() {
         let a = resolve(
             &EtcdAccessArgs::default(),
+            &TlsArgs::default(),
             TargetKind::Etcd,
             &[],
             true,
@@ -273,6 +237,7 @@ mod tests {
         .unwrap();
         let b = resolve(
             &EtcdAccessArgs::default(),
+            &TlsArgs::default(),
             TargetKind::Etcd,
             &[],
             true,
@@ -283,6 +248,7 @@ mod tests {
         assert_ne!(a.security.user, b.security.user, "a password per run");
         let raft = resolve(
             &EtcdAccessArgs::default(),
+            &TlsArgs::default(),
             TargetKind::Raft,
             &[],
             true,
@@ -298,26 +264,47 @@ mod tests {
 
     #[test]
     fn bad_combinations_are_one_line_errors() {
-        let ca = EtcdAccessArgs {
+        let ca = TlsArgs {
             cacert: Some("/nonexistent/ca.pem".into()),
-            ..EtcdAccessArgs::default()
+            ..TlsArgs::default()
         };
-        let cert_only = EtcdAccessArgs {
+        let cert_only = TlsArgs {
             cacert: Some("/nonexistent/ca.pem".into()),
             insecure_skip_tls_verify: true,
-            ..EtcdAccessArgs::default()
+            ..TlsArgs::default()
         };
-        for (args, target, endpoints, secure, needle) in [
+        let none = TlsArgs::default();
+        let user = EtcdAccessArgs {
+            user: Some("alice:pw".into()),
+        };
+        let no_user = EtcdAccessArgs::default();
+        for (args, tls, target, endpoints, secure, needle) in [
             (
-                &ca,
+                &user,
+                &none,
                 TargetKind::Zookeeper,
                 vec!["h:1"],
                 false,
-                "only to --target etcd or raft",
+                "only to --target etcd",
             ),
-            (&ca, TargetKind::Etcd, vec![], true, "omit --cacert"),
-            (&ca, TargetKind::Etcd, vec![], false, "--endpoints"),
             (
+                &no_user,
+                &ca,
+                TargetKind::Etcd,
+                vec![],
+                true,
+                "omit --cacert",
+            ),
+            (
+                &no_user,
+                &ca,
+                TargetKind::Etcd,
+                vec![],
+                false,
+                "--endpoints",
+            ),
+            (
+                &no_user,
                 &ca,
                 TargetKind::Etcd,
                 vec!["http://h:1"],
@@ -325,6 +312,7 @@ mod tests {
                 "need https://",
             ),
             (
+                &no_user,
                 &ca,
                 TargetKind::Etcd,
                 vec!["https://h:1"],
@@ -332,6 +320,7 @@ mod tests {
                 "/nonexistent/ca.pem",
             ),
             (
+                &no_user,
                 &cert_only,
                 TargetKind::Raft,
                 vec!["https://h:1"],
@@ -339,7 +328,8 @@ mod tests {
                 "give one of them",
             ),
             (
-                &EtcdAccessArgs::default(),
+                &no_user,
+                &none,
                 TargetKind::Etcd,
                 vec!["https://h:1", "http://h:2"],
                 false,
@@ -347,7 +337,7 @@ mod tests {
             ),
         ] {
             let endpoints: Vec<String> = endpoints.iter().map(|e| e.to_string()).collect();
-            let e = resolve(args, target, &endpoints, secure, None).unwrap_err();
+            let e = resolve(args, tls, target, &endpoints, secure, None).unwrap_err();
             assert!(e.contains(needle) && !e.contains('\n'), "{needle}: {e}");
         }
     }

@@ -60,7 +60,7 @@ impl Reading {
 }
 
 /// What run.json (`generator`) and summary.csv (`client_*`) report.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct GeneratorUsage {
     /// CPU seconds this process used in the measured window.
     pub cpu_s: f64,

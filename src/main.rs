@@ -64,6 +64,7 @@ fn main() -> ExitCode {
             Command::Sweep(args) => coordbench::sweep::run(args).await,
             Command::Report(args) => coordbench::report::run(&args),
             Command::Compare(args) => coordbench::compare::run(&args),
+            Command::Merge(args) => coordbench::merge::run(&args),
             Command::Gate(args) => coordbench::gate::run(args).await,
             Command::Simulate(command) => coordbench::simulate::run(&command),
             Command::Serve(ServeCommand::Raft(args)) => coordbench::serve::run_raft(args)

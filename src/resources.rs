@@ -9,7 +9,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
 /// One reading of one member process.
@@ -30,7 +30,7 @@ pub struct Sample {
 }
 
 /// What summary.csv and run.json report.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ResourceSummary {
     /// The largest RSS any one member reached, MiB.
     pub peak_rss_mb: Option<f64>,

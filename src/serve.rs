@@ -97,17 +97,18 @@ pub struct ServeArgs {
     #[arg(long)]
     pub enforce_auth: bool,
 
-    /// raft: serve clients over TLS with this certificate (PEM; etcd's flag name). Needs
-    /// --key-file.
+    /// Serve clients over TLS with this certificate (PEM; etcd's flag name): raft's gRPC,
+    /// zab's client port (TLS only, as ZooKeeper's secureClientPort). Needs --key-file.
     #[arg(long, value_name = "PEM")]
     pub cert_file: Option<PathBuf>,
 
-    /// raft: the private key of --cert-file (PEM).
+    /// The private key of --cert-file (PEM).
     #[arg(long, value_name = "PEM")]
     pub key_file: Option<PathBuf>,
 
-    /// raft, with --cert-file: require every client to present a certificate signed by a
-    /// CA in this file (PEM), as etcd's --client-cert-auth --trusted-ca-file.
+    /// With --cert-file: require every client to present a certificate signed by a CA in
+    /// this file (PEM), as etcd's --client-cert-auth --trusted-ca-file (ZooKeeper's
+    /// ssl.clientAuth=need).
     #[arg(long, value_name = "PEM")]
     pub trusted_ca_file: Option<PathBuf>,
 }
@@ -282,10 +283,10 @@ pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
         !args.session_tick.is_zero(),
         "--session-tick must be greater than zero"
     );
-    anyhow::ensure!(
-        args.cert_file.is_none() && args.key_file.is_none() && args.trusted_ca_file.is_none(),
-        "--cert-file, --key-file and --trusted-ca-file apply only to serve raft (zab serves no TLS)"
-    );
+    // ZooKeeper's protocol negotiates no application protocol over TLS.
+    let tls = args
+        .client_tls()?
+        .map(|config| coordbench_tls::server_without_alpn(&config));
     let Member {
         config,
         client_addr,
@@ -298,6 +299,7 @@ pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
         max_session_timeout: args.max_session_timeout,
         max_client_cnxns: args.max_client_cnxns,
         enforce_auth: args.enforce_auth,
+        tls,
         ..Default::default()
     };
     let listener = bind_clients(client_addr).await?;

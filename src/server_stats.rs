@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use coordbench_drivers::zookeeper::four_letter::four_letter_word;
+use coordbench_drivers::zookeeper::ZkTls;
 use futures::future::join_all;
 use serde::Serialize;
 
@@ -48,7 +49,11 @@ fn sum<'a>(members: impl Iterator<Item = &'a Metrics>, key: &str) -> Option<f64>
 
 /// Reads every member's counters; `None` for targets without server counters. A member
 /// that does not answer is left out (a run on a degraded cluster still reports the rest).
-pub async fn scrape(target: TargetKind, cluster: &Cluster) -> Option<BTreeMap<String, Metrics>> {
+pub async fn scrape(
+    target: TargetKind,
+    cluster: &Cluster,
+    tls: Option<&ZkTls>,
+) -> Option<BTreeMap<String, Metrics>> {
     if !crate::targets::descriptor(target).server_counters {
         return None;
     }
@@ -58,7 +63,7 @@ pub async fn scrape(target: TargetKind, cluster: &Cluster) -> Option<BTreeMap<St
         .iter()
         .map(|m| m.client_url.clone())
         .collect();
-    let replies = join_all(addrs.iter().map(|a| four_letter_word(a, "mntr"))).await;
+    let replies = join_all(addrs.iter().map(|a| four_letter_word(a, "mntr", tls))).await;
     let metrics: BTreeMap<String, Metrics> = addrs
         .into_iter()
         .zip(replies)

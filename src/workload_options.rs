@@ -42,6 +42,9 @@ pub struct WorkloadOptions {
     pub barriers: Option<u64>,
     /// kv-mixed: the probability that an operation is a read (`--read-ratio`).
     pub read_ratio: Option<f64>,
+    /// kv-put: every write creates a new key (`--create-keys`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub create_keys: bool,
     /// register: the linearizability check's wall-clock bound, ms.
     pub check_budget_ms: Option<u64>,
     /// lock: how long a paused holder freezes, ms (`--holder-pause`).
@@ -76,13 +79,14 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
             Ok(())
         }
     };
-    use WorkloadKind::{Barrier, ConfigWatch, Discovery, Election, KvMixed, Lock, Register};
+    use WorkloadKind::{Barrier, ConfigWatch, Discovery, Election, KvMixed, KvPut, Lock, Register};
     only(
         args.read_ratio.is_some(),
         "--read-ratio",
         &[KvMixed],
         "kv-mixed",
     )?;
+    only(args.create_keys, "--create-keys", &[KvPut], "kv-put")?;
     only(
         args.recipe.is_some(),
         "--recipe",
@@ -139,7 +143,10 @@ pub fn resolve(args: &RunArgs) -> Result<(WorkloadOptions, Shape), String> {
         return Err("discovery is paced by --churn (changes per second); omit --rate".into());
     }
     let default_conns = args.conns.map(|c| c as usize);
-    let mut options = WorkloadOptions::default();
+    let mut options = WorkloadOptions {
+        create_keys: args.create_keys,
+        ..WorkloadOptions::default()
+    };
     let mut shape = Shape {
         clients: args.clients as usize,
         conns: default_conns.unwrap_or_else(|| shared_conns(args)),
@@ -274,6 +281,8 @@ mod tests {
             &["--workload", "election", "--elections", "5", "--ops", "5"],
             &["--workload", "kv-put", "--holder-pause", "3s"],
             &["--workload", "kv-get", "--read-ratio", "0.5"],
+            &["--workload", "kv-get", "--create-keys"],
+            &["--workload", "lock", "--create-keys", "true"],
             &["--workload", "election", "--protect", "token"],
             &["--workload", "lock", "--holder-pause", "3s"],
             &["--workload", "lock", "--holder-pause-ratio", "0.2"],

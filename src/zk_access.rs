@@ -1,15 +1,17 @@
-//! The ZooKeeper targets' access options: `--zk-auth`, `--zk-acl`, `--zk-chroot` and what
-//! `--secure` means for zookeeper and zab. Turns them into the driver's [`ZkAccess`] and
-//! into what run.json records ([`ZkAccessRecord`]: scheme, user, ACL mode, chroot, never
-//! the password). The one place that knows these options.
+//! The ZooKeeper targets' access options: `--zk-auth`, `--zk-acl`, `--zk-chroot`, the TLS
+//! options against a secure client port ([`TlsArgs`]) and what `--secure` means for
+//! zookeeper and zab. Turns them into the driver's [`ZkAccess`] and into what run.json
+//! records ([`ZkAccessRecord`]: scheme, user, ACL mode, chroot, TLS; never the password).
+//! The one place that knows these options for the ZooKeeper API.
 
 use clap::{Args, ValueEnum};
 use coordbench_drivers::zookeeper::access::parse_chroot;
-use coordbench_drivers::zookeeper::{NodeAcl, ZkAccess};
+use coordbench_drivers::zookeeper::{NodeAcl, ZkAccess, ZkTls};
 use rand::Rng;
 use serde::Serialize;
 
 use crate::cli::{TargetKind, ZkClientArg};
+use crate::tls_access::TlsArgs;
 
 /// Where `--zk-auth digest:USER` takes the password from.
 pub const PASSWORD_ENV: &str = "COORDBENCH_ZK_PASSWORD";
@@ -56,6 +58,10 @@ pub struct ZkAccessRecord {
     /// `open` or `creator`; absent for targets without ZooKeeper's API.
     pub zk_acl: Option<String>,
     pub zk_chroot: Option<String>,
+    /// Sessions and four-letter words go over TLS (the secure client port).
+    pub zk_tls: bool,
+    /// Clients presented a certificate.
+    pub zk_tls_client_cert: bool,
 }
 
 /// The options resolved: the driver's access and its record.
@@ -69,6 +75,7 @@ pub struct ResolvedAccess {
 /// are one line naming the option. `password_env` is the value of [`PASSWORD_ENV`].
 pub fn resolve(
     args: &ZkAccessArgs,
+    tls_args: &TlsArgs,
     target: TargetKind,
     zk_client: ZkClientArg,
     secure: bool,
@@ -88,6 +95,7 @@ pub fn resolve(
     if (given || secure) && zk_client == ZkClientArg::Async {
         return Err("--zk-client async cannot authenticate (zookeeper-async does not re-send addauth after a reconnect, so its sessions would lose their credentials); omit --zk-client".into());
     }
+    let tls = attached_tls(tls_args, zk_client, secure)?;
     let digest = match (&args.zk_auth, secure) {
         (Some(_), true) => {
             return Err("--secure generates the run's credentials; omit --zk-auth (use --zk-auth with --endpoints)".into())
@@ -122,6 +130,9 @@ pub fn resolve(
             zk_auth_user: user,
             zk_acl: Some(acl_name(acl).to_string()),
             zk_chroot: chroot.clone(),
+            // --secure's TLS is added once the run's certificates exist.
+            zk_tls: secure || tls.is_some(),
+            zk_tls_client_cert: secure || tls.as_ref().is_some_and(ZkTls::client_certificate),
         },
         access: ZkAccess {
             digest,
@@ -130,8 +141,31 @@ pub fn resolve(
                 ZkAclArg::Creator => NodeAcl::Creator,
             },
             chroot,
+            tls,
         },
     })
+}
+
+/// TLS to the secure client ports of a cluster the user runs, from the TLS options.
+fn attached_tls(
+    tls_args: &TlsArgs,
+    zk_client: ZkClientArg,
+    secure: bool,
+) -> Result<Option<ZkTls>, String> {
+    if !tls_args.given() {
+        return Ok(None);
+    }
+    if secure {
+        return Err("--secure generates the run's certificates; omit --cacert, --cert and --key (they are for --endpoints)".into());
+    }
+    if zk_client == ZkClientArg::Async {
+        return Err(
+            "--zk-client async has no TLS (zookeeper-async speaks plain TCP only); omit --zk-client"
+                .into(),
+        );
+    }
+    let client = tls_args.client_tls()?;
+    ZkTls::new(&client).map(Some).map_err(|e| e.to_string())
 }
 
 fn acl_name(acl: ZkAclArg) -> &'static str {
@@ -187,6 +221,7 @@ mod tests {
     fn zk(a: &ZkAccessArgs, secure: bool, env: Option<&str>) -> Result<ResolvedAccess, String> {
         resolve(
             a,
+            &TlsArgs::default(),
             TargetKind::Zookeeper,
             ZkClientArg::Client,
             secure,
@@ -275,7 +310,7 @@ mod tests {
                 "omit --zk-auth",
             ),
         ] {
-            let e = resolve(&a, target, client, secure, None).unwrap_err();
+            let e = resolve(&a, &TlsArgs::default(), target, client, secure, None).unwrap_err();
             assert!(e.contains(needle) && !e.contains('\n'), "{e}");
         }
     }

@@ -62,7 +62,7 @@ fn setting<'a>(cluster: &'a Cluster, key: &str) -> &'a str {
 async fn srvr_modes(cluster: &Cluster) -> Vec<String> {
     let mut modes = Vec::new();
     for ep in cluster.endpoints() {
-        let reply = four_letter_word(&ep, "srvr").await.expect("srvr");
+        let reply = four_letter_word(&ep, "srvr", None).await.expect("srvr");
         modes.push(field(&reply, "Mode").expect("Mode in srvr").to_string());
     }
     modes
@@ -95,7 +95,7 @@ async fn standalone_server_follows_the_ttl_and_stops() {
     // TTL 2 s: tick 400 ms, and the server admits a 2 s session timeout.
     assert_eq!(setting(&cluster, "tickTime-ms"), "400");
     assert_eq!(setting(&cluster, "forceSync"), "no");
-    let conf = four_letter_word(&cluster.endpoints()[0], "conf")
+    let conf = four_letter_word(&cluster.endpoints()[0], "conf", None)
         .await
         .expect("conf");
     let conf_value = |key: &str| {

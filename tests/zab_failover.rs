@@ -30,7 +30,7 @@ const CATCH_UP_BOUND: Duration = Duration::from_secs(15);
 async fn srvr(endpoint: &str) -> Option<(String, u64)> {
     let reply = tokio::time::timeout(
         Duration::from_millis(500),
-        four_letter_word(endpoint, "srvr"),
+        four_letter_word(endpoint, "srvr", None),
     )
     .await
     .ok()?

@@ -141,6 +141,14 @@ pub trait Session: Send {
     /// Writes `value` under `key`.
     async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), DriverError>;
 
+    /// Writes `value` under a `key` no one has written before (the ZooKeeper paper's
+    /// creates). By default a put, which on a new key is one write already (etcd's put,
+    /// redis's SET); the ZooKeeper driver sends one create instead of its put's setData
+    /// that fails first.
+    async fn create(&mut self, key: &str, value: &[u8]) -> Result<(), DriverError> {
+        self.put(key, value).await
+    }
+
     /// Reads `key` (by default: [`Session::read_versioned`] without the version).
     async fn get(
         &mut self,

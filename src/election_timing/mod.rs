@@ -9,7 +9,7 @@ pub mod range;
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use range::TimeoutRange;
 
@@ -90,7 +90,7 @@ impl ElectionTiming {
 }
 
 /// What a started cluster runs with (run.json `cluster.election_timing`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EffectiveTiming {
     /// The shortest and longest time a member waits for a silent leader before it starts
     /// an election, ms (both ends included).

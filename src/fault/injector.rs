@@ -79,9 +79,13 @@ impl<'a> Injector<'a> {
         seed: u64,
         stop: CancellationToken,
     ) -> Result<Injector<'a>, FaultError> {
-        let askers =
-            Asker::for_members(target.kind, &cluster.endpoints(), &target.etcd_security)
-                .ok_or_else(|| FaultError::Cluster("the target has no members to fault".into()))?;
+        let askers = Asker::for_members(
+            target.kind,
+            &cluster.endpoints(),
+            &target.etcd_security,
+            target.zk_access.tls.as_ref(),
+        )
+        .ok_or_else(|| FaultError::Cluster("the target has no members to fault".into()))?;
         let mut sessions = Vec::new();
         for i in 0..PROBES {
             let options = SessionOptions {

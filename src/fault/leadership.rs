@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use coordbench_drivers::etcd::{connect_client, EtcdSecurity};
 use coordbench_drivers::zookeeper::four_letter::four_letter_word;
+use coordbench_drivers::zookeeper::ZkTls;
 use etcd_client::Client;
 
 use crate::cli::TargetKind;
@@ -42,8 +43,8 @@ pub enum Asker {
         security: EtcdSecurity,
         client: Option<Box<Client>>,
     },
-    /// ZooKeeper's `srvr` at `host:port`.
-    ZooKeeper(String),
+    /// ZooKeeper's `srvr` at `host:port` (over TLS on a secure client port).
+    ZooKeeper { addr: String, tls: Option<ZkTls> },
     /// An independent server (a redis instance, the postgres server) at its endpoint: one
     /// that answers its protocol's ping leads itself, at term 0, so a set of them is
     /// healthy when every one answers, and no fault makes a new leader.
@@ -57,6 +58,7 @@ impl Asker {
         kind: TargetKind,
         endpoints: &[String],
         security: &EtcdSecurity,
+        zk_tls: Option<&ZkTls>,
     ) -> Option<Vec<Asker>> {
         match crate::targets::descriptor(kind).leader {
             LeaderQuery::EtcdStatus => Some(
@@ -72,7 +74,10 @@ impl Asker {
             LeaderQuery::FourLetterWords => Some(
                 endpoints
                     .iter()
-                    .map(|e| Asker::ZooKeeper(strip_scheme(e)))
+                    .map(|e| Asker::ZooKeeper {
+                        addr: strip_scheme(e),
+                        tls: zk_tls.cloned(),
+                    })
                     .collect(),
             ),
             LeaderQuery::Standalone => endpoints
@@ -103,11 +108,9 @@ impl Asker {
                 let me = s.header().map(|h| h.member_id())?;
                 Some(etcd_view(me, s.leader(), s.raft_term()))
             }
-            Asker::ZooKeeper(addr) => {
-                let reply = tokio::time::timeout(timeout, four_letter_word(addr, "srvr"))
-                    .await
-                    .ok()?
-                    .ok()?;
+            Asker::ZooKeeper { addr, tls } => {
+                let srvr = four_letter_word(addr, "srvr", tls.as_ref());
+                let reply = tokio::time::timeout(timeout, srvr).await.ok()?.ok()?;
                 srvr_view(&reply)
             }
             Asker::Standalone(probe) => {

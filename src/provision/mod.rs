@@ -17,6 +17,7 @@ pub mod redis;
 mod standalone;
 pub mod zab;
 pub mod zookeeper;
+pub mod zookeeper_tls;
 
 pub use disk::DiskKind;
 pub use error::ProvisionError;
@@ -25,7 +26,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::netdelay::{Ends, Handshake, NetDelay, Proxy};
 use crate::syncfs::SyncFsMount;
@@ -78,7 +79,7 @@ impl ClusterSpec {
 }
 
 /// A description of a started cluster, stored in run.json.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClusterInfo {
     pub target: String,
     pub size: usize,
@@ -97,7 +98,7 @@ pub struct ClusterInfo {
     pub election_timing: Option<crate::election_timing::EffectiveTiming>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MemberInfo {
     pub name: String,
     pub client_url: String,

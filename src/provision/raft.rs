@@ -5,8 +5,8 @@
 //! The launcher ([`launch_members`]) is shared with the Zab engine (`provision::zab`),
 //! which differs only in the subcommand, the client URL form and the readiness check.
 //! Secured (`--secure`): members serve clients over TLS and require a client certificate
-//! signed by the run's CA (`serve raft --cert-file --key-file --trusted-ca-file`); the
-//! engine has no auth API, so there is no user. Peer traffic stays plain on 127.0.0.1.
+//! signed by the run's CA (`serve raft|zab --cert-file --key-file --trusted-ca-file`); the
+//! Raft engine has no auth API, so there is no user. Peer traffic stays plain on 127.0.0.1.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -38,10 +38,12 @@ pub struct RaftOptions {
     pub secure: bool,
     /// The election timing the run asked for (what [`RaftOptions::with_timing`] mapped).
     pub requested: ElectionTiming,
-    /// raft: serve clients over TLS with these certificates, client certificates required.
+    /// Serve clients over TLS with these certificates, client certificates required.
     pub tls: Option<RunCertificates>,
     /// raft: how provisioning's readiness check reaches the members (TLS when `tls`).
     pub client: EtcdSecurity,
+    /// zab: how provisioning's four-letter words reach the members (TLS when `tls`).
+    pub zk_client: Option<coordbench_drivers::zookeeper::ZkTls>,
 }
 
 impl Default for RaftOptions {
@@ -57,6 +59,7 @@ impl Default for RaftOptions {
             requested: ElectionTiming::default(),
             tls: None,
             client: EtcdSecurity::default(),
+            zk_client: None,
         }
     }
 }
@@ -171,16 +174,22 @@ pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError
     beside.ok_or_else(|| not_found(Path::new("coordbench"), "build it with cargo build"))
 }
 
-/// Starts `spec.size` members. Call from a tokio worker or the main thread (members die with
-/// the thread that spawned them); on any error everything started so far is stopped.
-pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, ProvisionError> {
-    let tls_args: Vec<String> = opts.tls.as_ref().map_or_else(Vec::new, |certs| {
+/// The `serve` flags that make a member serve clients over TLS with `certs`, requiring
+/// client certificates signed by the run's CA.
+pub(super) fn serve_tls_args(certs: Option<&RunCertificates>) -> Vec<String> {
+    certs.map_or_else(Vec::new, |certs| {
         vec![
             format!("--cert-file={}", certs.server_cert.display()),
             format!("--key-file={}", certs.server_key.display()),
             format!("--trusted-ca-file={}", certs.ca.display()),
         ]
-    });
+    })
+}
+
+/// Starts `spec.size` members. Call from a tokio worker or the main thread (members die with
+/// the thread that spawned them); on any error everything started so far is stopped.
+pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, ProvisionError> {
+    let tls_args = serve_tls_args(opts.tls.as_ref());
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
     let mut cluster = launch_members(spec, opts, TARGET, &tls_args, |addr| {
         format!("{scheme}://{addr}")

@@ -1,7 +1,8 @@
 //! Starts the built-in Zab engine as a local cluster: N `coordbench serve zab` processes
 //! (launched like the Raft engine's, see `provision::raft`), ready once every member
 //! answers ZooKeeper's four-letter words as a real ensemble would: `ruok` is `imok`
-//! everywhere and `srvr` shows exactly one leader and followers otherwise.
+//! everywhere and `srvr` shows exactly one leader and followers otherwise. Secured
+//! (`--secure`), members require digest auth and serve clients over TLS only.
 
 use super::raft::{launch_members, RaftOptions};
 use super::zookeeper::Timing;
@@ -24,6 +25,7 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
     if opts.secure {
         session_args.push("--enforce-auth".into());
     }
+    session_args.extend(super::raft::serve_tls_args(opts.tls.as_ref()));
     // ZooKeeper clients take plain host:port connect strings.
     let mut cluster = launch_members(spec, opts, TARGET, &session_args, str::to_string).await?;
     let settings = &mut cluster.info_mut().settings;
@@ -33,12 +35,18 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
     if opts.secure {
         settings.push(("enforce.auth.schemes".into(), "digest".into()));
     }
+    if opts.tls.is_some() {
+        settings.push((
+            "client-transport".into(),
+            "TLS only, client certificates required (CA generated per run); peers plain TCP on 127.0.0.1".into(),
+        ));
+    }
     settings.push(("tickTime-ms".into(), timing.tick_ms.to_string()));
     settings.push((
         "sessionTimeout-ms".into(),
         timing.session_timeout_ms.to_string(),
     ));
-    let version = zookeeper::wait_ready(&mut cluster).await?;
+    let version = zookeeper::wait_ready(&mut cluster, opts.zk_client.as_ref()).await?;
     cluster.info_mut().version = Some(version);
     Ok(cluster)
 }

@@ -25,10 +25,11 @@ const SEED: u64 = 16;
 /// The paper's broadcast time, used when the runs record no network delay.
 const PAPER_BROADCAST: Duration = Duration::from_millis(15);
 
-/// Live new-leader times (ms) of one target at one swept range.
+/// Live new-leader times (ms) of one target at one swept range and member count.
 struct Live {
     range: String,
     target: String,
+    members: u8,
     new_leader_ms: Vec<f64>,
 }
 
@@ -45,17 +46,18 @@ pub fn charts(dir: &Path, table: &Table) -> Vec<(String, LineChart)> {
             ranges.push(&l.range);
         }
     }
-    let (members, broadcast) = network(table);
+    let broadcast = broadcast(table);
     ranges
         .into_iter()
         .filter_map(|range| {
-            let chart = chart_for(range, &live, members, broadcast)?;
+            let chart = chart_for(range, &live, broadcast)?;
             Some((format!("election-cdf-{range}"), chart))
         })
         .collect()
 }
 
-/// Every complete row's kill-leader faults, by range and target, in first-seen order.
+/// Every complete row's kill-leader faults, by range, target and member count, in
+/// first-seen order.
 fn collect(dir: &Path, table: &Table) -> Vec<Live> {
     let mut live: Vec<Live> = Vec::new();
     for (i, row) in table.rows.iter().enumerate() {
@@ -69,14 +71,19 @@ fn collect(dir: &Path, table: &Table) -> Vec<Live> {
         if times.is_empty() {
             continue;
         }
+        // The simulation takes 3 to 13 members, as the ZooKeeper paper's tables.
+        let members = row
+            .num("cluster_size")
+            .map_or(3, |n| n.clamp(3.0, 13.0) as u8);
         match live
             .iter_mut()
-            .find(|l| l.range == range && l.target == target)
+            .find(|l| l.range == range && l.target == target && l.members == members)
         {
             Some(l) => l.new_leader_ms.extend(times),
             None => live.push(Live {
                 range: range.to_string(),
                 target: target.to_string(),
+                members,
                 new_leader_ms: times,
             }),
         }
@@ -84,40 +91,53 @@ fn collect(dir: &Path, table: &Table) -> Vec<Live> {
     live
 }
 
-/// The runs' member count and broadcast time (twice the one-way `net_delay`), as the
-/// simulation should replay them.
-fn network(table: &Table) -> (u8, Duration) {
+/// The runs' broadcast time (twice the one-way `net_delay`), as the simulation should
+/// replay it.
+fn broadcast(table: &Table) -> Duration {
     let first = table.rows.first();
-    let members = first
-        .and_then(|r| r.num("cluster_size"))
-        .map_or(3, |n| n.clamp(3.0, 13.0) as u8);
     // summary.csv's own column, or the swept axis's value when the delay was swept.
     let one_way = first.and_then(|r| {
         r.num("net_delay_us")
             .map(|us| Duration::from_micros(us as u64))
             .or_else(|| humantime::parse_duration(r.get("net_delay")?).ok())
     });
-    let broadcast = one_way
+    one_way
         .filter(|d| !d.is_zero())
-        .map_or(PAPER_BROADCAST, |one_way| one_way * 2);
-    (members, broadcast)
+        .map_or(PAPER_BROADCAST, |one_way| one_way * 2)
 }
 
-fn chart_for(range: &str, live: &[Live], members: u8, broadcast: Duration) -> Option<LineChart> {
+/// One range's chart: a live line per target and member count, a simulated line per
+/// member count (labels name the members only when the sweep has several counts).
+fn chart_for(range: &str, live: &[Live], broadcast: Duration) -> Option<LineChart> {
     let parsed = TimeoutRange::parse(range).ok()?;
+    let live: Vec<&Live> = live.iter().filter(|l| l.range == range).collect();
+    let mut sizes: Vec<u8> = live.iter().map(|l| l.members).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let of_size = |members: u8| match sizes.len() {
+        1 => String::new(),
+        _ => format!(" {members} members"),
+    };
     let mut lines: Vec<Line> = live
         .iter()
-        .filter(|l| l.range == range)
         .map(|l| Line {
-            label: format!("{} live ({} faults)", l.target, l.new_leader_ms.len()),
+            label: format!(
+                "{}{} live ({} faults)",
+                l.target,
+                of_size(l.members),
+                l.new_leader_ms.len()
+            ),
             color: target_color(&l.target),
-            dashed: false,
+            dashed: l.members != sizes[0],
             markers: true,
             points: cdf(&l.new_leader_ms),
             bars: Vec::new(),
         })
         .collect();
-    if let Some(simulated) = simulated_ms(&parsed, members, broadcast) {
+    for &members in &sizes {
+        let Some(simulated) = simulated_ms(&parsed, members, broadcast) else {
+            continue;
+        };
         lines.push(Line {
             label: format!(
                 "raft core simulated ({SIMULATED_TRIALS} trials, {members} members, broadcast {})",
@@ -186,12 +206,16 @@ mod tests {
     use super::*;
 
     fn sweep_dir() -> tempfile::TempDir {
+        sweep_dir_of(&[("raft-150-155", "raft", 3), ("zab-150-155", "zab", 3)])
+    }
+
+    fn sweep_dir_of(points: &[(&str, &str, u8)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut summary = String::from(
             "point,target,election_timeout,cluster_size,net_delay_us,throughput_ops_s\n",
         );
-        for (point, target) in [("raft-150-155", "raft"), ("zab-150-155", "zab")] {
-            summary.push_str(&format!("{point},{target},150-155,3,7500,100\n"));
+        for &(point, target, members) in points {
+            summary.push_str(&format!("{point},{target},150-155,{members},7500,100\n"));
             let run = dir.path().join(point);
             std::fs::create_dir_all(&run).expect("run dir");
             let rows = "fault,new_leader_us,first_write_us\nkill-leader,180000,200000\nkill-leader,240000,\nkill-random,90000,95000\n";
@@ -224,6 +248,19 @@ mod tests {
             labels.iter().any(|l| l.starts_with("Raft paper")),
             "{labels:?}"
         );
+    }
+
+    #[test]
+    fn member_counts_get_lines_of_their_own() {
+        let dir = sweep_dir_of(&[("raft-3", "raft", 3), ("raft-5", "raft", 5)]);
+        let table = Table::read(&dir.path().join("summary.csv")).expect("table");
+        let charts = charts(dir.path(), &table);
+        let labels: Vec<&str> = charts[0].1.lines.iter().map(|l| l.label.as_str()).collect();
+        assert!(labels[0].starts_with("raft 3 members live"), "{labels:?}");
+        assert!(labels[1].starts_with("raft 5 members live"), "{labels:?}");
+        let simulated: Vec<&&str> = labels.iter().filter(|l| l.contains("simulated")).collect();
+        assert_eq!(simulated.len(), 2, "{labels:?}");
+        assert!(simulated[1].contains("5 members"), "{labels:?}");
     }
 
     #[test]

@@ -27,6 +27,15 @@ pub(crate) const ZK_TABLE1_READS: [(u32, f64); 5] = [
     (13, 460_000.0),
 ];
 
+/// The same paper's Table 2: creates per second by workers (rows: 1, 10, 20) and servers
+/// (columns: 3, 5, 7, 9).
+pub(crate) const ZK_TABLE2_SERVERS: [u32; 4] = [3, 5, 7, 9];
+pub(crate) const ZK_TABLE2_CREATES: [(u32, [f64; 4]); 3] = [
+    (1, [776.0, 748.0, 758.0, 711.0]),
+    (10, [2_074.0, 1_832.0, 1_572.0, 1_540.0]),
+    (20, [2_740.0, 2_336.0, 1_934.0, 1_890.0]),
+];
+
 /// One point of the Raft paper's election-time CDF that the paper states in numbers.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ElectionPoint {
@@ -90,9 +99,15 @@ pub fn sections(table: &Table, rows: &[usize], x_is_cluster_size: bool) -> Strin
         .copied()
         .filter(|&r| table.rows[r].get("workload") == Some("kv-put"))
         .collect();
+    let (creates, writes): (Vec<usize>, Vec<usize>) = writes
+        .into_iter()
+        .partition(|&r| table.rows[r].get("create_keys") == Some("true"));
     let mut out = String::new();
     if x_is_cluster_size && !writes.is_empty() {
         out.push_str(&zk_table1(table, &writes));
+    }
+    if !creates.is_empty() {
+        out.push_str(&zk_table2(table, &creates));
     }
     let has = |t: &str| {
         writes
@@ -183,6 +198,56 @@ fn zk_table1(table: &Table, rows: &[usize]) -> String {
     s
 }
 
+/// Creates per second by workers (clients) and servers, ours per target beside Table 2,
+/// each relative to its own 1 worker on 3 servers.
+fn zk_table2(table: &Table, rows: &[usize]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "### Creates vs workers and servers: ZooKeeper paper, Table 2\n\n\
+         Source rows: Hunt et al. (USENIX ATC 2010), Table 2, create requests per second by \
+         workers (each a client creating new znodes synchronously) on 3, 5, 7 and 9 \
+         servers. Ours: kv-put --create-keys (a new key per write), `clients` as the \
+         workers. \"rel.\" is relative to 1 worker on 3 servers. {SHAPE_NOTE} Expected \
+         shape: creates rise with workers (pipelining across sessions) and fall slowly with \
+         servers.\n"
+    );
+    let targets = targets(table, rows);
+    let mut header = "| workers | servers | published ZooKeeper (creates/s) | rel. |".to_string();
+    let mut rule = "|---|---|---|---|".to_string();
+    for t in &targets {
+        let _ = write!(header, " ours {t} (creates/s) | rel. |");
+        rule.push_str("---|---|");
+    }
+    let _ = writeln!(s, "{header}\n{rule}");
+    let published_base = ZK_TABLE2_CREATES[0].1[0];
+    let ours_at = |t: &str, workers: u32, servers: u32| {
+        let matching: Vec<usize> = rows
+            .iter()
+            .copied()
+            .filter(|&r| table.rows[r].num("clients") == Some(f64::from(workers)))
+            .collect();
+        at(table, &matching, t, Some(servers), "throughput_ops_s")
+    };
+    for (workers, published) in ZK_TABLE2_CREATES {
+        for (i, servers) in ZK_TABLE2_SERVERS.into_iter().enumerate() {
+            let mut line = format!(
+                "| {workers} | {servers} | {} | {} |",
+                number(published[i]),
+                ratio(Some(published[i]), Some(published_base))
+            );
+            for t in &targets {
+                let ours = ours_at(t, workers, servers);
+                let base = ours_at(t, 1, 3);
+                let _ = write!(line, " {} | {} |", cell(ours), ratio(ours, base));
+            }
+            let _ = writeln!(s, "{line}");
+        }
+    }
+    s.push('\n');
+    s
+}
+
 fn dbtester(table: &Table, rows: &[usize]) -> String {
     // dbtester ran 3 servers; compare there when the sweep has it.
     let size = [3u32].into_iter().find(|&n| {
@@ -236,5 +301,40 @@ fn ratio(v: Option<f64>, base: Option<f64>) -> String {
     match (v, base) {
         (Some(v), Some(b)) if b > 0.0 => format!("{:.2}", v / b),
         _ => "–".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(csv: &str) -> (tempfile::TempDir, Table) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("summary.csv");
+        std::fs::write(&path, csv).expect("summary.csv");
+        let table = Table::read(&path).expect("table");
+        (dir, table)
+    }
+
+    #[test]
+    fn creates_go_beside_table_2_and_plain_writes_beside_table_1() {
+        let (_dir, table) = table(
+            "point,target,workload,create_keys,clients,cluster_size,throughput_ops_s\n\
+             a,raft,kv-put,true,1,3,500\n\
+             b,raft,kv-put,true,10,3,2000\n\
+             c,raft,kv-put,false,10,3,4000\n",
+        );
+        let rows: Vec<usize> = (0..table.rows.len()).collect();
+        let out = sections(&table, &rows, true);
+        assert!(out.contains("Table 2") && out.contains("Table 1"), "{out}");
+        let table2 = &out[out.find("Table 2").unwrap()..];
+        // 10 workers on 3 servers: ours 2000 creates/s, 4x our 1 worker; published 2074.
+        assert!(table2.contains("| 10 | 3 | 2074 | 2.67 | 2000 | 4.00 |"), "{table2}");
+        // Table 1 saw only the plain write.
+        let table1 = &out[..out.find("Table 2").unwrap()];
+        assert!(
+            table1.contains("| 4000 |") && !table1.contains("2000"),
+            "{table1}"
+        );
     }
 }

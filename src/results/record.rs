@@ -57,6 +57,13 @@ pub struct RunRecord {
     /// Failover figures over the faults injected (`--fault`; one row each in failover.csv).
     pub faults: Option<crate::fault::FaultSummary>,
     pub results: Option<MeasuredResults>,
+    /// A shard of a sharded run (`--shard`): its part, run id and clock anchors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardRecord>,
+    /// A merged run (`coordbench merge`): its shards, their start skew and the clock
+    /// uncertainty the cross-shard checks allowed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shards: Option<crate::merge::MergeRecord>,
 }
 
 /// Percentiles of one latency histogram, in microseconds.

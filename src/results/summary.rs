@@ -43,6 +43,8 @@ pub struct SummaryRow {
     pub errors: u64,
     /// kv-mixed: the read probability asked for (`--read-ratio`).
     pub read_ratio: Option<f64>,
+    /// kv-put: every write created a new key (`--create-keys`).
+    pub create_keys: bool,
     pub read_ops: Option<u64>,
     pub read_errors: Option<u64>,
     pub read_p50_us: Option<u64>,
@@ -169,6 +171,7 @@ impl SummaryRow {
             schedule_dropped: r.schedule_dropped,
             errors: r.errors,
             read_ratio: c.workload_options.read_ratio,
+            create_keys: c.workload_options.create_keys,
             read_ops: r.reads.as_ref().map(|k| k.ops),
             read_errors: r.reads.as_ref().map(|k| k.errors),
             read_p50_us: r.reads.as_ref().and_then(|k| k.latency.p50_us),

@@ -22,6 +22,8 @@ use coordbench_workloads::{Actor, CheckReport, RunClock, Workload, WorkloadError
 use futures::future::join_all;
 use tokio_util::sync::CancellationToken;
 
+use crate::shard::{wait_for_start, Part, StartError, StartRule};
+
 pub use op_timeout::OpTimeout;
 pub use pacer::{LoadMode, Pacer};
 pub use recorder::{Aggregator, ClientRecorder, IntervalStats};
@@ -41,6 +43,11 @@ pub struct LoadPlan {
     pub interval: Duration,
     /// Session TTL handed to every client.
     pub ttl: Duration,
+    /// The share of the clients, start slots and operation budget this process runs
+    /// (`--shard`; [`Part::WHOLE`] otherwise).
+    pub part: Part,
+    /// When warm-up begins once every client has its session.
+    pub start: StartRule,
 }
 
 /// Why the measured window ended.
@@ -70,6 +77,10 @@ pub struct RunOutcome {
     /// end) never sent before it ended: the generator fell behind its schedule. `None` in
     /// closed loop.
     pub schedule_dropped: Option<u64>,
+    /// When the measured window began.
+    pub measure_start: Instant,
+    /// How long the clients waited, with their sessions open, for the start rule.
+    pub start_wait: Duration,
 }
 
 /// Failures that prevent measuring at all.
@@ -83,6 +94,8 @@ pub enum RunError {
     InterruptedDuringSetup,
     #[error("cannot start the open-loop timer (timerfd): {0}")]
     Timer(std::io::Error),
+    #[error(transparent)]
+    Start(#[from] StartError),
 }
 
 /// A callback the runner calls about once per interval with the time since measuring began
@@ -106,15 +119,15 @@ pub async fn run(
         r = open_actors(plan, coordinator.as_ref(), workload.as_ref()) => r?,
         _ = stop.cancelled() => return Err(RunError::InterruptedDuringSetup),
     };
+    let started = tokio::select! {
+        r = wait_for_start(&plan.start, &coordinator, plan.ttl) => r?,
+        _ = stop.cancelled() => return Err(RunError::InterruptedDuringSetup),
+    };
 
     let t0 = Instant::now();
-    let pacer = Arc::new(Pacer::new(
-        plan.mode,
-        t0,
-        plan.warmup,
-        plan.duration,
-        plan.max_ops,
-    ));
+    let pacer = Arc::new(
+        Pacer::new(plan.mode, t0, plan.warmup, plan.duration, plan.max_ops).for_part(plan.part),
+    );
     let aggregator = Aggregator::new(pacer.measure_start(), plan.interval);
     let done = CancellationToken::new();
     // Closed loop never waits for a start time, so it needs no timer.
@@ -181,6 +194,10 @@ pub async fn run(
             .map(|a| tokio::time::timeout(finish_bound, a.finish())),
     )
     .await;
+    if let Some(mut rendezvous) = started.held {
+        // Best effort, bounded: the registration's lease or session expires anyway.
+        let _ = tokio::time::timeout(finish_bound, rendezvous.close()).await;
+    }
 
     let end_reason = match interrupted_at {
         Some(_) => EndReason::Interrupted,
@@ -214,6 +231,8 @@ pub async fn run(
         check,
         counters,
         schedule_dropped,
+        measure_start: pacer.measure_start(),
+        start_wait: started.waited,
     })
 }
 
@@ -223,10 +242,18 @@ async fn open_actors(
     workload: &dyn Workload,
 ) -> Result<Vec<Box<dyn Actor>>, RunError> {
     let options = SessionOptions { ttl: plan.ttl };
-    let sessions = join_all((0..plan.clients).map(|c| coordinator.open_session(c, &options))).await;
-    sessions
+    // Clients keep their number in the whole run, so a shard's clients do what the same
+    // clients of one process would.
+    let clients: Vec<usize> = (0..plan.clients).filter(|&c| plan.part.owns(c)).collect();
+    let sessions = join_all(
+        clients
+            .iter()
+            .map(|&c| coordinator.open_session(c, &options)),
+    )
+    .await;
+    clients
         .into_iter()
-        .enumerate()
+        .zip(sessions)
         .map(|(client, s)| {
             s.map(|session| workload.actor(client, session))
                 .map_err(|source| RunError::Session { client, source })

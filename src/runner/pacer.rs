@@ -5,6 +5,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::shard::Part;
+
 /// How load is offered.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LoadMode {
@@ -27,6 +29,8 @@ pub struct Pacer {
     counter: AtomicU64,
     /// Open loop: slots that fall in warm-up (they do not count against `max_ops`).
     warmup_slots: u64,
+    /// The share of the whole run's slots (open loop) and budget this process has.
+    part: Part,
 }
 
 impl Pacer {
@@ -49,7 +53,21 @@ impl Pacer {
             max_ops,
             counter: AtomicU64::new(0),
             warmup_slots,
+            part: Part::WHOLE,
         }
+    }
+
+    /// This shard's part of the whole run's schedule: open loop, every `count`-th slot of
+    /// the whole run's (`t0 + (k * count + index) / rate`); in both loops the budget's share.
+    pub fn for_part(mut self, part: Part) -> Self {
+        let whole_warmup = self.warmup_slots;
+        self.warmup_slots = part.share_of(whole_warmup);
+        self.max_ops = self.max_ops.map(|max| match self.mode {
+            LoadMode::Open { .. } => part.share_of(whole_warmup + max) - self.warmup_slots,
+            LoadMode::Closed => part.share_of(max),
+        });
+        self.part = part;
+        self
     }
 
     pub fn measure_start(&self) -> Instant {
@@ -67,8 +85,9 @@ impl Pacer {
             return 0;
         };
         let end = end.min(self.measure_end);
-        let before_end =
-            (end.saturating_duration_since(self.t0).as_secs_f64() * rate).ceil() as u64;
+        let before_end = self
+            .part
+            .share_of((end.saturating_duration_since(self.t0).as_secs_f64() * rate).ceil() as u64);
         let in_window = before_end.saturating_sub(self.warmup_slots);
         self.max_ops.map_or(in_window, |max| in_window.min(max))
     }
@@ -95,7 +114,8 @@ impl Pacer {
                         return None;
                     }
                 }
-                let intended = self.t0 + Duration::from_secs_f64(slot as f64 / rate);
+                let whole_slot = self.part.global(slot);
+                let intended = self.t0 + Duration::from_secs_f64(whole_slot as f64 / rate);
                 (intended < self.measure_end).then_some(intended)
             }
         }
@@ -147,6 +167,34 @@ mod tests {
                 .count(),
             3
         );
+    }
+
+    #[test]
+    fn the_shards_schedules_together_are_the_whole_runs() {
+        let t0 = Instant::now();
+        let pacer = |part| {
+            Pacer::new(
+                LoadMode::Open { rate: 1000.0 },
+                t0,
+                Duration::from_millis(5),
+                Duration::from_millis(10),
+                Some(7),
+            )
+            .for_part(part)
+        };
+        let mut slots = Vec::new();
+        let mut in_window = 0;
+        for index in 0..3 {
+            let p = pacer(Part { index, count: 3 });
+            slots.extend(std::iter::from_fn(|| p.next(t0)));
+            in_window += p.slots_in_window(t0 + Duration::from_secs(1));
+        }
+        slots.sort();
+        let single = pacer(Part::WHOLE);
+        let expected: Vec<_> = std::iter::from_fn(|| single.next(t0)).collect();
+        assert_eq!(slots, expected);
+        assert_eq!(expected.len(), 5 + 7);
+        assert_eq!(in_window, 7);
     }
 
     #[test]

@@ -96,7 +96,7 @@ async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<ReadyTar
         let certs = run_certificates(config, work_dir, &mut security)?;
         start(config, work_dir, certs, &security).await?
     };
-    super::ready(config, cluster, security).await
+    super::ready(config, cluster, security, config.zk_access.clone()).await
 }
 
 fn connect(
@@ -116,8 +116,8 @@ fn connect(
     .boxed()
 }
 
-/// `--secure` on etcd and raft: the run's CA and certificates in `<work_dir>/tls/`, and the
-/// driver's TLS with the client certificate (added to `security`).
+/// `--secure` on etcd and raft: the run's certificates ([`super::run_certificates`]), and
+/// the driver's TLS with the client certificate (added to `security`).
 fn run_certificates(
     config: &RunConfig,
     work_dir: &Path,
@@ -126,14 +126,8 @@ fn run_certificates(
     if !config.secure {
         return Ok(None);
     }
-    let certs = coordbench_tls::generate(&work_dir.join("tls"))?;
-    let tls = coordbench_tls::client_config(&coordbench_tls::ClientTls {
-        ca: Some(certs.ca.clone()),
-        cert: Some(certs.client_cert.clone()),
-        key: Some(certs.client_key.clone()),
-        skip_verify: false,
-    })?;
-    security.tls = Some(tls);
+    let (certs, client) = super::run_certificates(work_dir)?;
+    security.tls = Some(coordbench_tls::client_config(&client)?);
     Ok(Some(certs))
 }
 

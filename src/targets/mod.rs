@@ -186,6 +186,8 @@ pub struct ReadyTarget {
     /// etcd, raft: how the run's clients reach the members (TLS, user); what fault
     /// injection's own clients use too.
     pub etcd_security: EtcdSecurity,
+    /// zookeeper, zab: the same (credentials, ACL, chroot, TLS; `--secure`'s TLS included).
+    pub zk_access: ZkAccess,
 }
 
 /// Starts (or attaches to) the configured target and connects to it. `work_dir` receives
@@ -199,12 +201,13 @@ async fn ready(
     config: &RunConfig,
     cluster: Cluster,
     etcd_security: EtcdSecurity,
+    zk_access: ZkAccess,
 ) -> anyhow::Result<ReadyTarget> {
     let target = descriptor(config.target_kind);
     let coordinator = connect(
         config.target_kind,
         config.zk_client_kind,
-        &config.zk_access,
+        &zk_access,
         &etcd_security,
         cluster.endpoints(),
         config.conns,
@@ -218,6 +221,7 @@ async fn ready(
         cluster: Some(cluster),
         server_version,
         etcd_security,
+        zk_access,
     })
 }
 
@@ -237,7 +241,28 @@ where
     } else {
         start(cluster_spec(config, dir)).await?
     };
-    ready(config, cluster, EtcdSecurity::default()).await
+    ready(
+        config,
+        cluster,
+        EtcdSecurity::default(),
+        config.zk_access.clone(),
+    )
+    .await
+}
+
+/// `--secure`: the run's CA and certificates in `<work_dir>/tls/`, and the client side
+/// of them (the CA to verify members by, the client certificate to present).
+fn run_certificates(
+    work_dir: &Path,
+) -> anyhow::Result<(coordbench_tls::RunCertificates, coordbench_tls::ClientTls)> {
+    let certs = coordbench_tls::generate(&work_dir.join("tls"))?;
+    let client = coordbench_tls::ClientTls {
+        ca: Some(certs.ca.clone()),
+        cert: Some(certs.client_cert.clone()),
+        key: Some(certs.client_key.clone()),
+        skip_verify: false,
+    };
+    Ok((certs, client))
 }
 
 /// An attached cluster of `config`'s target at `--endpoints`.

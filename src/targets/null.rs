@@ -109,6 +109,7 @@ fn prepare<'a>(config: &'a RunConfig, _: &'a Path) -> BoxFuture<'a, anyhow::Resu
             cluster: None,
             server_version,
             etcd_security: EtcdSecurity::default(),
+            zk_access: Default::default(),
         })
     }
     .boxed()

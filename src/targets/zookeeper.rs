@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use coordbench_drivers::zookeeper::{ZkConfig, ZkCoordinator};
+use coordbench_drivers::zookeeper::{ZkConfig, ZkCoordinator, ZkTls};
 use coordbench_drivers::zookeeper_async::AsyncZkCoordinator;
 use coordbench_drivers::{ApiFamily, Coordinator};
 use futures::future::BoxFuture;
@@ -18,6 +18,7 @@ use crate::cli::{TargetKind, ZkClientArg};
 use crate::config::RunConfig;
 use crate::election_timing::ElectionTiming;
 use crate::provision;
+use crate::provision::zookeeper_tls::SecureZk;
 
 pub const ZOOKEEPER: Descriptor = Descriptor {
     kind: TargetKind::Zookeeper,
@@ -70,7 +71,8 @@ pub(super) fn engine_timing(timing: &ElectionTiming) -> Result<(), String> {
 pub(super) fn engine_options(config: &RunConfig) -> anyhow::Result<provision::raft::RaftOptions> {
     provision::raft::RaftOptions {
         binary: config.engine_bin.clone(),
-        // zab: --enforce-auth; raft is secured through `tls` (etcd.rs).
+        // zab: --enforce-auth (its TLS is added by `prepare`); raft is secured through
+        // `tls` (etcd.rs).
         secure: config.secure,
         ..Default::default()
     }
@@ -87,20 +89,41 @@ fn prepare_boxed<'a>(
 
 async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<ReadyTarget> {
     let spec = super::cluster_spec(config, work_dir);
+    let mut access = config.zk_access.clone();
+    let secure = match config.secure && !config.attached() {
+        true => Some(secure(work_dir)?),
+        false => None,
+    };
+    if let Some(secure) = &secure {
+        access.tls = Some(secure.client.clone());
+    }
     let cluster = if config.attached() {
         super::attached(config)
     } else if config.target_kind == TargetKind::Zab {
-        provision::zab::start(&spec, &engine_options(config)?).await?
+        let options = provision::raft::RaftOptions {
+            tls: secure.as_ref().map(|s| s.certs.clone()),
+            zk_client: secure.map(|s| s.client),
+            ..engine_options(config)?
+        };
+        provision::zab::start(&spec, &options).await?
     } else {
         let options = provision::zookeeper::ZkOptions {
             classpath: config.zk_classpath.clone(),
             enforce_auth: config.secure,
+            tls: secure,
             election_timing: config.election_timing,
             ..Default::default()
         };
         provision::zookeeper::start(&spec, &options).await?
     };
-    super::ready(config, cluster, Default::default()).await
+    super::ready(config, cluster, Default::default(), access).await
+}
+
+/// `--secure`: the run's certificates, and the driver's TLS with its client certificate.
+fn secure(work_dir: &Path) -> anyhow::Result<SecureZk> {
+    let (certs, client) = super::run_certificates(work_dir)?;
+    let client = ZkTls::new(&client)?;
+    Ok(SecureZk { certs, client })
 }
 
 fn connect_boxed(

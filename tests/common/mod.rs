@@ -272,6 +272,8 @@ pub fn closed_plan(clients: usize, warmup: Duration, duration: Duration) -> Load
         op_timeout: Duration::from_secs(5),
         interval: Duration::from_secs(1),
         ttl: LONG_TTL,
+        part: coordbench::shard::Part::WHOLE,
+        start: coordbench::shard::StartRule::Now,
     }
 }
 

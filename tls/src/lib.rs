@@ -1,8 +1,9 @@
-//! TLS for the etcd API, in one place for every side that speaks it: the etcd driver's
-//! transport ([`client_config`]), the Raft engine's gRPC listener ([`server_config`],
-//! [`accept`]), and provisioning, which generates a run's CA and certificates
-//! ([`generate`]). rustls with the ring provider, ALPN `h2` on both sides; certificates
-//! and keys are PEM files, as etcd takes them.
+//! TLS in one place for every side that speaks it: the etcd driver's transport
+//! ([`client_config`]), the Raft engine's gRPC listener ([`server_config`], [`accept`]),
+//! the ZooKeeper driver and the Zab engine's client port (the same configurations
+//! [`without_alpn`]), and provisioning, which generates a run's CA and certificates
+//! ([`generate`]). rustls with the ring provider, ALPN `h2` for gRPC; certificates and
+//! keys are PEM files, as etcd and ZooKeeper take them.
 
 mod accept;
 mod client;
@@ -49,6 +50,37 @@ pub enum TlsError {
     Generate(String),
     #[error("TLS configuration: {0}")]
     Config(String),
+}
+
+/// Makes ring the process's default crypto provider, for libraries that build their TLS
+/// configurations from the default (zookeeper-client): with two providers compiled in
+/// (zookeeper-client's rustls brings aws-lc-rs) rustls cannot pick one by itself. Does
+/// nothing when a default is already installed.
+pub fn install_default_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing a race to another thread installing one is as good as winning it.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// A copy of `config` that negotiates no application protocol: for protocols other than
+/// gRPC (ZooKeeper's), whose servers offer none.
+pub fn without_alpn(config: &rustls::ClientConfig) -> std::sync::Arc<rustls::ClientConfig> {
+    let mut config = config.clone();
+    config.alpn_protocols.clear();
+    std::sync::Arc::new(config)
+}
+
+/// The server side of [`without_alpn`].
+pub fn server_without_alpn(config: &rustls::ServerConfig) -> std::sync::Arc<rustls::ServerConfig> {
+    let mut config = config.clone();
+    config.alpn_protocols.clear();
+    std::sync::Arc::new(config)
+}
+
+/// The text of a PEM file (certificates or a key), with an error naming `what` and the file.
+pub fn pem_text(what: &'static str, path: &std::path::Path) -> Result<String, TlsError> {
+    pem::text(what, path)
 }
 
 /// The crypto provider every configuration here uses.

@@ -54,6 +54,15 @@ pub(crate) fn roots(what: &'static str, path: &Path) -> Result<RootCertStore, Tl
     Ok(store)
 }
 
+/// A PEM file's text, for libraries that take PEM strings (zookeeper-client).
+pub(crate) fn text(what: &'static str, path: &Path) -> Result<String, TlsError> {
+    String::from_utf8(read(what, path)?).map_err(|_| TlsError::Invalid {
+        what,
+        path: path.to_path_buf(),
+        detail: "is not PEM text".into(),
+    })
+}
+
 fn read(what: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
     std::fs::read(path).map_err(|source| TlsError::Read {
         what,

@@ -121,16 +121,9 @@ impl LockCheck {
 
 /// Checks all sections; handovers are counted when the new holder entered inside `window`.
 pub fn check_sections(sections: &[Section], window: (Duration, Duration)) -> LockCheck {
-    let mut by_lock: BTreeMap<&str, Vec<&Section>> = BTreeMap::new();
-    for s in sections {
-        by_lock.entry(&s.lock).or_default().push(s);
-    }
-    let mut check = LockCheck {
-        sections: sections.len() as u64,
-        ..Default::default()
-    };
+    let mut check = LockCheck::of_count(sections);
     let mut handovers = latency_histogram();
-    for list in by_lock.values_mut() {
+    for list in by_lock(sections).values_mut() {
         list.sort_by_key(|s| (s.enter, s.exit));
         // The latest exit among earlier sections: any later enter before it overlaps.
         let mut busy_until = Duration::ZERO;
@@ -147,16 +140,79 @@ pub fn check_sections(sections: &[Section], window: (Duration, Duration)) -> Loc
                 if s.token < prev.token || (s.token == prev.token && !reentry) {
                     check.token_regressions += 1;
                 }
-                if let Some(released) = prev.released {
-                    let waited = s.requested <= released;
-                    if waited && s.enter >= window.0 && s.enter <= window.1 {
-                        let us = s.enter.saturating_sub(released).as_micros() as u64;
-                        handovers.saturating_record(us);
-                    }
-                }
+                record_handover(&mut handovers, prev, s, window);
             }
             busy_until = busy_until.max(s.exit);
             previous = Some(s);
+        }
+    }
+    check.handover_us = Some(handovers);
+    check
+}
+
+/// Each lock's sections.
+fn by_lock(sections: &[Section]) -> BTreeMap<&str, Vec<&Section>> {
+    let mut by_lock: BTreeMap<&str, Vec<&Section>> = BTreeMap::new();
+    for s in sections {
+        by_lock.entry(&s.lock).or_default().push(s);
+    }
+    by_lock
+}
+
+impl LockCheck {
+    /// Nothing found yet among `sections`.
+    fn of_count(sections: &[Section]) -> Self {
+        LockCheck {
+            sections: sections.len() as u64,
+            ..Default::default()
+        }
+    }
+}
+
+/// The handover from `prev` to `next`, when `next` was already waiting at the release and
+/// entered inside `window`.
+fn record_handover(
+    handovers: &mut Histogram<u64>,
+    prev: &Section,
+    next: &Section,
+    window: (Duration, Duration),
+) {
+    if let Some(released) = prev.released {
+        let waited = next.requested <= released;
+        if waited && next.enter >= window.0 && next.enter <= window.1 {
+            let us = next.enter.saturating_sub(released).as_micros() as u64;
+            handovers.saturating_record(us);
+        }
+    }
+}
+
+/// Checks sections recorded by several processes whose clocks agree only to within
+/// `uncertainty`: the fencing tokens (etcd's create revision, ZooKeeper's czxid), not the
+/// clocks, order each lock's holders. A section overlaps an earlier holder's (lower token)
+/// only when it entered more than `uncertainty` before that holder's exit; a token
+/// regression is a higher token that entered more than `uncertainty` before a lower one,
+/// or one token held by two clients. Handovers are timed across the processes' clocks, so
+/// each carries up to `uncertainty` of error.
+pub fn check_sections_by_token(
+    sections: &[Section],
+    window: (Duration, Duration),
+    uncertainty: Duration,
+) -> LockCheck {
+    let mut check = LockCheck::of_count(sections);
+    let mut handovers = latency_histogram();
+    for list in by_lock(sections).values_mut() {
+        list.sort_by_key(|s| (s.token, s.enter));
+        let mut busy_until = Duration::ZERO;
+        for pair in list.windows(2) {
+            let (prev, s) = (pair[0], pair[1]);
+            busy_until = busy_until.max(prev.exit);
+            let reentry = s.token == prev.token && s.client == prev.client;
+            if (s.token == prev.token && !reentry) || s.enter + uncertainty < prev.enter {
+                check.token_regressions += 1;
+            } else if s.enter + uncertainty < busy_until {
+                check.violations += 1;
+            }
+            record_handover(&mut handovers, prev, s, window);
         }
     }
     check.handover_us = Some(handovers);
@@ -191,6 +247,35 @@ mod tests {
     }
 
     const ALL: (Duration, Duration) = (Duration::ZERO, Duration::MAX);
+
+    #[test]
+    fn across_processes_tokens_order_the_holders_within_the_clock_uncertainty() {
+        // Back to back by token, but the second process's clock reads 2 ms early.
+        let clean = vec![
+            section("a", 1, 0, 0, 10, 11),
+            section("a", 2, 1, 9, 20, 21),
+            section("b", 7, 0, 0, 5, 6),
+        ];
+        let c = check_sections_by_token(&clean, ALL, ms(2));
+        assert_eq!((c.sections, c.violations, c.token_regressions), (3, 0, 0));
+        // Beyond the uncertainty it is an overlap.
+        let c = check_sections_by_token(&clean, ALL, ms(0));
+        assert_eq!((c.violations, c.token_regressions), (1, 0));
+        // A higher token that entered well before a lower one: the tokens regressed.
+        let regressed = vec![
+            section("a", 1, 0, 50, 60, 61),
+            section("a", 2, 0, 10, 20, 21),
+        ];
+        let c = check_sections_by_token(&regressed, ALL, ms(2));
+        assert_eq!((c.violations, c.token_regressions), (0, 1));
+        // One token, two clients.
+        let mut twice = vec![section("a", 3, 0, 0, 5, 6), section("a", 3, 0, 10, 15, 16)];
+        twice[1].client = 9;
+        assert_eq!(
+            check_sections_by_token(&twice, ALL, ms(2)).token_regressions,
+            1
+        );
+    }
 
     #[test]
     fn back_to_back_sections_are_clean_and_handovers_are_measured() {

@@ -27,6 +27,8 @@ use crate::checker::{check_sections, LockCheck, LockCheckSummary};
 use crate::crashable::CrashableSession;
 use crate::herd::HerdMonitor;
 use crate::histogram::latency_histogram;
+use crate::part::Part;
+use crate::section_log::{self, OBSERVED_FILE, SECTIONS_FILE};
 use crate::{Actor, CheckReport, OpResult, RunClock, Section, Workload, WorkloadError};
 
 /// The one election every candidate campaigns in.
@@ -100,6 +102,10 @@ pub struct ElectionWorkload {
     herd: Arc<HerdMonitor>,
     coordinator: OnceLock<Arc<dyn Coordinator>>,
     background: Background,
+    /// The observers this process runs (all but in a shard of a sharded run).
+    part: Part,
+    /// Whether `write_history` writes the intervals and what the observers saw.
+    keep_history: bool,
 }
 
 impl ElectionWorkload {
@@ -112,7 +118,18 @@ impl ElectionWorkload {
             herd: Arc::default(),
             coordinator: OnceLock::new(),
             background: Background::default(),
+            part: Part::WHOLE,
+            keep_history: false,
         }
+    }
+
+    /// A shard's part of the run: the observers it owns, and at the end its leadership
+    /// intervals (sections.jsonl) and observations (observed.jsonl) for a check across
+    /// the shards.
+    pub fn for_part(mut self, part: Part) -> Self {
+        self.part = part;
+        self.keep_history = true;
+        self
     }
 
     /// Every leadership interval recorded so far.
@@ -161,7 +178,7 @@ impl Workload for ElectionWorkload {
         let options = SessionOptions {
             ttl: self.options.ttl,
         };
-        for o in 0..self.options.observers {
+        for o in (0..self.options.observers).filter(|&o| self.part.owns(o)) {
             // Client ids far past the candidates', so drivers spread these like clients.
             let mut session = coordinator
                 .open_session(100_000 + o, &options)
@@ -216,6 +233,14 @@ impl Workload for ElectionWorkload {
 
     async fn stop(&self) {
         self.background.stop().await;
+    }
+
+    fn write_history(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        if !self.keep_history {
+            return Ok(());
+        }
+        section_log::write(&dir.join(SECTIONS_FILE), &locked(&self.intervals))?;
+        section_log::write_observed(&dir.join(OBSERVED_FILE), &locked(&self.observed))
     }
 }
 

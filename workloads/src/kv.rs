@@ -1,6 +1,7 @@
 //! Key-value workloads: `kv-put` writes and `kv-get` reads uniformly random keys;
 //! `kv-mixed` reads with a probability (the read ratio, drawn per operation from the
-//! client's seeded generator) and writes otherwise, over the same keys.
+//! client's seeded generator) and writes otherwise, over the same keys; `kv-put
+//! --create-keys` creates a new key with every write instead.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +18,8 @@ use crate::{Actor, CheckReport, OpClass, OpResult, Workload, WorkloadError};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum KvOp {
     Put,
+    /// Every write creates a key no one wrote before (the ZooKeeper paper's Table 2).
+    Create,
     Get(Consistency),
     /// Each operation a read with probability `read_ratio` (in [0, 1]), else a write.
     Mixed {
@@ -40,6 +43,11 @@ pub struct KvOptions {
 /// The key of index `i`: fixed width so every key has the same size.
 pub fn key_name(i: usize) -> String {
     format!("/coordbench/kv/{i:08}")
+}
+
+/// The `n`th key `client` creates: its own, so no two clients create the same one.
+pub fn created_key_name(client: usize, n: u64) -> String {
+    format!("/coordbench/kv/new/c{client:06}-{n:010}")
 }
 
 pub struct KvWorkload {
@@ -81,13 +89,17 @@ impl KvWorkload {
 impl Workload for KvWorkload {
     fn name(&self) -> &'static str {
         match self.options.op {
-            KvOp::Put => "kv-put",
+            KvOp::Put | KvOp::Create => "kv-put",
             KvOp::Get(_) => "kv-get",
             KvOp::Mixed { .. } => "kv-mixed",
         }
     }
 
     async fn setup(&self, coordinator: &Arc<dyn Coordinator>) -> Result<(), WorkloadError> {
+        // Creates start from nothing: their keys are new by definition.
+        if self.options.op == KvOp::Create {
+            return Ok(());
+        }
         // Reads need keys to exist; writes start from the same state so runs compare.
         const SETUP: Fill = Fill {
             writers: 8,
@@ -105,6 +117,8 @@ impl Workload for KvWorkload {
             value: self.value.clone(),
             rng: SmallRng::seed_from_u64(self.options.seed.wrapping_add(client as u64)),
             last: None,
+            client,
+            created: 0,
         })
     }
 
@@ -121,6 +135,9 @@ struct KvActor {
     rng: SmallRng,
     /// kv-mixed: the kind of the operation begun last.
     last: Option<OpClass>,
+    client: usize,
+    /// Keys this client created so far (`--create-keys`).
+    created: u64,
 }
 
 impl KvActor {
@@ -149,6 +166,13 @@ impl KvActor {
 #[async_trait]
 impl Actor for KvActor {
     async fn run_op(&mut self) -> Result<OpResult, DriverError> {
+        if self.op == KvOp::Create {
+            // Numbered before the attempt: a failed create's key is not tried again.
+            self.created += 1;
+            let key = created_key_name(self.client, self.created);
+            self.session.create(&key, &self.value).await?;
+            return Ok(OpResult::default());
+        }
         let key = key_name(self.rng.random_range(0..self.keys));
         match self.next_op() {
             KvOp::Get(consistency) => {

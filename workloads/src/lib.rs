@@ -18,11 +18,13 @@ pub mod histogram;
 pub mod kv;
 pub mod linearizability;
 pub mod lock;
+pub mod part;
 pub mod pause;
 pub mod preload;
 pub mod propagation;
 pub mod register;
 pub mod resource;
+pub mod section_log;
 pub mod versions;
 pub mod workload;
 

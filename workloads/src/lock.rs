@@ -66,6 +66,8 @@ pub struct LockWorkload {
     herd: Arc<HerdMonitor>,
     fencing: Option<Arc<Fencing>>,
     coordinator: OnceLock<Arc<dyn Coordinator>>,
+    /// Whether `write_history` writes the sections (sections.jsonl).
+    keep_sections: bool,
 }
 
 impl LockWorkload {
@@ -80,7 +82,15 @@ impl LockWorkload {
             herd: Arc::default(),
             fencing: None,
             coordinator: OnceLock::new(),
+            keep_sections: false,
         })
+    }
+
+    /// Writes every section into the run directory (`sections.jsonl`) at the end, for a
+    /// check across the processes of a sharded run.
+    pub fn keeping_sections(mut self) -> Self {
+        self.keep_sections = true;
+        self
     }
 
     /// Turns on holder pauses and the protected resource.
@@ -182,6 +192,16 @@ impl Workload for LockWorkload {
                 .map(|f| check_pauses(&sections, &lock_log(&f.log), f.resources.protection())),
             ..Default::default()
         }
+    }
+
+    fn write_history(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        if !self.keep_sections {
+            return Ok(());
+        }
+        crate::section_log::write(
+            &dir.join(crate::section_log::SECTIONS_FILE),
+            &lock_log(&self.sections),
+        )
     }
 }
 

@@ -1,9 +1,12 @@
 //! Who the driver's sessions are and what they may touch: the digest credentials every
 //! session sends (addauth) before any request, the ACL of every node the workloads
 //! create (open to anyone, or CREATOR_ALL: only sessions with the same credentials), and
-//! the chroot all workload paths live under.
+//! the chroot all workload paths live under, and TLS to the servers' secure client port.
+//! Every connection the driver opens is made by [`ZkAccess::connect`].
 
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, Error};
+
+use super::tls::ZkTls;
 
 /// The ACL the driver gives the nodes it creates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -25,7 +28,8 @@ impl NodeAcl {
     }
 }
 
-/// Credentials, node ACL and chroot of a run; `Default` is anonymous, open, at the root.
+/// Credentials, node ACL, chroot and TLS of a run; `Default` is anonymous, open, at the
+/// root, in plain TCP.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct ZkAccess {
     /// `user:password` for the digest scheme.
@@ -33,6 +37,8 @@ pub struct ZkAccess {
     pub acl: NodeAcl,
     /// An absolute path (not `/`) every workload path is under.
     pub chroot: Option<String>,
+    /// Connections (sessions and four-letter words) go over TLS.
+    pub tls: Option<ZkTls>,
 }
 
 /// Never prints the password.
@@ -46,6 +52,7 @@ impl std::fmt::Debug for ZkAccess {
             .field("digest_user", &user)
             .field("acl", &self.acl)
             .field("chroot", &self.chroot)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -56,6 +63,27 @@ impl ZkAccess {
         match &self.chroot {
             Some(chroot) => format!("{hosts}{chroot}"),
             None => hosts.to_string(),
+        }
+    }
+
+    /// Connects `connector` to `cluster` with the run's credentials (addauth first) and,
+    /// when secured, over TLS.
+    pub(super) async fn connect(
+        &self,
+        mut connector: zookeeper_client::Connector,
+        cluster: &str,
+    ) -> Result<Client, Error> {
+        if let Some(digest) = &self.digest {
+            connector = connector.with_auth("digest", digest.as_bytes());
+        }
+        match &self.tls {
+            Some(tls) => {
+                connector
+                    .with_tls(tls.session_options())
+                    .secure_connect(cluster)
+                    .await
+            }
+            None => connector.connect(cluster).await,
         }
     }
 

@@ -1,15 +1,22 @@
-//! ZooKeeper's four-letter-word admin commands (`ruok`, `srvr`, `mntr`, ...) over plain TCP:
-//! readiness checks when a cluster starts, server metrics later.
+//! ZooKeeper's four-letter-word admin commands (`ruok`, `srvr`, `mntr`, ...) over plain TCP
+//! or, on a secure client port, over TLS: readiness checks when a cluster starts, leader
+//! detection, server metrics later.
 //!
 //! The server answers a four-letter word on the client port and closes the connection, so
 //! the reply is everything read until end of stream. Servers only answer the words in their
 //! `4lw.commands.whitelist`.
 
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use coordbench_tls::rustls::pki_types::ServerName;
+use coordbench_tls::rustls::ClientConfig;
+use coordbench_tls::tokio_rustls::TlsConnector;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use super::tls::ZkTls;
 
 /// Bound on connecting and on the whole exchange: a local server answers in milliseconds,
 /// and a stalled one (paused, or still starting) must not stall its caller.
@@ -17,15 +24,42 @@ const TIMEOUT: Duration = Duration::from_secs(1);
 /// Replies are a few KiB (`mntr`, `conf`); anything larger is not a four-letter reply.
 const MAX_REPLY: u64 = 1 << 20;
 
-/// Sends `cmd` (e.g. "ruok") to the server at `addr` ("127.0.0.1:2181") and returns its
-/// reply. An empty reply means the word is not whitelisted (or the server is not serving).
-pub async fn four_letter_word(addr: &str, cmd: &str) -> io::Result<String> {
+/// Sends `cmd` (e.g. "ruok") to the server at `addr` ("127.0.0.1:2181"), over TLS when
+/// `tls` is given, and returns its reply. An empty reply means the word is not
+/// whitelisted (or the server is not serving).
+pub async fn four_letter_word(addr: &str, cmd: &str, tls: Option<&ZkTls>) -> io::Result<String> {
+    over(addr, cmd, tls.map(ZkTls::admin_config)).await
+}
+
+/// Why TLS to the server at `addr` fails, in one line naming the flag to fix; `None` when
+/// a four-letter word over TLS is answered (or fails for a reason that is not TLS's).
+/// zookeeper-client reports every failed connection as "no available hosts", so this is
+/// how a refused or missing client certificate is told apart.
+pub async fn diagnose_tls(addr: &str, tls: &ZkTls) -> Option<String> {
+    let (config, seen) = coordbench_tls::noting_client_auth(&tls.admin_config());
+    match over(addr, "ruok", Some(config)).await {
+        Ok(reply) if !reply.is_empty() => None,
+        Ok(_) => coordbench_tls::describe_after_handshake(&seen),
+        Err(e) => {
+            coordbench_tls::describe(&e).or_else(|| coordbench_tls::describe_after_handshake(&seen))
+        }
+    }
+}
+
+/// A four-letter word, over TLS with `tls` when given.
+async fn over(addr: &str, cmd: &str, tls: Option<Arc<ClientConfig>>) -> io::Result<String> {
     let exchange = async {
-        let mut stream = TcpStream::connect(addr).await?;
-        stream.write_all(cmd.as_bytes()).await?;
-        let mut reply = Vec::new();
-        stream.take(MAX_REPLY).read_to_end(&mut reply).await?;
-        Ok(String::from_utf8_lossy(&reply).into_owned())
+        let tcp = TcpStream::connect(addr).await?;
+        match tls {
+            None => exchange(tcp, cmd).await,
+            Some(tls) => {
+                let host = addr.rsplit_once(':').map_or(addr, |(host, _)| host);
+                let name = ServerName::try_from(host.to_string())
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                let stream = TlsConnector::from(tls).connect(name, tcp).await?;
+                exchange(stream, cmd).await
+            }
+        }
     };
     tokio::time::timeout(TIMEOUT, exchange).await.map_err(|_| {
         io::Error::new(
@@ -36,6 +70,24 @@ pub async fn four_letter_word(addr: &str, cmd: &str) -> io::Result<String> {
             ),
         )
     })?
+}
+
+/// Writes the word and reads the reply until the server closes.
+async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    cmd: &str,
+) -> io::Result<String> {
+    stream.write_all(cmd.as_bytes()).await?;
+    stream.flush().await?;
+    let mut reply = Vec::new();
+    match (&mut stream).take(MAX_REPLY).read_to_end(&mut reply).await {
+        Ok(_) => {}
+        // A server that closes without TLS's close_notify (ZooKeeper's Netty) still
+        // answered in full.
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && !reply.is_empty() => {}
+        Err(e) => return Err(e),
+    }
+    Ok(String::from_utf8_lossy(&reply).into_owned())
 }
 
 /// The value of `key` in a `srvr`/`stat` style reply ("Mode: leader" → "leader").
@@ -86,6 +138,6 @@ mod tests {
             .and_then(|l| l.local_addr())
             .map(|a| a.port());
         let addr = format!("127.0.0.1:{}", port.expect("free port"));
-        assert!(four_letter_word(&addr, "ruok").await.is_err());
+        assert!(four_letter_word(&addr, "ruok", None).await.is_err());
     }
 }

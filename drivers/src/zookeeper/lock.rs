@@ -125,13 +125,12 @@ pub(super) async fn fenced_put(
             }
         }
     }
-    let digest = s.access.digest.as_deref();
     let fresh = establish(
         &s.cluster,
         s.connect_timeout,
         s.connect_timeout,
         false,
-        digest,
+        &s.access,
     )
     .await?;
     s.counters.request();

@@ -27,6 +27,7 @@ mod pending;
 mod queue;
 mod relay;
 mod session;
+pub mod tls;
 mod versioned;
 mod watch;
 
@@ -38,11 +39,17 @@ use zookeeper_client::Client;
 use crate::{ApiFamily, Coordinator, DriverError, Session, SessionOptions};
 pub use access::{NodeAcl, ZkAccess};
 pub use errors::map_error;
+pub use tls::ZkTls;
 // Shared with the zookeeper-async driver, which keeps the same paths and names.
 use four_letter::{four_letter_word, version};
 pub(crate) use queue::sequence;
 pub(crate) use session::znode_path;
 use session::ZkSession;
+
+/// Passes over the endpoints a connect-time probe makes, within the connect timeout.
+const PROBE_PASSES: u32 = 3;
+/// The pause between two passes.
+const PROBE_PAUSE: Duration = Duration::from_millis(200);
 
 /// Znodes this driver creates for recipes live under this path.
 pub const ROOT: &str = "/coordbench";
@@ -99,10 +106,15 @@ impl ZkCoordinator {
             Probed::Other(other) => other,
         };
         // Dropping a probe closes its session.
-        let root = coordinator
-            .probe(&hosts)
-            .await
-            .map_err(|e| unreachable_as(&hosts, e))?;
+        let root = match coordinator.probe(&hosts).await {
+            Ok(root) => root,
+            Err(e) => {
+                return Err(coordinator
+                    .explain_tls(&hosts)
+                    .await
+                    .unwrap_or_else(|| unreachable_as(&hosts, e)))
+            }
+        };
         coordinator
             .access
             .ensure_chroot(&root)
@@ -116,21 +128,41 @@ impl ZkCoordinator {
         Ok(coordinator)
     }
 
+    /// Why the first server refuses TLS, when it does (see [`four_letter::diagnose_tls`]).
+    async fn explain_tls(&self, hosts: &str) -> Option<DriverError> {
+        let tls = self.access.tls.as_ref()?;
+        let endpoint = self.endpoints.first()?;
+        let detail = four_letter::diagnose_tls(endpoint, tls).await?;
+        Some(DriverError::Unreachable {
+            endpoint: hosts.to_string(),
+            detail,
+        })
+    }
+
     /// A session on `cluster` that has answered one request.
     async fn probe(&self, cluster: &str) -> Result<Client, Probed> {
-        let digest = self.access.digest.as_deref();
-        let zk = establish(
-            cluster,
-            self.connect_timeout,
-            self.connect_timeout,
-            false,
-            digest,
-        )
-        .await
-        .map_err(|e| Probed::classify(e, digest.is_some()))?;
+        let credentials = self.access.digest.is_some();
+        let deadline = tokio::time::Instant::now() + self.connect_timeout;
+        let mut passes = 0;
+        let zk = loop {
+            passes += 1;
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match establish(cluster, left, self.connect_timeout, false, &self.access).await {
+                Ok(zk) => break zk,
+                // One pass over the endpoints failed fast (zookeeper-client gives up after
+                // one): a server still busy after starting, a slow TLS handshake on a
+                // loaded machine. Another pass while the connect timeout lasts.
+                Err(DriverError::Unreachable { .. })
+                    if passes < PROBE_PASSES && !left.is_zero() =>
+                {
+                    tokio::time::sleep(PROBE_PAUSE.min(left)).await;
+                }
+                Err(e) => return Err(Probed::classify(e, credentials)),
+            }
+        };
         zk.check_stat("/")
             .await
-            .map_err(|e| Probed::classify(map_error(e), digest.is_some()))?;
+            .map_err(|e| Probed::classify(map_error(e), credentials))?;
         Ok(zk)
     }
 
@@ -143,26 +175,24 @@ impl ZkCoordinator {
 }
 
 /// Establishes a new session on `cluster` with `session_timeout`, bounded by
-/// `connect_timeout`, sending `digest` (`user:password`) as addauth first if given. A `detached` session is not closed when its client is dropped: the
-/// connection just ends and the server expires the session (how [`Session::abandon`]
-/// works); a plain one is closed when its client is dropped.
+/// `connect_timeout`, with the run's `access` (addauth first, TLS). A `detached` session
+/// is not closed when its client is dropped: the connection just ends and the server
+/// expires the session (how [`Session::abandon`] works); a plain one is closed when its
+/// client is dropped.
 pub(super) async fn establish(
     cluster: &str,
     connect_timeout: Duration,
     session_timeout: Duration,
     detached: bool,
-    digest: Option<&str>,
+    access: &ZkAccess,
 ) -> Result<Client, DriverError> {
     let mut connector = Client::connector()
         .with_session_timeout(session_timeout)
         .with_fail_eagerly();
-    if let Some(digest) = digest {
-        connector = connector.with_auth("digest", digest.as_bytes());
-    }
     if detached {
         connector = connector.with_detached();
     }
-    tokio::time::timeout(connect_timeout, connector.connect(cluster))
+    tokio::time::timeout(connect_timeout, access.connect(connector, cluster))
         .await
         .map_err(|_| DriverError::Timeout(connect_timeout))?
         .map_err(map_error)
@@ -192,8 +222,7 @@ impl Coordinator for ZkCoordinator {
             || self.cluster.clone(),
             |r| self.access.connect_string(&r.connect_string()),
         );
-        let digest = self.access.digest.as_deref();
-        let zk = establish(&via, self.connect_timeout, options.ttl, true, digest).await?;
+        let zk = establish(&via, self.connect_timeout, options.ttl, true, &self.access).await?;
         Ok(Box::new(ZkSession::new(
             zk,
             client,
@@ -208,7 +237,7 @@ impl Coordinator for ZkCoordinator {
     /// when no server answers it, since the client protocol does not carry a version.
     async fn server_version(&self) -> Result<String, DriverError> {
         for endpoint in &self.endpoints {
-            if let Some(version) = four_letter_word(endpoint, "srvr")
+            if let Some(version) = four_letter_word(endpoint, "srvr", self.access.tls.as_ref())
                 .await
                 .ok()
                 .and_then(|r| version(&r))

@@ -183,6 +183,18 @@ impl Session for ZkSession {
         }
     }
 
+    /// One create (its parents' too, the first time); a key that exists is an error, as
+    /// the key was meant to be new.
+    async fn create(&mut self, key: &str, value: &[u8]) -> Result<(), DriverError> {
+        let path = znode_path(key);
+        let zk = self.zk()?;
+        self.counters.request();
+        create_in_parent(zk, &path, value, CreateMode::Persistent, self.acl())
+            .await
+            .map(drop)
+            .map_err(map_error)
+    }
+
     async fn read_versioned(
         &mut self,
         key: &str,
@@ -301,14 +313,11 @@ impl Session for ZkSession {
         // the two connections take the session from each other.
         until_ended(old, self.connect_timeout).await?;
         self.counters.request();
-        let mut connector = Client::connector()
+        let connector = Client::connector()
             .with_session(session)
             .with_session_timeout(timeout)
             .with_fail_eagerly();
-        if let Some(digest) = &self.access.digest {
-            connector = connector.with_auth("digest", digest.as_bytes());
-        }
-        let attach = connector.connect(&self.cluster);
+        let attach = self.access.connect(connector, &self.cluster);
         let closer = match tokio::time::timeout(self.connect_timeout, attach).await {
             Err(_) => return Err(DriverError::Timeout(self.connect_timeout)),
             // Already expired: the server has released everything it held.

@@ -168,7 +168,7 @@ impl Coordinator for AsyncZkCoordinator {
     /// From `srvr`, as the zookeeper-client driver does.
     async fn server_version(&self) -> Result<String, DriverError> {
         for endpoint in &self.endpoints {
-            if let Some(version) = four_letter_word(endpoint, "srvr")
+            if let Some(version) = four_letter_word(endpoint, "srvr", None)
                 .await
                 .ok()
                 .and_then(|r| version(&r))

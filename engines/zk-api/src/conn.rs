@@ -1,4 +1,5 @@
-//! One client connection, from its first bytes to its close.
+//! One client connection, from its first bytes to its close (after the TLS handshake
+//! when the server serves TLS).
 //!
 //! The first 4 bytes are either a four-letter word (answered, then closed) or the length
 //! of a ConnectRequest. After the handshake, the connection's requests are read and served
@@ -11,8 +12,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use coordbench_node::Replicator;
-use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::tcp::OwnedWriteHalf;
+use coordbench_tls::tokio_rustls::TlsAcceptor;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::timeout;
@@ -35,74 +36,43 @@ fn response_frame(r: &ConnectResponse) -> Vec<u8> {
     w.into_frame()
 }
 
+/// Serves one accepted connection: over TLS when the server is configured for it (the
+/// handshake bounded by the I/O timeout), else in plain TCP.
 pub(crate) async fn serve<R: Replicator<TreeStateMachine>>(
     core: Arc<Core<R>>,
     stream: TcpStream,
     peer: SocketAddr,
 ) {
     let _ = stream.set_nodelay(true);
-    // Unbuffered until the handshake is done: a connection that never completes one holds
-    // no read buffer (see `frame::read_payload`).
-    let (mut rd, mut wr) = stream.into_split();
+    let Some(tls) = core.options.tls.clone() else {
+        let (rd, wr) = stream.into_split();
+        return serve_halves(core, rd, wr, peer).await;
+    };
+    let handshake = tokio::select! {
+        () = core.shutdown.cancelled() => return,
+        r = timeout(core.options.io_timeout, TlsAcceptor::from(tls).accept(stream)) => r,
+    };
+    match handshake {
+        Ok(Ok(stream)) => {
+            let (rd, wr) = tokio::io::split(stream);
+            serve_halves(core, rd, wr, peer).await
+        }
+        Ok(Err(e)) => tracing::info!(%peer, error = %e, "TLS handshake failed; closing"),
+        Err(_) => tracing::info!(%peer, "no TLS handshake within the I/O timeout; closing"),
+    }
+}
+
+async fn serve_halves<R, Rd, Wr>(core: Arc<Core<R>>, mut rd: Rd, mut wr: Wr, peer: SocketAddr)
+where
+    R: Replicator<TreeStateMachine>,
+    Rd: AsyncRead + Unpin,
+    Wr: AsyncWrite + Unpin + Send + 'static,
+{
     let io = core.options.io_timeout;
     let max = core.options.max_frame_bytes;
-
-    // The opening: a four-letter word, or a ConnectRequest.
-    let first = tokio::select! {
-        () = core.shutdown.cancelled() => return,
-        r = timeout(io, frame::read_prefix(&mut rd)) => match r {
-            Ok(Ok(Some(first))) => first,
-            _ => return,
-        },
-    };
-    let len = match frame::opening(first, max) {
-        Ok(Opening::FourLetter(word)) => {
-            let answer = four_letter::answer(&core, word);
-            let _ = timeout(io, async {
-                wr.write_all(answer.as_bytes()).await?;
-                wr.shutdown().await
-            })
-            .await;
-            return;
-        }
-        Ok(Opening::Frame(len)) => len,
-        Err(e) => {
-            tracing::debug!(%peer, error = %e, "bad opening; closing");
-            return;
-        }
-    };
-    let payload = tokio::select! {
-        () = core.shutdown.cancelled() => return,
-        r = timeout(io, frame::read_payload(&mut rd, len)) => match r {
-            Ok(Ok(payload)) => payload,
-            _ => return,
-        },
-    };
-    // Trailing bytes after the optional readOnly flag are tolerated, as ZooKeeper does.
-    let Ok(connect) = ConnectRequest::decode(&mut Reader::new(&payload)) else {
-        tracing::debug!(%peer, "malformed ConnectRequest; closing");
+    let Some(response) = open(&core, &mut rd, &mut wr, peer).await else {
         return;
     };
-    core.stats.received();
-    let response = tokio::select! {
-        () = core.shutdown.cancelled() => return,
-        r = handshake(&core, &connect) => r,
-    };
-    let response = match response {
-        Ok(Handshake::Attached(r)) => r,
-        Ok(Handshake::Expired) => {
-            let frame = response_frame(&ConnectResponse::expired());
-            let _ = timeout(io, async {
-                wr.write_all(&frame).await?;
-                wr.shutdown().await
-            })
-            .await;
-            core.stats.sent();
-            return;
-        }
-        Ok(Handshake::Behind) | Err(_) => return,
-    };
-
     let session = response.session_id;
     let mut rd = BufReader::new(rd);
     let (tx, rx) = mpsc::channel(core.options.outbound_queue.max(2));
@@ -165,10 +135,76 @@ pub(crate) async fn serve<R: Replicator<TreeStateMachine>>(
     let _ = timeout(io, writer).await;
 }
 
+/// The opening: a four-letter word (answered; `None`), or a ConnectRequest and its
+/// handshake: the attached session's response, or `None` when the connection is done
+/// (refused, expired, malformed, shutting down). Unbuffered: a connection that never
+/// completes a handshake holds no read buffer (see `frame::read_payload`).
+async fn open<R, Rd, Wr>(
+    core: &Core<R>,
+    rd: &mut Rd,
+    wr: &mut Wr,
+    peer: SocketAddr,
+) -> Option<ConnectResponse>
+where
+    R: Replicator<TreeStateMachine>,
+    Rd: AsyncRead + Unpin,
+    Wr: AsyncWrite + Unpin,
+{
+    let io = core.options.io_timeout;
+    let first = tokio::select! {
+        () = core.shutdown.cancelled() => return None,
+        r = timeout(io, frame::read_prefix(rd)) => r.ok()?.ok()??,
+    };
+    let len = match frame::opening(first, core.options.max_frame_bytes) {
+        Ok(Opening::FourLetter(word)) => {
+            let answer = four_letter::answer(core, word);
+            let _ = timeout(io, async {
+                wr.write_all(answer.as_bytes()).await?;
+                wr.shutdown().await
+            })
+            .await;
+            return None;
+        }
+        Ok(Opening::Frame(len)) => len,
+        Err(e) => {
+            tracing::debug!(%peer, error = %e, "bad opening; closing");
+            return None;
+        }
+    };
+    let payload = tokio::select! {
+        () = core.shutdown.cancelled() => return None,
+        r = timeout(io, frame::read_payload(rd, len)) => r.ok()?.ok()?,
+    };
+    // Trailing bytes after the optional readOnly flag are tolerated, as ZooKeeper does.
+    let Ok(connect) = ConnectRequest::decode(&mut Reader::new(&payload)) else {
+        tracing::debug!(%peer, "malformed ConnectRequest; closing");
+        return None;
+    };
+    core.stats.received();
+    let response = tokio::select! {
+        () = core.shutdown.cancelled() => return None,
+        r = handshake(core, &connect) => r,
+    };
+    match response {
+        Ok(Handshake::Attached(r)) => Some(r),
+        Ok(Handshake::Expired) => {
+            let frame = response_frame(&ConnectResponse::expired());
+            let _ = timeout(io, async {
+                wr.write_all(&frame).await?;
+                wr.shutdown().await
+            })
+            .await;
+            core.stats.sent();
+            None
+        }
+        Ok(Handshake::Behind) | Err(_) => None,
+    }
+}
+
 /// Writes queued frames (replies and notifications, each counted as a packet sent),
 /// flushing whenever the queue runs dry.
-async fn write_loop(
-    wr: OwnedWriteHalf,
+async fn write_loop<Wr: AsyncWrite + Unpin>(
+    wr: Wr,
     mut rx: mpsc::Receiver<Vec<u8>>,
     stats: Arc<Stats>,
     shutdown: CancellationToken,

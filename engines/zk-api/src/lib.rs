@@ -26,8 +26,8 @@
 //! Start a member's server with [`serve`] (on a listener, until a shutdown future) or
 //! [`spawn`] (in the background, with a [`ServerHandle`]).
 
-mod client_cap;
 pub mod auth;
+mod client_cap;
 mod conn;
 mod core;
 pub mod four_letter;

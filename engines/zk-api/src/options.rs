@@ -1,6 +1,9 @@
 //! What a server is configured with. `Default` gives ZooKeeper's defaults where it has one.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use coordbench_tls::rustls::ServerConfig;
 
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -36,6 +39,10 @@ pub struct ServeOptions {
     /// (ZooKeeper's `enforce.auth.enabled` with `enforce.auth.schemes=digest`): it is
     /// answered SESSION_CLOSED_REQUIRE_AUTH (-124) and closed.
     pub enforce_auth: bool,
+    /// Serve the client port over TLS only (ZooKeeper's `secureClientPort`): every
+    /// connection handshakes first, within `io_timeout`; four-letter words are answered
+    /// over TLS too.
+    pub tls: Option<Arc<ServerConfig>>,
 }
 
 impl Default for ServeOptions {
@@ -53,6 +60,7 @@ impl Default for ServeOptions {
             io_timeout: Duration::from_secs(30),
             max_client_cnxns: 60,
             enforce_auth: false,
+            tls: None,
         }
     }
 }

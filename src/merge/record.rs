@@ -1,0 +1,134 @@
+//! The merged run's run.json: the whole run's configuration (rebuilt from a shard's command
+//! line without `--shard`, so it is what one process with the same options records), the
+//! shards' environment and cluster, and `shards`: who took part and how far apart they
+//! started.
+
+use std::path::Path;
+use std::time::Duration;
+
+use clap::Parser;
+use serde::Serialize;
+
+use crate::cli::{Cli, Command};
+use crate::config::RunConfig;
+use crate::runner::EndReason;
+
+use super::shards::ShardRun;
+use super::MergeError;
+
+/// run.json `shards` of a merged run.
+#[derive(Debug, Clone, Serialize)]
+pub struct MergeRecord {
+    pub run_id: String,
+    pub count: usize,
+    /// Latest minus earliest shard's window start (each by its own wall clock), ms.
+    pub start_skew_ms: f64,
+    /// lock: how far the shards' clocks may disagree, as the cross-shard check allowed
+    /// (`--clock-uncertainty`, else the start skew, at least 1 ms), ms.
+    pub clock_uncertainty_ms: Option<f64>,
+    pub parts: Vec<MergedShard>,
+}
+
+/// One shard, as the merge saw it.
+#[derive(Debug, Clone, Serialize)]
+pub struct MergedShard {
+    pub index: usize,
+    pub dir: String,
+    pub hostname: Option<String>,
+    pub start: String,
+    pub measure_start_unix_us: Option<u64>,
+    pub start_wait_ms: Option<f64>,
+    pub ops: u64,
+    pub throughput_ops_s: f64,
+    pub complete: bool,
+}
+
+impl MergedShard {
+    pub fn of(shard: &ShardRun) -> Self {
+        let record = shard.shard();
+        let results = shard.results();
+        MergedShard {
+            index: record.index,
+            dir: shard.dir.display().to_string(),
+            hostname: shard.environment.hostname.clone(),
+            start: record.start.clone(),
+            measure_start_unix_us: record.measure_start_unix_us,
+            start_wait_ms: record.start_wait_ms,
+            ops: results.ops,
+            throughput_ops_s: if results.window_s > 0.0 {
+                results.ops as f64 / results.window_s
+            } else {
+                0.0
+            },
+            complete: shard.complete,
+        }
+    }
+}
+
+/// The configuration one process with the shards' options records: a shard's command
+/// line, parsed again without its sharding options.
+pub fn whole_config(shard: &ShardRun) -> Result<RunConfig, MergeError> {
+    let args = &shard.shard().args;
+    let refused = |why: String| {
+        MergeError::Unreadable(format!(
+            "{}: its command line ({}) does not parse: {why}",
+            shard.dir.join("run.json").display(),
+            args.join(" ")
+        ))
+    };
+    let cli =
+        Cli::try_parse_from(args).map_err(|e| refused(crate::app::one_line(&e.to_string())))?;
+    let Command::Run(mut run) = cli.command else {
+        return Err(refused("not a `coordbench run`".into()));
+    };
+    run.sharding.shard = None;
+    run.sharding.run_id = None;
+    run.sharding.rendezvous = false;
+    run.sharding.start_at = None;
+    RunConfig::from_args(&run).map_err(|e| refused(e.to_string()))
+}
+
+/// The run's end: interrupted or failed if any shard was, else completed only if every
+/// shard ran its full window.
+pub fn end_reason(shards: &[ShardRun]) -> (EndReason, &'static str) {
+    let any = |name: &str| shards.iter().any(|s| s.end_reason == name);
+    if any("interrupted") {
+        (EndReason::Interrupted, "interrupted")
+    } else if any("failed") {
+        (EndReason::Completed, "failed")
+    } else if any("ops_reached") {
+        (EndReason::OpsReached, "ops_reached")
+    } else {
+        (EndReason::Completed, "completed")
+    }
+}
+
+/// Copies the one shard's resources.csv that sampled the servers (when one did).
+pub fn copy_resources(shards: &[ShardRun], out: &Path) -> Result<(), MergeError> {
+    if let Some(s) = shards.iter().find(|s| sampled(s)) {
+        let from = s.dir.join("resources.csv");
+        if from.is_file() {
+            std::fs::copy(&from, out.join("resources.csv"))
+                .map_err(|e| MergeError::Write(format!("copying {}: {e}", from.display())))?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether a shard sampled the servers' resources (an attached run records none).
+fn sampled(shard: &ShardRun) -> bool {
+    shard
+        .resources
+        .as_ref()
+        .is_some_and(|r| r.peak_rss_mb.is_some() || r.cpu_s.is_some())
+}
+
+/// The resources of the shard that sampled the servers, if one did.
+pub fn resources(shards: &[ShardRun]) -> Option<crate::resources::ResourceSummary> {
+    shards.iter().find(|s| sampled(s))?.resources.clone()
+}
+
+/// `--clock-uncertainty`, else the start skew, at least 1 ms.
+pub fn clock_uncertainty(given: Option<Duration>, start_skew: Duration) -> Duration {
+    given.unwrap_or_else(|| start_skew.max(Duration::from_millis(1)))
+}
