@@ -46,10 +46,10 @@ pub(crate) use queue::sequence;
 pub(crate) use session::znode_path;
 use session::ZkSession;
 
-/// Passes over the endpoints a connect-time probe makes, within the connect timeout.
-const PROBE_PASSES: u32 = 3;
+/// Passes over the endpoints a new session's connection makes, within the connect timeout.
+const PASSES: u32 = 3;
 /// The pause between two passes.
-const PROBE_PAUSE: Duration = Duration::from_millis(200);
+const PASS_PAUSE: Duration = Duration::from_millis(200);
 
 /// Znodes this driver creates for recipes live under this path.
 pub const ROOT: &str = "/coordbench";
@@ -142,24 +142,15 @@ impl ZkCoordinator {
     /// A session on `cluster` that has answered one request.
     async fn probe(&self, cluster: &str) -> Result<Client, Probed> {
         let credentials = self.access.digest.is_some();
-        let deadline = tokio::time::Instant::now() + self.connect_timeout;
-        let mut passes = 0;
-        let zk = loop {
-            passes += 1;
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            match establish(cluster, left, self.connect_timeout, false, &self.access).await {
-                Ok(zk) => break zk,
-                // One pass over the endpoints failed fast (zookeeper-client gives up after
-                // one): a server still busy after starting, a slow TLS handshake on a
-                // loaded machine. Another pass while the connect timeout lasts.
-                Err(DriverError::Unreachable { .. })
-                    if passes < PROBE_PASSES && !left.is_zero() =>
-                {
-                    tokio::time::sleep(PROBE_PAUSE.min(left)).await;
-                }
-                Err(e) => return Err(Probed::classify(e, credentials)),
-            }
-        };
+        let zk = establish(
+            cluster,
+            self.connect_timeout,
+            self.connect_timeout,
+            false,
+            &self.access,
+        )
+        .await
+        .map_err(|e| Probed::classify(e, credentials))?;
         zk.check_stat("/")
             .await
             .map_err(|e| Probed::classify(map_error(e), credentials))?;
@@ -175,10 +166,10 @@ impl ZkCoordinator {
 }
 
 /// Establishes a new session on `cluster` with `session_timeout`, bounded by
-/// `connect_timeout`, with the run's `access` (addauth first, TLS). A `detached` session
-/// is not closed when its client is dropped: the connection just ends and the server
-/// expires the session (how [`Session::abandon`] works); a plain one is closed when its
-/// client is dropped.
+/// `connect_timeout` (up to [`PASSES`] passes over the endpoints), with the run's `access`
+/// (addauth first, TLS). A `detached` session is not closed when its client is dropped:
+/// the connection just ends and the server expires the session (how [`Session::abandon`]
+/// works); a plain one is closed when its client is dropped.
 pub(super) async fn establish(
     cluster: &str,
     connect_timeout: Duration,
@@ -186,16 +177,32 @@ pub(super) async fn establish(
     detached: bool,
     access: &ZkAccess,
 ) -> Result<Client, DriverError> {
-    let mut connector = Client::connector()
-        .with_session_timeout(session_timeout)
-        .with_fail_eagerly();
-    if detached {
-        connector = connector.with_detached();
+    let deadline = tokio::time::Instant::now() + connect_timeout;
+    let mut passes = 0;
+    loop {
+        passes += 1;
+        let mut connector = Client::connector()
+            .with_session_timeout(session_timeout)
+            .with_fail_eagerly();
+        if detached {
+            connector = connector.with_detached();
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let attempt = tokio::time::timeout(left, access.connect(connector, cluster))
+            .await
+            .map_err(|_| DriverError::Timeout(connect_timeout))?
+            .map_err(map_error);
+        match attempt {
+            // One pass over the endpoints failed fast (zookeeper-client gives up after one
+            // with fail_eagerly): a server still busy after starting, a TLS handshake slow
+            // on a loaded machine. Another pass while the connect timeout lasts, as
+            // ZooKeeper's own clients keep trying their hosts.
+            Err(DriverError::Unreachable { .. }) if passes < PASSES && !left.is_zero() => {
+                tokio::time::sleep(PASS_PAUSE.min(left)).await;
+            }
+            other => return other,
+        }
     }
-    tokio::time::timeout(connect_timeout, access.connect(connector, cluster))
-        .await
-        .map_err(|_| DriverError::Timeout(connect_timeout))?
-        .map_err(map_error)
 }
 
 #[async_trait]
