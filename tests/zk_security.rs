@@ -176,8 +176,22 @@ async fn zab_digest_acl_answers_no_auth_without_credentials() {
     digest_acl_keeps_out_sessions_without_credentials(Target::Zab, 32150).await;
 }
 
-/// Runs `coordbench run ARGS` with `env`; (exit code, stderr).
+/// Runs `coordbench run ARGS` with `env`; (exit code, stderr). A run that could not open
+/// a TLS session to ZooKeeper ("no available hosts", seen now and then on a loaded
+/// machine, see RESULTS.md) is run once more, saying so.
 async fn coordbench_run(args: &[String], env: &[(&str, &str)]) -> (i32, String) {
+    let (code, stderr) = coordbench_run_once(args, env).await;
+    if code != 0 && stderr.contains("no available hosts") && args.iter().any(|a| a == "zookeeper") {
+        eprintln!("retrying once after: {stderr}");
+        if let Some(out) = args.iter().skip_while(|a| *a != "--out").nth(1) {
+            let _ = std::fs::remove_dir_all(out);
+        }
+        return coordbench_run_once(args, env).await;
+    }
+    (code, stderr)
+}
+
+async fn coordbench_run_once(args: &[String], env: &[(&str, &str)]) -> (i32, String) {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_coordbench"));
     command.arg("run").args(args).kill_on_drop(true);
     command.env_remove(coordbench::zk_access::PASSWORD_ENV);
