@@ -27,6 +27,10 @@ if [[ ${1:-} != build ]]; then
     etcd:etcd-server
     etcdctl:etcd-client
     /usr/share/java/zookeeper.jar:zookeeper
+    # The TLS listener (--secure) loads netty-codec and netty-resolver, which Debian's
+    # zookeeper.jar manifest does not name.
+    /usr/share/java/netty-codec.jar:libnetty-java
+    /usr/share/java/netty-resolver.jar:libnetty-java
     java:default-jre-headless
     redis-server:redis-server
     /usr/lib/postgresql:postgresql
