@@ -166,17 +166,10 @@ async fn raft_secure_lock_run_has_no_violations() {
 /// A refused run: exit 2, one line on stderr containing `needle`, within the bound.
 async fn assert_refused(target: Target, args: Vec<String>, env: &[(&str, &str)], needle: &str) {
     let (code, stderr, took) = coordbench_run(&args, env).await;
-    assert_eq!(code, 2, "{}: {stderr}", target.name());
-    let lines: Vec<&str> = stderr.trim().lines().collect();
-    assert_eq!(lines.len(), 1, "one line: {stderr}");
-    assert!(
-        lines[0].contains(needle),
-        "{}: want {needle:?} in {stderr}",
-        target.name()
-    );
+    let line = common::assert_refused_in_one_line(code, &stderr, needle, target.name());
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(took < REFUSAL_BOUND, "{} took {took:?}", target.name());
-    eprintln!("{}: {}", target.name(), lines[0]);
+    eprintln!("{}: {line}", target.name());
 }
 
 /// Attach mode: with the CA, the client certificate (and on etcd the user, its password

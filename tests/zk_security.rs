@@ -330,15 +330,9 @@ async fn attach_authenticates(target: Target, base_port: u16) {
     ] {
         let refused = work.path().join(case.replace(' ', "-"));
         let (code, stderr) = coordbench_run(&lock_run(target, &refused, args), &env).await;
-        assert_eq!(code, 2, "{} {case}: {stderr}", target.name());
-        let lines: Vec<&str> = stderr.trim().lines().collect();
-        assert_eq!(lines.len(), 1, "one line: {stderr}");
-        assert!(
-            lines[0].contains(needle),
-            "{} {case}: {stderr}",
-            target.name()
-        );
-        eprintln!("{} {case}: {}", target.name(), lines[0]);
+        let what = format!("{} {case}", target.name());
+        let line = common::assert_refused_in_one_line(code, &stderr, needle, &what);
+        eprintln!("{what}: {line}");
     }
 }
 

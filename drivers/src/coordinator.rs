@@ -133,6 +133,12 @@ pub trait Coordinator: Send + Sync + 'static {
 
     /// The server's version string, for run.json.
     async fn server_version(&self) -> Result<String, DriverError>;
+
+    /// Whether its sessions read each operation's intended start
+    /// ([`crate::schedule::intended_start`]); the runner sets it only for those that do.
+    fn books_intended_start(&self) -> bool {
+        false
+    }
 }
 
 /// One client's view of the target. Not shared between tasks.

@@ -97,6 +97,11 @@ impl Coordinator for NullCoordinator {
         ApiFamily::Null
     }
 
+    /// The service-time model books requests at their intended start.
+    fn books_intended_start(&self) -> bool {
+        self.shared.service.is_some()
+    }
+
     async fn open_session(
         &self,
         _client: usize,

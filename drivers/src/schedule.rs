@@ -1,6 +1,6 @@
 //! The intended start of the operation a task is running, as the load generator's
 //! open-loop schedule set it (`runner::client_loop` runs every operation inside
-//! [`at_intended_start`]). The null target's service-time model books requests at it, so
+//! [`at_intended_start`] when the coordinator `books_intended_start`). The null target's service-time model books requests at it, so
 //! that the generator's own stalls on a loaded machine do not arrive at its virtual
 //! servers as bursts; real targets never see it.
 

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use coordbench_drivers::{ClientCounters, Coordinator, DriverError, SessionOptions};
 use coordbench_workloads::{Actor, CheckReport, RunClock, Workload, WorkloadError};
-use futures::future::join_all;
+use futures::future::{join_all, Either};
 use tokio_util::sync::CancellationToken;
 
 use crate::shard::{wait_for_start, Part, StartError, StartRule};
@@ -145,6 +145,7 @@ pub async fn run(
                 Schedule {
                     pacer: pacer.clone(),
                     timer: timer.clone(),
+                    book_intended: coordinator.books_intended_start(),
                 },
                 done.clone(),
                 plan.op_timeout,
@@ -270,6 +271,8 @@ struct Schedule {
     pacer: Arc<Pacer>,
     /// Open loop only.
     timer: Option<Arc<PreciseTimer>>,
+    /// Operations run with their intended start in scope (the coordinator reads it).
+    book_intended: bool,
 }
 
 impl Schedule {
@@ -319,7 +322,14 @@ async fn client_loop(
             at_measure_start = Some(actor.counters());
         }
         let result = {
-            let op = coordbench_drivers::schedule::at_intended_start(intended, actor.run_op());
+            // Only a target that reads it pays for the task-local around every poll.
+            let op = match schedule.book_intended {
+                true => Either::Left(coordbench_drivers::schedule::at_intended_start(
+                    intended,
+                    actor.run_op(),
+                )),
+                false => Either::Right(actor.run_op()),
+            };
             let mut op = std::pin::pin!(op);
             // An operation that completes at once (the null target) needs neither a timeout
             // timer nor a registration with the token; the rest are bounded by both.

@@ -443,3 +443,16 @@ pub fn lock_run_args(target: &str, out: &Path, extra: &[&str]) -> Vec<String> {
     args.extend(extra.iter().map(|s| s.to_string()));
     args
 }
+
+/// A refused run: exit 2 and one line on stderr containing `needle` (`what` names the
+/// case in failures). Returns that line.
+pub fn assert_refused_in_one_line(code: i32, stderr: &str, needle: &str, what: &str) -> String {
+    assert_eq!(code, 2, "{what}: {stderr}");
+    let lines: Vec<&str> = stderr.trim().lines().collect();
+    assert_eq!(lines.len(), 1, "{what}: one line: {stderr}");
+    assert!(
+        lines[0].contains(needle),
+        "{what}: want {needle:?} in {stderr}"
+    );
+    lines[0].to_string()
+}
