@@ -53,6 +53,8 @@ fn null_search_finds_the_analytic_capacity_within_five_percent() {
         "1500ms",
         "--warmup",
         "500ms",
+        "--fresh-warmup",
+        "500ms",
         "--confirm-duration",
         "1500ms",
         "--start-rate",
@@ -133,6 +135,8 @@ fn capacity_on_raft_reports_a_max_rate_and_every_window() {
         "1s",
         "--warmup",
         "200ms",
+        "--fresh-warmup",
+        "400ms",
         "--confirm-duration",
         "2s",
         "--start-rate",
@@ -171,6 +175,15 @@ fn capacity_on_raft_reports_a_max_rate_and_every_window() {
         pids.windows(2).all(|w| w[0] == w[1]),
         "one cluster for every window: {pids:?}"
     );
+    // The first window, on the freshly started cluster, warms up for --fresh-warmup.
+    let warmups: Vec<f64> = probes
+        .iter()
+        .map(|p| {
+            let run = common::run_json(&out.join(p["dir"].as_str().unwrap()));
+            run["config"]["warmup_s"].as_f64().unwrap()
+        })
+        .collect();
+    assert_eq!(&warmups[..2], &[0.4, 0.2], "{warmups:?}");
     assert_gone(&[pids[0] as u32]);
     let at_max = &c["at_max_rate"];
     assert!(
@@ -326,4 +339,65 @@ fn bad_objectives_and_options_are_refused_in_one_line() {
         "{stderr}"
     );
     assert!(!dir.path().join("results").exists(), "nothing ran");
+}
+
+/// The capacity report on a hand-made capacity sweep: the max rate per target and the
+/// "what N× the load would need" paragraph, worked out from the planner's own load and keys
+/// (`report --load --keys`) with the cost per key fitted in a hand-made state sweep
+/// (`--state`); a bad load, or a `--state` with nothing to fit, is refused in one line.
+#[test]
+fn the_report_works_out_what_n_times_the_planners_load_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (searches, states) = (dir.path().join("capacity"), dir.path().join("state"));
+    let mut csv = String::from(
+        "target,workload,cluster_size,disk,slo,max_rate_ops_s,limited_by,probes,throughput_ops_s,p99_us,complete\n",
+    );
+    for (target, size, rate) in [("raft", 3, 5000), ("raft", 5, 4000), ("etcd", 3, 2000)] {
+        csv.push_str(&format!(
+            "{target},kv-put,{size},disk,p99<20ms,{rate},target,{rate}:pass,{rate},9000,true\n"
+        ));
+    }
+    std::fs::create_dir_all(&searches).unwrap();
+    std::fs::write(searches.join("summary.csv"), csv).unwrap();
+    // 40 MiB and 600 B per key.
+    let mut csv = String::from(
+        "target,workload,cluster_size,preload_keys,server_peak_rss_mb,throughput_ops_s,complete\n",
+    );
+    for keys in [1_000u64, 10_000, 100_000] {
+        let mb = 40.0 + keys as f64 * 600.0 / (1024.0 * 1024.0);
+        csv.push_str(&format!("raft,kv-get,1,{keys},{mb},500,true\n"));
+    }
+    std::fs::create_dir_all(&states).unwrap();
+    std::fs::write(states.join("summary.csv"), csv).unwrap();
+    let (path, state) = (searches.to_str().unwrap(), states.to_str().unwrap());
+    let argv = [
+        "report", path, "--load", "3000", "--keys", "50000", "--state", state,
+    ];
+    let (status, stderr) = run_coordbench(&argv, dir.path(), Duration::from_secs(60));
+    assert!(status.success(), "{stderr}");
+    let report = std::fs::read_to_string(searches.join("report.md")).unwrap();
+    // 3,000/s on groups that take 5,000/s: 2× needs 2 groups, each member holding the
+    // 50,000 keys (40 MiB + 28.6 MiB); 5× needs 3, each holding 5/3 of them.
+    for line in [
+        "| raft | 3 | disk | p99<20ms | 5000 | target | 9.00 | 1 |",
+        "- raft: R = 3000/s, R_best = 5000/s (60% of one group); 2× → 2 group(s), ≈ 69 MB per member; 5× → 3 group(s), ≈ 88 MB per member; 10× → 6 group(s), ≈ 88 MB per member.",
+        "- etcd: R = 3000/s, R_best = 2000/s (150% of one group); 2× → 3 group(s); 5× → 8 group(s); 10× → 15 group(s); no fitted cost per key (run a state sweep).",
+        "R is the load given (`--load`)",
+    ] {
+        assert!(report.contains(line), "{line}\n{report}");
+    }
+    for (extra, words) in [
+        (["--load", "0"], "must be a number of operations per second"),
+        (
+            ["--state", path],
+            "no cost per key, watcher or session can be fitted",
+        ),
+    ] {
+        let mut argv = vec!["report", path];
+        argv.extend(extra);
+        let (status, stderr) = run_coordbench(&argv, dir.path(), Duration::from_secs(20));
+        assert_eq!(status.code(), Some(2), "{argv:?}: {stderr}");
+        assert!(stderr.contains(words), "{argv:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
 }

@@ -340,8 +340,12 @@ fn a_report_on_a_hand_made_summary_puts_published_figures_beside_ours() {
 #[test]
 fn a_missing_font_or_summary_is_an_error_not_a_panic() {
     let tmp = TempDir::new().unwrap();
-    let err =
-        coordbench::report::write(tmp.path(), Path::new("/nonexistent/font.ttf")).unwrap_err();
+    let err = coordbench::report::write(
+        tmp.path(),
+        Path::new("/nonexistent/font.ttf"),
+        &coordbench::report::Planning::default(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("fonts-dejavu-core"), "{err}");
     let o = Command::new(BIN)
         .arg("report")

@@ -52,6 +52,11 @@ pub struct SearchArgs {
     /// The confirming window at the answer (search windows last --duration).
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub confirm_duration: Duration,
+
+    /// Warm-up of a window on a freshly started cluster (other windows warm up for
+    /// --warmup): a JVM's just-started servers run slow until their code is compiled.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub fresh_warmup: Duration,
 }
 
 /// `coordbench capacity`: the search's options and every `coordbench run` option, with
@@ -105,8 +110,9 @@ fn parse_precision(s: &str) -> Result<f64, String> {
 
 /// Growth factor until the first failed window.
 const GROWTH: f64 = 2.0;
-/// Confirmation windows at most (each failure steps down by the precision).
-const CONFIRMATIONS: usize = 3;
+/// Confirming windows at most: the first, and after it fails, those of the search that
+/// goes on with confirming windows only ([`search`]).
+const CONFIRMATIONS: usize = 6;
 
 pub async fn run(args: CapacityArgs) -> Result<Outcome, UsageError> {
     let unit = check(&args.run)?;
@@ -316,7 +322,10 @@ async fn run_probe(
     (rate, duration, kind): (f64, Duration, &'static str),
     fresh: bool,
 ) -> Result<(Probe, RunRecord), UsageError> {
-    let config = probe::at_rate(s.config, rate, duration);
+    let mut config = probe::at_rate(s.config, rate, duration);
+    if fresh {
+        probe::warm_up_for(&mut config, s.options.fresh_warmup);
+    }
     let name = probe::dir_name(index, rate);
     let dir = app::results_dir(Some(&s.out.join(&name)), &config)?;
     let mut record = cluster.record.clone();

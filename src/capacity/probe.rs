@@ -53,6 +53,14 @@ pub fn at_rate(base: &RunConfig, rate: f64, duration: Duration) -> RunConfig {
     config
 }
 
+/// Makes the window's warm-up at least `warmup`.
+pub fn warm_up_for(config: &mut RunConfig, warmup: Duration) {
+    if warmup > config.plan.warmup {
+        config.plan.warmup = warmup;
+        config.warmup_s = warmup.as_secs_f64();
+    }
+}
+
 /// The window's figures as objectives read them: config-watch's are the notification
 /// latency to the last watcher, every other workload's its operations' latency.
 pub fn figures(record: &RunRecord) -> Figures {

@@ -2,13 +2,14 @@
 //! throughput, one colour per target) from the probes of capacity searches or from an
 //! open-loop rate sweep, with the objective's line and each target's max rate marked; the
 //! max rate at the objective per target and configuration; and what N× the load would
-//! need, computed from those and from the cost per unit of state ([`super::state_cost`]).
+//! need ([`super::planning`]).
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use super::chart::{number, target_color, Line, LineChart, XScale};
-use super::state_cost::{costs, UnitCost};
+use super::planning::{self, Planning};
+use super::state_cost::costs;
 use super::table::Table;
 use crate::capacity::slo::Slo;
 
@@ -207,14 +208,15 @@ pub fn chart(curves: &[Curve]) -> Option<LineChart> {
 
 /// Max rate per target and configuration, and the N× paragraph; empty without a
 /// `max_rate_ops_s` column.
-pub fn section(table: &Table, rows: &[usize]) -> String {
+pub fn section(table: &Table, rows: &[usize], planning: &Planning) -> String {
     if !table.has("max_rate_ops_s") {
         return String::new();
     }
     let mut s = String::from(
         "| point | target | cluster size | disk | objective | max rate | limited by | p99 at it (ms) | windows |\n|---|---|---|---|---|---|---|---|---|\n",
     );
-    for &r in rows {
+    // Searches only: a state sweep's rows in the same table have no objective.
+    for &r in rows.iter().filter(|&&r| table.rows[r].get("slo").is_some()) {
         let row = &table.rows[r];
         let cell = |c: &str| row.get(c).unwrap_or("–").to_string();
         let _ = writeln!(
@@ -234,64 +236,11 @@ pub fn section(table: &Table, rows: &[usize]) -> String {
         );
     }
     s.push('\n');
-    s.push_str(&scaling_paragraph(table, rows, &costs(table, rows)));
-    s
-}
-
-/// Load multiples the paragraph works out.
-const MULTIPLES: [f64; 3] = [2.0, 5.0, 10.0];
-
-/// "What N× the load would need", with the model stated.
-fn scaling_paragraph(table: &Table, rows: &[usize], costs: &[UnitCost]) -> String {
-    let mut s = String::from(
-        "**What N× the load would need.** Model: every write of a Raft or Zab group goes \
-         through its one leader and is replicated to every member, so a group's max rate at \
-         the objective does not grow with members (compare the cluster sizes above); N× \
-         today's rate R needs ⌈N × R / R_best⌉ independent groups (shards), where R_best is \
-         the best max rate measured for the target and R is taken as the max rate of its \
-         first configuration above. Memory per member is linear in the state it holds: \
-         RSS ≈ base + keys × bytes per key + watchers × bytes per watcher + sessions × bytes \
-         per session (the fitted costs), and N× the largest state measured adds N times its \
-         cost.\n\n",
-    );
-    let mut targets: Vec<&str> = rows
-        .iter()
-        .filter_map(|&r| table.rows[r].get("target"))
-        .collect();
-    targets.dedup();
-    for target in targets {
-        let rates: Vec<f64> = rows
-            .iter()
-            .filter(|&&r| table.rows[r].get("target") == Some(target))
-            .filter_map(|&r| table.rows[r].num("max_rate_ops_s"))
-            .collect();
-        let (Some(&today), Some(best)) = (rates.first(), rates.iter().copied().reduce(f64::max))
-        else {
-            continue;
-        };
-        let groups: Vec<String> = MULTIPLES
-            .iter()
-            .map(|n| format!("{n}× → {} group(s)", (n * today / best).ceil()))
-            .collect();
-        let _ = write!(
-            s,
-            "- {target}: R = {}/s, R_best = {}/s: {}",
-            number(today.round()),
-            number(best.round()),
-            groups.join(", ")
-        );
-        for c in costs.iter().filter(|c| c.target == target) {
-            let mb = MULTIPLES[2] * c.largest * c.fit.slope / (1024.0 * 1024.0);
-            let _ = write!(
-                s,
-                "; 10× {} {}s ({}): {:.0} MB more per member",
-                number(c.largest),
-                c.unit,
-                c.workload,
-                mb
-            );
-        }
-        s.push_str(".\n");
-    }
+    s.push_str(&planning::paragraph(
+        table,
+        rows,
+        &costs(table, rows),
+        planning,
+    ));
     s
 }

@@ -19,6 +19,7 @@ pub mod election;
 pub mod failover;
 pub mod font;
 pub mod groups;
+pub mod planning;
 pub mod published;
 pub mod sections;
 pub mod spectrum;
@@ -33,6 +34,7 @@ use crate::sweep::axis::Axis;
 use crate::sweep::spec::HERD_FREE;
 use chart::{target_color, Bar, Line, LineChart};
 use groups::{choose_x, group, mean, spread, waiters_axis, Series, XAxis, XKind};
+pub use planning::Planning;
 use sections::Sections;
 use table::Table;
 
@@ -59,8 +61,12 @@ pub struct Written {
 
 /// `coordbench report DIR`.
 pub fn run(args: &ReportArgs) -> Result<Outcome, UsageError> {
-    let written =
-        write(&args.dir, Path::new(font::DEFAULT_FONT)).map_err(|e| UsageError(e.to_string()))?;
+    let mut planning = args.planning();
+    if let Some(state) = &args.state {
+        planning.costs = state_cost::fitted_in(state).map_err(|e| UsageError(e.to_string()))?;
+    }
+    let written = write(&args.dir, Path::new(font::DEFAULT_FONT), &planning)
+        .map_err(|e| UsageError(e.to_string()))?;
     println!(
         "report: {} and {} ({} chart files)",
         written.markdown.display(),
@@ -71,8 +77,8 @@ pub fn run(args: &ReportArgs) -> Result<Outcome, UsageError> {
 }
 
 /// Writes `dir/charts/*.{svg,png}`, `dir/report.md` and `dir/report.html` from
-/// `dir/summary.csv`.
-pub fn write(dir: &Path, font_file: &Path) -> Result<Written, ReportError> {
+/// `dir/summary.csv`; `planning` holds the planner's figures for the capacity section.
+pub fn write(dir: &Path, font_file: &Path, planning: &Planning) -> Result<Written, ReportError> {
     font::load(font_file)?;
     let mut table = Table::read(&dir.join("summary.csv"))?;
     let meta = read_meta(dir);
@@ -106,7 +112,7 @@ pub fn write(dir: &Path, font_file: &Path) -> Result<Written, ReportError> {
     let mut sections = out.sections;
     sections.section(
         "Capacity at the objective",
-        &capacity::section(&table, &rows),
+        &capacity::section(&table, &rows, planning),
     );
     sections.section(
         "Cost per unit of state",

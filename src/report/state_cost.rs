@@ -4,9 +4,11 @@
 //! beside etcd's published figures; and the server CPU per operation and p99 at each N.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use super::chart::number;
 use super::table::Table;
+use super::ReportError;
 
 /// etcd's published memory costs (etcd docs, "Performance" and the "watch memory"
 /// benchmarks; docs/published-figures.md).
@@ -104,6 +106,23 @@ pub fn costs(table: &Table, rows: &[usize]) -> Vec<UnitCost> {
         }
     }
     out
+}
+
+/// The costs fitted in another sweep's directory (`report --state DIR`); an error when
+/// it has no summary.csv or nothing to fit.
+pub fn fitted_in(dir: &Path) -> Result<Vec<UnitCost>, ReportError> {
+    let table = Table::read(&dir.join("summary.csv"))?;
+    let rows: Vec<usize> = (0..table.rows.len())
+        .filter(|&i| table.rows[i].complete())
+        .collect();
+    let found = costs(&table, &rows);
+    if found.is_empty() {
+        return Err(ReportError::Read(format!(
+            "{}: no cost per key, watcher or session can be fitted there (--state takes a sweep of workloads/state-scaling.toml)",
+            dir.display()
+        )));
+    }
+    Ok(found)
 }
 
 /// etcd's published figure for a unit, as the report writes it.

@@ -116,7 +116,11 @@ pub async fn run(args: SweepArgs) -> Result<Outcome, UsageError> {
 /// code must say.
 pub fn write_report(out: &Path, record: &SweepRecord) -> Result<(), UsageError> {
     let failed = record.points.iter().any(|p| p.status == "failed");
-    match report::write(out, Path::new(report::font::DEFAULT_FONT)) {
+    match report::write(
+        out,
+        Path::new(report::font::DEFAULT_FONT),
+        &report::Planning::default(),
+    ) {
         Ok(written) => {
             println!(
                 "report:  {} and {} ({} chart files, SVG and PNG)",

@@ -171,6 +171,7 @@ struct RawCapacity {
     max_rate: Option<f64>,
     precision: Option<String>,
     confirm_duration: Option<String>,
+    fresh_warmup: Option<String>,
 }
 
 /// Run options a spec may not set in `[options]`, and what to do instead.
@@ -533,6 +534,7 @@ fn search_args(
     for (flag, value) in [
         ("--precision", raw.precision),
         ("--confirm-duration", raw.confirm_duration),
+        ("--fresh-warmup", raw.fresh_warmup),
     ] {
         if let Some(v) = value {
             argv.extend([flag.to_string(), v]);
