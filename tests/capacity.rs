@@ -380,8 +380,9 @@ fn the_report_works_out_what_n_times_the_planners_load_needs() {
     // 50,000 keys (40 MiB + 28.6 MiB); 5× needs 3, each holding 5/3 of them.
     for line in [
         "| raft | 3 | disk | p99<20ms | 5000 | target | 9.00 | 1 |",
-        "- raft: R = 3000/s, R_best = 5000/s (60% of one group); 2× → 2 group(s), ≈ 69 MB per member; 5× → 3 group(s), ≈ 88 MB per member; 10× → 6 group(s), ≈ 88 MB per member.",
-        "- etcd: R = 3000/s, R_best = 2000/s (150% of one group); 2× → 3 group(s); 5× → 8 group(s); 10× → 15 group(s); no fitted cost per key (run a state sweep).",
+        "| raft | 3 | disk | 5000/s | 3000/s | 2 group(s), ≈ 69 MB per member | 3 group(s), ≈ 88 MB per member | 6 group(s), ≈ 88 MB per member |",
+        "| etcd | 3 | disk | 2000/s | 3000/s | 3 group(s) | 8 group(s) | 15 group(s) |",
+        "- etcd: no fitted cost per key (run a state sweep).",
         "R is the load given (`--load`)",
     ] {
         assert!(report.contains(line), "{line}\n{report}");

@@ -103,7 +103,7 @@ impl FromArgMatches for CapacityArgs {
 fn parse_precision(s: &str) -> Result<f64, String> {
     let number = s.strip_suffix('%').unwrap_or(s);
     match number.trim().parse::<f64>() {
-        Ok(p) if p >= 0.1 && p <= 50.0 => Ok(p / 100.0),
+        Ok(p) if (0.1..=50.0).contains(&p) => Ok(p / 100.0),
         _ => Err("must be a percentage between 0.1% and 50%, e.g. 5%".into()),
     }
 }

@@ -240,7 +240,7 @@ mod tests {
             }
         };
         assert_eq!(&rates[..5], &[100.0, 200.0, 400.0, 800.0, 800.0]);
-        assert!(found >= 1500.0 * 0.95 && found <= 1500.0, "{found}");
+        assert!((1500.0 * 0.95..=1500.0).contains(&found), "{found}");
         // A real first failure is believed after its repeat: 3,200 fails twice.
         let mut s = Search::new(plan());
         for r in [100.0, 200.0, 400.0, 800.0, 1600.0] {
@@ -300,7 +300,7 @@ mod tests {
         };
         assert!((first * STEP_DOWN - rates[0]).abs() < 1e-9, "{rates:?}");
         assert!(
-            found <= 118.0 && found >= 118.0 * 0.95,
+            (118.0 * 0.95..=118.0).contains(&found),
             "{found} after {rates:?}"
         );
         assert!(rates.len() < six.confirmations, "{rates:?}");

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use super::chart::number;
 use super::state_cost::UnitCost;
-use super::table::Table;
+use super::table::{Row, Table};
 
 /// The planner's figures for today (`coordbench report --load ...`); all optional.
 #[derive(Debug, Clone, Default)]
@@ -42,15 +42,14 @@ impl Planning {
 pub const MULTIPLES: [f64; 3] = [2.0, 5.0, 10.0];
 
 const MODEL: &str = "**What N× the load would need.** Model: every write of a Raft or Zab \
-group goes through its one leader and is replicated to every member, so a group's max rate \
-at the objective does not grow with members (compare the cluster sizes above); N× today's \
-rate R needs ⌈N × R / R_best⌉ independent groups (shards), where R_best is the best max rate \
-measured for the target. Memory per member is linear in the state it holds: RSS ≈ base + \
-keys × bytes per key + watchers × bytes per watcher + sessions × bytes per session (the \
-fitted costs; base is the smallest fitted base), with the state spread evenly over the \
-groups.";
+group goes through its one leader and is replicated to every member, so adding members does \
+not add write capacity (compare the cluster sizes above); N× today's rate R needs \
+⌈N × R / R_max⌉ independent groups (shards) of a configuration whose max rate at the \
+objective is R_max. Memory per member is linear in the state it holds: RSS ≈ base + keys × \
+bytes per key + watchers × bytes per watcher + sessions × bytes per session (the fitted \
+costs; base is the smallest fitted base), with the state spread evenly over the groups.";
 
-/// The paragraph: the model, then a line per target with a max rate.
+/// The paragraph: the model, a row per configuration searched, then what the state costs.
 pub fn paragraph(table: &Table, rows: &[usize], costs: &[UnitCost], planning: &Planning) -> String {
     let mut s = String::from(MODEL);
     s.push_str(match planning.load {
@@ -60,62 +59,82 @@ pub fn paragraph(table: &Table, rows: &[usize], costs: &[UnitCost], planning: &P
              limit today; give `coordbench report --load` for your own)."
         }
     });
-    s.push_str("\n\n");
+    s.push_str("\n\n| target | cluster size | disk | R_max | R | 2× | 5× | 10× |\n|---|---|---|---|---|---|---|---|\n");
+    let searched: Vec<&Row> = rows
+        .iter()
+        .map(|&r| &table.rows[r])
+        .filter(|row| row.get("slo").is_some() && row.num("max_rate_ops_s").is_some())
+        .collect();
+    let state = planning.state();
+    let mut notes = String::new();
     let mut targets: Vec<&str> = Vec::new();
-    for target in rows.iter().filter_map(|&r| table.rows[r].get("target")) {
-        if !targets.contains(&target) {
-            targets.push(target);
-        }
-    }
-    for target in targets {
-        let rates: Vec<f64> = rows
+    for row in &searched {
+        let target = row.get("target").unwrap_or("?");
+        let first = searched
             .iter()
-            .filter(|&&r| table.rows[r].get("target") == Some(target))
-            .filter_map(|&r| table.rows[r].num("max_rate_ops_s"))
-            .collect();
-        let (Some(&first), Some(best)) = (rates.first(), rates.iter().copied().reduce(f64::max))
-        else {
+            .find(|r| r.get("target") == Some(target))
+            .and_then(|r| r.num("max_rate_ops_s"));
+        let (Some(max), Some(today)) = (row.num("max_rate_ops_s"), planning.load.or(first)) else {
             continue;
         };
-        let today = planning.load.unwrap_or(first);
         let ours: Vec<&UnitCost> = costs
             .iter()
             .chain(&planning.costs)
             .filter(|c| c.target == target)
             .collect();
-        let _ = write!(
+        let cells: Vec<String> = MULTIPLES
+            .iter()
+            .map(|n| {
+                let groups = (n * today / max).ceil().max(1.0);
+                match member_mb(&ours, &state, n / groups) {
+                    Some(mb) => format!("{groups} group(s), ≈ {mb:.0} MB per member"),
+                    None => format!("{groups} group(s)"),
+                }
+            })
+            .collect();
+        let _ = writeln!(
             s,
-            "- {target}: R = {}/s, R_best = {}/s ({:.0}% of one group)",
+            "| {target} | {} | {} | {}/s | {}/s | {} |",
+            row.get("cluster_size").unwrap_or("–"),
+            row.get("disk").unwrap_or("–"),
+            number(max.round()),
             number(today.round()),
-            number(best.round()),
-            100.0 * today / best
+            cells.join(" | ")
         );
-        let state = planning.state();
-        for n in MULTIPLES {
-            let groups = (n * today / best).ceil().max(1.0);
-            let _ = write!(s, "; {n}× → {groups} group(s)");
-            if let Some(mb) = member_mb(&ours, &state, n / groups) {
-                let _ = write!(s, ", ≈ {mb:.0} MB per member");
-            }
+        if !targets.contains(&target) {
+            targets.push(target);
+            notes.push_str(&state_notes(target, &ours, &state));
         }
-        if state.is_empty() {
-            for c in &ours {
-                let mb = MULTIPLES[2] * c.largest * c.fit.slope / (1024.0 * 1024.0);
-                let _ = write!(
-                    s,
-                    "; 10× {} {}s ({}): {mb:.0} MB more per member",
-                    number(c.largest),
-                    c.unit,
-                    c.workload
-                );
-            }
-        }
-        for (unit, _) in state.iter().filter(|(u, _)| cost_of(&ours, u).is_none()) {
-            let _ = write!(s, "; no fitted cost per {unit} (run a state sweep)");
-        }
-        s.push_str(".\n");
+    }
+    if !notes.is_empty() {
+        s.push('\n');
+        s.push_str(&notes);
     }
     s
+}
+
+/// Per target: what 10× the largest state measured adds (without the planner's state), or
+/// which of the planner's units have no fitted cost.
+fn state_notes(target: &str, costs: &[&UnitCost], state: &[(&str, f64)]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if state.is_empty() {
+        for c in costs {
+            let mb = MULTIPLES[2] * c.largest * c.fit.slope / (1024.0 * 1024.0);
+            parts.push(format!(
+                "10× {} {}s ({}): {mb:.0} MB more per member",
+                number(c.largest),
+                c.unit,
+                c.workload
+            ));
+        }
+    }
+    for (unit, _) in state.iter().filter(|(u, _)| cost_of(costs, u).is_none()) {
+        parts.push(format!("no fitted cost per {unit} (run a state sweep)"));
+    }
+    match parts.is_empty() {
+        true => String::new(),
+        false => format!("- {target}: {}.\n", parts.join("; ")),
+    }
 }
 
 /// RSS per member holding `share` times today's `state`: base + Σ count × bytes per unit;
@@ -142,23 +161,20 @@ fn cost_of<'a>(costs: &[&'a UnitCost], unit: &str) -> Option<&'a UnitCost> {
 mod tests {
     use super::*;
     use crate::report::state_cost::Fit;
-    use crate::report::table::Row;
 
     fn table(rows: &[(&str, &str, f64)]) -> Table {
+        let columns = ["target", "cluster_size", "disk", "slo", "max_rate_ops_s"];
         Table {
-            columns: ["target", "cluster_size", "max_rate_ops_s"]
-                .map(String::from)
-                .to_vec(),
+            columns: columns.map(String::from).to_vec(),
             rows: rows
                 .iter()
                 .map(|(target, size, rate)| {
-                    Row([
-                        ("target".to_string(), target.to_string()),
-                        ("cluster_size".to_string(), size.to_string()),
-                        ("max_rate_ops_s".to_string(), rate.to_string()),
-                    ]
-                    .into_iter()
-                    .collect())
+                    let values = [target, size, "disk", "p99<20ms", &rate.to_string()];
+                    Row(columns
+                        .iter()
+                        .zip(values)
+                        .map(|(c, v)| (c.to_string(), v.to_string()))
+                        .collect())
                 })
                 .collect(),
         }
@@ -179,7 +195,7 @@ mod tests {
     }
 
     #[test]
-    fn groups_and_memory_follow_the_given_load_and_state() {
+    fn groups_and_memory_follow_the_given_load_and_state_per_configuration() {
         let t = table(&[
             ("raft", "3", 5000.0),
             ("raft", "5", 4000.0),
@@ -197,22 +213,18 @@ mod tests {
             costs: Vec::new(),
         };
         let p = paragraph(&t, &[0, 1, 2], &costs, &planning);
-        // 3,000/s against a best of 5,000/s: 2× → 2 groups, 5× → 3, 10× → 6. Memory per
+        // 3,000/s on groups that take 5,000/s: 2× → 2 groups, 5× → 3, 10× → 6. Memory per
         // member: 30 MB + share × (10 MB of keys + 1 MB of watchers), share = N / groups.
-        assert!(
-            p.contains("- raft: R = 3000/s, R_best = 5000/s (60% of one group)"),
-            "{p}"
-        );
-        assert!(p.contains("2× → 2 group(s), ≈ 41 MB per member"), "{p}");
-        assert!(p.contains("5× → 3 group(s), ≈ 48 MB per member"), "{p}");
-        assert!(p.contains("10× → 6 group(s), ≈ 48 MB per member"), "{p}");
-        assert!(p.contains("no fitted cost per session"), "{p}");
-        // etcd has no state fits: groups only.
-        assert!(
-            p.contains("- etcd: R = 3000/s, R_best = 2000/s (150% of one group); 2× → 3 group(s); 5× → 8 group(s); 10× → 15 group(s); no fitted cost per key"),
-            "{p}"
-        );
-        assert!(p.contains("R is the load given"), "{p}");
+        for row in [
+            "| raft | 3 | disk | 5000/s | 3000/s | 2 group(s), ≈ 41 MB per member | 3 group(s), ≈ 48 MB per member | 6 group(s), ≈ 48 MB per member |",
+            "| raft | 5 | disk | 4000/s | 3000/s | 2 group(s), ≈ 41 MB per member | 4 group(s), ≈ 44 MB per member | 8 group(s), ≈ 44 MB per member |",
+            "| etcd | 3 | disk | 2000/s | 3000/s | 3 group(s) | 8 group(s) | 15 group(s) |",
+            "- raft: no fitted cost per session (run a state sweep).",
+            "- etcd: no fitted cost per key (run a state sweep); no fitted cost per watcher",
+            "R is the load given",
+        ] {
+            assert!(p.contains(row), "{row}\n{p}");
+        }
     }
 
     #[test]
@@ -229,7 +241,10 @@ mod tests {
         };
         let p = paragraph(&t, &[0], &[], &planning);
         // 20 MiB + 10 MiB of keys at 2× (one group holding twice today's keys: 40 MiB).
-        assert!(p.contains("2× → 1 group(s), ≈ 40 MB per member"), "{p}");
+        assert!(
+            p.contains("| zab | 3 | disk | 4000/s | 2000/s | 1 group(s), ≈ 40 MB per member |"),
+            "{p}"
+        );
         assert!(!p.contains("raft"), "{p}");
     }
 
@@ -238,10 +253,13 @@ mod tests {
         let t = table(&[("zab", "3", 4000.0), ("zab", "5", 8000.0)]);
         let costs = [cost("zab", "key", 30.0, 3.0 * 1024.0 * 1024.0 / 100_000.0)];
         let p = paragraph(&t, &[0, 1], &costs, &Planning::default());
-        assert!(
-            p.contains("- zab: R = 4000/s, R_best = 8000/s (50% of one group); 2× → 1 group(s); 5× → 3 group(s); 10× → 5 group(s); 10× 100k keys (kv-put): 30 MB more per member."),
-            "{p}"
-        );
-        assert!(p.contains("give `coordbench report --load`"), "{p}");
+        for row in [
+            "| zab | 3 | disk | 4000/s | 4000/s | 2 group(s) | 5 group(s) | 10 group(s) |",
+            "| zab | 5 | disk | 8000/s | 4000/s | 1 group(s) | 3 group(s) | 5 group(s) |",
+            "- zab: 10× 100k keys (kv-put): 30 MB more per member.",
+            "give `coordbench report --load`",
+        ] {
+            assert!(p.contains(row), "{row}\n{p}");
+        }
     }
 }
