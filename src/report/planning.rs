@@ -49,8 +49,17 @@ objective is R_max. Memory per member is linear in the state it holds: RSS ≈ b
 bytes per key + watchers × bytes per watcher + sessions × bytes per session (the fitted \
 costs; base is the smallest fitted base), with the state spread evenly over the groups.";
 
-/// The paragraph: the model, a row per configuration searched, then what the state costs.
+/// The paragraph: the model, a row per configuration searched, then what the state costs;
+/// empty when no search found a max rate.
 pub fn paragraph(table: &Table, rows: &[usize], costs: &[UnitCost], planning: &Planning) -> String {
+    let searched: Vec<&Row> = rows
+        .iter()
+        .map(|&r| &table.rows[r])
+        .filter(|row| row.get("slo").is_some() && row.num("max_rate_ops_s").is_some())
+        .collect();
+    if searched.is_empty() {
+        return String::new();
+    }
     let mut s = String::from(MODEL);
     s.push_str(match planning.load {
         Some(_) => " R is the load given (`--load`).",
@@ -60,11 +69,6 @@ pub fn paragraph(table: &Table, rows: &[usize], costs: &[UnitCost], planning: &P
         }
     });
     s.push_str("\n\n| target | cluster size | disk | R_max | R | 2× | 5× | 10× |\n|---|---|---|---|---|---|---|---|\n");
-    let searched: Vec<&Row> = rows
-        .iter()
-        .map(|&r| &table.rows[r])
-        .filter(|row| row.get("slo").is_some() && row.num("max_rate_ops_s").is_some())
-        .collect();
     let state = planning.state();
     let mut notes = String::new();
     let mut targets: Vec<&str> = Vec::new();
@@ -131,10 +135,10 @@ fn state_notes(target: &str, costs: &[&UnitCost], state: &[(&str, f64)]) -> Stri
     for (unit, _) in state.iter().filter(|(u, _)| cost_of(costs, u).is_none()) {
         parts.push(format!("no fitted cost per {unit} (run a state sweep)"));
     }
-    match parts.is_empty() {
-        true => String::new(),
-        false => format!("- {target}: {}.\n", parts.join("; ")),
+    if parts.is_empty() {
+        return String::new();
     }
+    format!("- {target}: {}.\n", parts.join("; "))
 }
 
 /// RSS per member holding `share` times today's `state`: base + Σ count × bytes per unit;
@@ -225,6 +229,13 @@ mod tests {
         ] {
             assert!(p.contains(row), "{row}\n{p}");
         }
+    }
+
+    #[test]
+    fn nothing_to_plan_from_searches_that_found_no_rate() {
+        let mut t = table(&[("zab", "3", 4000.0)]);
+        t.rows[0].0.insert("max_rate_ops_s".into(), String::new());
+        assert_eq!(paragraph(&t, &[0], &[], &Planning::default()), "");
     }
 
     #[test]
