@@ -177,8 +177,9 @@ async fn zab_digest_acl_answers_no_auth_without_credentials() {
 }
 
 /// Runs `coordbench run ARGS` with `env`; (exit code, stderr). A run that could not open
-/// a TLS session to ZooKeeper ("no available hosts", seen now and then on a loaded
-/// machine, see RESULTS.md) is run once more, saying so.
+/// a TLS session to ZooKeeper ("no available hosts": the auth reply overtaking the connect
+/// response on a just-started server, which the driver retries for up to 5 s; RESULTS.md)
+/// is run once more, saying so.
 async fn coordbench_run(args: &[String], env: &[(&str, &str)]) -> (i32, String) {
     let (code, stderr) = coordbench_run_once(args, env).await;
     if code != 0 && stderr.contains("no available hosts") && args.iter().any(|a| a == "zookeeper") {

@@ -47,9 +47,10 @@ pub(crate) use session::znode_path;
 use session::ZkSession;
 
 /// Passes over the endpoints a new session's connection makes, within the connect timeout.
-const PASSES: u32 = 3;
-/// The pause between two passes.
-const PASS_PAUSE: Duration = Duration::from_millis(200);
+const PASSES: u32 = 8;
+/// The pause after the first pass; it doubles after each, up to [`MAX_PASS_PAUSE`].
+const PASS_PAUSE: Duration = Duration::from_millis(100);
+const MAX_PASS_PAUSE: Duration = Duration::from_secs(1);
 
 /// Znodes this driver creates for recipes live under this path.
 pub const ROOT: &str = "/coordbench";
@@ -179,6 +180,7 @@ pub(super) async fn establish(
 ) -> Result<Client, DriverError> {
     let deadline = tokio::time::Instant::now() + connect_timeout;
     let mut passes = 0;
+    let mut pause = PASS_PAUSE;
     loop {
         passes += 1;
         let mut connector = Client::connector()
@@ -195,10 +197,15 @@ pub(super) async fn establish(
         match attempt {
             // One pass over the endpoints failed fast (zookeeper-client gives up after one
             // with fail_eagerly): a server still busy after starting, a TLS handshake slow
-            // on a loaded machine. Another pass while the connect timeout lasts, as
-            // ZooKeeper's own clients keep trying their hosts.
+            // on a loaded machine, or, on ZooKeeper's TLS (Netty) listener, the reply to
+            // the auth packet sent right behind the connect request overtaking the connect
+            // response, which zookeeper-client cannot read ("insufficient buf"; it repeats
+            // for a second or so after a server starts: RESULTS.md). Another pass, after a
+            // growing pause, while the connect timeout lasts, as ZooKeeper's own clients
+            // keep trying their hosts.
             Err(DriverError::Unreachable { .. }) if passes < PASSES && !left.is_zero() => {
-                tokio::time::sleep(PASS_PAUSE.min(left)).await;
+                tokio::time::sleep(pause.min(left)).await;
+                pause = (pause * 2).min(MAX_PASS_PAUSE);
             }
             other => return other,
         }
