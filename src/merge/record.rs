@@ -55,11 +55,7 @@ impl MergedShard {
             measure_start_unix_us: record.measure_start_unix_us,
             start_wait_ms: record.start_wait_ms,
             ops: results.ops,
-            throughput_ops_s: if results.window_s > 0.0 {
-                results.ops as f64 / results.window_s
-            } else {
-                0.0
-            },
+            throughput_ops_s: results.throughput_ops_s,
             complete: shard.complete,
         }
     }

@@ -38,6 +38,7 @@ pub struct ShardRun {
 pub struct ShardResults {
     pub window_s: f64,
     pub ops: u64,
+    pub throughput_ops_s: f64,
     pub schedule_dropped: Option<u64>,
     pub requests: u64,
     pub notifications: u64,

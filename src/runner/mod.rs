@@ -323,12 +323,13 @@ async fn client_loop(
         }
         let result = {
             // Only a target that reads it pays for the task-local around every poll.
-            let op = match schedule.book_intended {
-                true => Either::Left(coordbench_drivers::schedule::at_intended_start(
+            let op = if schedule.book_intended {
+                Either::Left(coordbench_drivers::schedule::at_intended_start(
                     intended,
                     actor.run_op(),
-                )),
-                false => Either::Right(actor.run_op()),
+                ))
+            } else {
+                Either::Right(actor.run_op())
             };
             let mut op = std::pin::pin!(op);
             // An operation that completes at once (the null target) needs neither a timeout
