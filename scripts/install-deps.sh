@@ -32,6 +32,8 @@ if [[ ${1:-} != build ]]; then
     /usr/share/java/netty-codec.jar:libnetty-java
     /usr/share/java/netty-resolver.jar:libnetty-java
     java:default-jre-headless
+    # coordbench install zookeeper: Maven resolves the server's jars from Maven Central.
+    mvn:maven
     redis-server:redis-server
     /usr/lib/postgresql:postgresql
     /usr/lib/python3/dist-packages/yaml:python3-yaml

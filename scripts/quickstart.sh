@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # One command to a first comparison (workloads/quickstart.toml): lock recipes, herd-free
 # against naive, 16 clients on one lock, 3 members. First on the built-in Raft and Zab
-# engines, which need nothing but this build; then on real etcd and ZooKeeper, installed
-# from Debian's packages when missing (sudo when not root), started on 127.0.0.1 and torn
-# down by coordbench. Ends with one report of every target that ran (report.md and
+# engines, which need nothing but this build; then on real etcd and ZooKeeper at current
+# releases (etcd 3.6.16 built from the Go module proxy, ZooKeeper 3.9.5 from Maven Central,
+# by `coordbench install`: about two minutes the first time, cached after), falling back to
+# Debian's packages (etcd 3.4.23, ZooKeeper 3.8.0; installed when missing, sudo when not
+# root) where Go or Maven is missing; started on 127.0.0.1 and torn down by coordbench. Ends with one report of every target that ran (report.md and
 # report.html) and prints where it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +40,11 @@ echo
 
 echo "== 2/2: real etcd and ZooKeeper beside them" >&2
 if scripts/install-deps.sh; then
+  # Current releases when they can be built here; else Debian's, which install-deps brought.
+  if ! ETCD_VERSIONS=3.6.16 ZOOKEEPER_VERSIONS=3.9.5 scripts/install-servers.sh "$bin"; then
+    echo "current releases could not be installed; running Debian's etcd and ZooKeeper" >&2
+  fi
+  "$bin" install --list >&2
   "$bin" sweep workloads/quickstart.toml --out "$out"
   echo
   table "$out/summary.csv"
@@ -48,4 +55,5 @@ fi
 
 echo "notifications_per_release and requests_per_release are the herd effect: about 1 per"
 echo "release herd-free, about one per waiter (15 here) naive. Definitions: RESULTS.md."
+echo "server releases that ran: the server_version column of $out/summary.csv"
 echo "report: $out/report.html (one file, charts inline) and $out/report.md"

@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, then runs every test of the workspace,
 # then executes every notebook on results/reference/ (scripts/test-notebooks.sh).
-# Integration tests start (and stop) their own etcd clusters on 127.0.0.1 from Debian's
-# etcd-server package, so nothing else needs to be running.
+# Integration tests start (and stop) their own clusters on 127.0.0.1, so nothing else needs
+# to be running: etcd 3.6.16 and ZooKeeper 3.9.5 (installed by scripts/install-servers.sh
+# through `coordbench install`, cached under ~/.cache/coordbench/servers) unless a test names
+# another release; tests/server_versions.rs also runs etcd 3.7.3 and Debian's etcd 3.4.23
+# and ZooKeeper 3.8.0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 # A one-shot build gains nothing from incremental caches, which would double target/ on disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+scripts/install-servers.sh
+# The releases a run starts when it names none (coordbench run --server-version).
+export COORDBENCH_ETCD_VERSION="${COORDBENCH_ETCD_VERSION:-3.6.16}"
+export COORDBENCH_ZOOKEEPER_VERSION="${COORDBENCH_ZOOKEEPER_VERSION:-3.9.5}"
 # Every test binary of `cargo test --workspace --all-targets`, two at a time (most wait on
 # servers they start); TEST_JOBS=1 runs them one after another.
 scripts/run_tests.py "$@"

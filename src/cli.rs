@@ -42,6 +42,9 @@ pub enum Command {
     Gate(GateArgs),
     /// Merge the run directories of a sharded run's shards into one run directory.
     Merge(crate::merge::MergeArgs),
+    /// Install a real server at a version (etcd from the Go module proxy, ZooKeeper from
+    /// Maven Central) into the cache, or list what is installed (--list).
+    Install(crate::install::InstallArgs),
     /// Run one member of a built-in engine (what --target raft|zab starts N of).
     #[command(subcommand)]
     Serve(ServeCommand),
@@ -445,12 +448,19 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',')]
     pub endpoints: Vec<String>,
 
-    /// The etcd binary to start (default: etcd on PATH).
-    #[arg(long)]
+    /// etcd, zookeeper: the server release to start, installed by `coordbench install` or
+    /// Debian's (default: $COORDBENCH_ETCD_VERSION or $COORDBENCH_ZOOKEEPER_VERSION, else
+    /// the newest installed; `coordbench install --list` shows them).
+    #[arg(long, value_name = "VERSION", value_parser = parse_server_version)]
+    pub server_version: Option<crate::install::Version>,
+
+    /// The etcd binary to start (default: the installed etcd --server-version picks).
+    #[arg(long, conflicts_with = "server_version")]
     pub etcd_bin: Option<PathBuf>,
 
-    /// The ZooKeeper server classpath to start (default: Debian's /usr/share/java/zookeeper.jar).
-    #[arg(long)]
+    /// The ZooKeeper server classpath to start (default: the installed ZooKeeper
+    /// --server-version picks).
+    #[arg(long, conflicts_with = "server_version")]
     pub zk_classpath: Option<String>,
 
     /// raft, zab: the coordbench binary that runs the members (`serve raft|zab`), e.g. another
@@ -652,4 +662,8 @@ pub(crate) fn parse_rate(s: &str) -> Result<f64, String> {
         Ok(r) if r.is_finite() && r > 0.0 && r <= 10_000_000.0 => Ok(r),
         _ => Err("must be a number of operations per second in (0, 10000000]".into()),
     }
+}
+
+fn parse_server_version(text: &str) -> Result<crate::install::Version, String> {
+    text.parse()
 }

@@ -58,6 +58,9 @@ pub struct RunConfig {
     pub disk: DiskKind,
     /// Non-empty when attached to a cluster the user runs.
     pub endpoints: Vec<String>,
+    /// etcd, zookeeper: the release asked for (`--server-version`); the release that ran is
+    /// the cluster's `version`, where it came from its `source`.
+    pub server_version: Option<String>,
     pub etcd_bin: Option<PathBuf>,
     pub zk_classpath: Option<String>,
     /// raft, zab: the coordbench binary the members ran from (`--engine-bin`); absent: this
@@ -303,6 +306,7 @@ impl RunConfig {
             cluster_size: args.cluster_size(),
             disk: args.disk,
             endpoints: args.endpoints.clone(),
+            server_version: args.server_version.as_ref().map(ToString::to_string),
             etcd_bin: args.etcd_bin.clone(),
             zk_classpath: args.zk_classpath.clone(),
             engine_bin: args.engine_bin.clone(),
@@ -541,8 +545,15 @@ fn validate_binaries(args: &RunArgs) -> Result<(), ConfigError> {
         ));
     }
     if !args.endpoints.is_empty() {
+        if args.server_version.is_some() {
+            return Err(ConfigError(
+                "--server-version picks a server coordbench starts; omit it with --endpoints"
+                    .into(),
+            ));
+        }
         return Ok(());
     }
+    validate_server_version(args)?;
     let found = match (args.target, &args.engine_bin, &args.etcd_bin) {
         (kind, Some(bin), _) if crate::targets::descriptor(kind).engine => {
             provision::raft::resolve_binary(Some(bin)).map(drop)
@@ -551,6 +562,27 @@ fn validate_binaries(args: &RunArgs) -> Result<(), ConfigError> {
         _ => Ok(()),
     };
     found.map_err(|e| ConfigError(e.to_string()))
+}
+
+/// `--server-version` names a release of etcd or ZooKeeper that is installed; refused
+/// before anything starts otherwise, with the install command in the message.
+fn validate_server_version(args: &RunArgs) -> Result<(), ConfigError> {
+    let Some(version) = &args.server_version else {
+        return Ok(());
+    };
+    let kind = match args.target {
+        TargetKind::Etcd => crate::install::ServerKind::Etcd,
+        TargetKind::Zookeeper => crate::install::ServerKind::Zookeeper,
+        other => {
+            return Err(ConfigError(format!(
+                "--server-version applies to --target etcd or zookeeper, not {}",
+                crate::targets::descriptor(other).name
+            )))
+        }
+    };
+    crate::install::choose(kind, Some(version))
+        .map(drop)
+        .map_err(|e| ConfigError(format!("--server-version {version}: {e}")))
 }
 
 /// The client protocol a target speaks.

@@ -23,6 +23,7 @@ pub mod etcd_access;
 pub mod fault;
 pub mod gate;
 pub mod generator;
+pub mod install;
 pub mod merge;
 pub mod netdelay;
 pub mod preload;

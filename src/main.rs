@@ -65,6 +65,7 @@ fn main() -> ExitCode {
             Command::Report(args) => coordbench::report::run(&args),
             Command::Compare(args) => coordbench::compare::run(&args),
             Command::Merge(args) => coordbench::merge::run(&args),
+            Command::Install(args) => coordbench::install::run(args).await,
             Command::Gate(args) => coordbench::gate::run(args).await,
             Command::Simulate(command) => coordbench::simulate::run(&command),
             Command::Serve(ServeCommand::Raft(args)) => coordbench::serve::run_raft(args)

@@ -17,11 +17,12 @@ use super::executable::find_executable;
 use super::process::Launch;
 use super::{ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
 use crate::election_timing::{EffectiveTiming, ElectionTiming};
+use crate::install::{self, ServerKind, Version};
 use crate::netdelay::Ends;
 
 const TARGET: &str = "etcd";
 const INSTALL_HINT: &str =
-    "install Debian's etcd-server package (apt-get install etcd-server) or pass --etcd-bin PATH";
+    "run `coordbench install etcd 3.6.16`, install Debian's etcd-server package (apt-get install etcd-server) or pass --etcd-bin PATH";
 /// Bound on waiting for a leader; a healthy local cluster elects one in a few seconds.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(100);
@@ -33,8 +34,10 @@ const HELP_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone)]
 pub struct EtcdOptions {
-    /// The etcd server binary; `None` means `etcd` on PATH, else /usr/bin/etcd.
+    /// The etcd server binary; `None`: the installation [`install::choose`] picks.
     pub binary: Option<PathBuf>,
+    /// The release to launch (`--server-version`), from coordbench's installs or Debian's.
+    pub version: Option<Version>,
     /// `--heartbeat-interval`: also etcd's Raft tick.
     pub heartbeat_ms: u64,
     /// `--election-timeout`: T of etcd's random timeout in [T, 2T).
@@ -61,6 +64,7 @@ impl Default for EtcdOptions {
     fn default() -> Self {
         EtcdOptions {
             binary: None,
+            version: None,
             heartbeat_ms: 100,
             election_ms: 1000,
             requested: ElectionTiming::default(),
@@ -145,6 +149,27 @@ pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError
     })
 }
 
+/// The etcd a run launches and where it came from (one line for run.json): `--etcd-bin`
+/// when given, else the installation chosen for the version (or the newest installed).
+pub fn resolve_server(
+    explicit: Option<&Path>,
+    version: Option<&Version>,
+) -> Result<(PathBuf, String), ProvisionError> {
+    if explicit.is_some() {
+        let binary = resolve_binary(explicit)?;
+        let source = format!("--etcd-bin {}", binary.display());
+        return Ok((binary, source));
+    }
+    match install::choose(ServerKind::Etcd, version) {
+        Ok(Some(installation)) => Ok((installation.etcd_binary(), installation.source())),
+        Ok(None) => Err(ProvisionError::BinaryNotFound {
+            binary: "etcd (none installed)".into(),
+            hint: INSTALL_HINT.to_string(),
+        }),
+        Err(e) => Err(ProvisionError::Unsupported(e.to_string())),
+    }
+}
+
 /// Flags of the installed etcd that change how it is launched, read from `etcd --help`
 /// (flag sets differ across 3.4/3.5/3.6 and there is no machine-readable list).
 #[derive(Debug, Clone, Copy)]
@@ -207,7 +232,7 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
             opts.heartbeat_ms, opts.election_ms
         )));
     }
-    let binary = resolve_binary(opts.binary.as_deref())?;
+    let (binary, source) = resolve_server(opts.binary.as_deref(), opts.version.as_ref())?;
     let caps = capabilities(&binary).await?;
     // etcd 3.4 has no --unsafe-no-fsync: its nofsync runs on no-op syncs of the
     // sync-delay filesystem instead, as do the emulated kinds with their delay.
@@ -217,7 +242,8 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
     let ports = ports::allocate(spec.base_port, 2 * spec.size)?;
     let root = disk::create_data_root(spec, TARGET)?;
     let root_path = root.path.clone();
-    let info = cluster_info(spec, opts, caps, &binary);
+    let mut info = cluster_info(spec, opts, caps, &binary);
+    info.source = Some(source);
     // From here on, returning early drops `cluster`, which stops the members started so far
     // and removes a tmpfs data root.
     let mut cluster = Cluster::provisioned(info, Some(root), spec);
@@ -375,6 +401,7 @@ fn cluster_info(
         provisioned: true,
         binary: Some(binary.display().to_string()),
         version: None,
+        source: None,
         members: Vec::new(),
         settings,
         election_timing: Some(opts.effective_timing()),

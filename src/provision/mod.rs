@@ -90,6 +90,10 @@ pub struct ClusterInfo {
     pub binary: Option<String>,
     /// Server version as the cluster reports it (e.g. etcd's Status), once known.
     pub version: Option<String>,
+    /// Where the server came from, in one line: `coordbench install`'s provenance (module
+    /// or artifact, toolchain, digest) or the Debian package (started real servers only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     pub members: Vec<MemberInfo>,
     /// Server flags that shape performance (heartbeat, election timeout, ...).
     pub settings: Vec<(String, String)>,
@@ -156,6 +160,7 @@ impl Cluster {
                 provisioned: false,
                 binary: None,
                 version: None,
+                source: None,
                 members,
                 settings: Vec::new(),
                 election_timing: None,

@@ -81,6 +81,7 @@ pub async fn start(spec: &ClusterSpec) -> Result<Cluster, ProvisionError> {
         provisioned: true,
         binary: Some(bin.join("postgres").display().to_string()),
         version: None,
+        source: None,
         members: Vec::new(),
         settings: vec![
             ("replication".into(), "none: one server".into()),

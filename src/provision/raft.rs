@@ -255,6 +255,7 @@ pub(super) async fn launch_members(
         provisioned: true,
         binary: Some(binary.display().to_string()),
         version: None,
+        source: None,
         members: Vec::new(),
         settings: vec![
             ("tick-ms".into(), opts.tick.as_millis().to_string()),

@@ -53,6 +53,7 @@ pub async fn start(spec: &ClusterSpec) -> Result<Cluster, ProvisionError> {
         provisioned: true,
         binary: Some(binary.display().to_string()),
         version: None,
+        source: None,
         members: Vec::new(),
         settings: vec![
             (

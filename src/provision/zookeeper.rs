@@ -16,6 +16,7 @@ use super::process::Launch;
 use super::zookeeper_tls::{self, SecureZk};
 use super::{ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
 use crate::election_timing::{EffectiveTiming, ElectionTiming};
+use crate::install::{self, ServerKind, Version};
 use crate::netdelay::{Ends, Handshake};
 use coordbench_drivers::zookeeper::ZkTls;
 
@@ -27,7 +28,7 @@ const DEBIAN_JAR: &str = "/usr/share/java/zookeeper.jar";
 const DEBIAN_LOG_BINDING: &str = "/usr/share/java/slf4j-simple.jar";
 const MAIN_CLASS: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 const JAR_HINT: &str =
-    "install Debian's zookeeper package (apt-get install zookeeper) or pass --zk-classpath";
+    "run `coordbench install zookeeper 3.9.5`, install Debian's zookeeper package (apt-get install zookeeper) or pass --zk-classpath";
 const JAVA_HINT: &str = "install a Java runtime (apt-get install zookeeper pulls one in)";
 /// Bound on waiting for a leader: JVMs take seconds to start, elections a few ticks more.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -42,8 +43,11 @@ const JVM_ENV: [&str; 4] = [
 
 #[derive(Debug, Clone)]
 pub struct ZkOptions {
-    /// The server's classpath (`a.jar:dir/*`); `None` means Debian's zookeeper package.
+    /// The server's classpath (`a.jar:dir/*`); `None`: the installation
+    /// [`install::choose`] picks (coordbench's or Debian's).
     pub classpath: Option<String>,
+    /// The release to launch (`--server-version`).
+    pub version: Option<Version>,
     /// The java binary; `None` means `java` on PATH, else /usr/bin/java.
     pub java: Option<PathBuf>,
     /// JVM heap of each server (-Xms and -Xmx), MiB.
@@ -62,6 +66,7 @@ impl Default for ZkOptions {
     fn default() -> Self {
         ZkOptions {
             classpath: None,
+            version: None,
             java: None,
             heap_mb: 512,
             enforce_auth: false,
@@ -193,6 +198,31 @@ pub fn resolve_classpath(explicit: Option<&str>) -> Result<String, ProvisionErro
     }
 }
 
+/// The classpath a run launches and where it came from (one line for run.json):
+/// `--zk-classpath` when given, else the installation chosen for the version (or the
+/// newest installed; Debian's classpath is assembled by [`resolve_classpath`]).
+pub fn resolve_server(
+    explicit: Option<&str>,
+    version: Option<&Version>,
+) -> Result<(String, String), ProvisionError> {
+    if explicit.is_some() {
+        let classpath = resolve_classpath(explicit)?;
+        let source = format!("--zk-classpath {classpath}");
+        return Ok((classpath, source));
+    }
+    match install::choose(ServerKind::Zookeeper, version) {
+        Ok(Some(installation)) => {
+            let classpath = match installation.zookeeper_classpath() {
+                Some(classpath) => classpath,
+                None => resolve_classpath(None)?,
+            };
+            Ok((classpath, installation.source()))
+        }
+        Ok(None) => resolve_classpath(None).map(|cp| (cp, "ZooKeeper jar".into())),
+        Err(e) => Err(ProvisionError::Unsupported(e.to_string())),
+    }
+}
+
 /// Finds java: an explicit path, else `java` on PATH, else /usr/bin/java.
 pub fn resolve_java(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError> {
     find_executable(explicit, "java", "/usr/bin/java").map_err(|tried| {
@@ -227,7 +257,7 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
         )));
     }
     let java = resolve_java(opts.java.as_deref())?;
-    let classpath = resolve_classpath(opts.classpath.as_deref())?;
+    let (classpath, source) = resolve_server(opts.classpath.as_deref(), opts.version.as_ref())?;
     let timing = Timing::for_run(spec.ttl, &opts.election_timing);
 
     // Server i listens for clients on ports[3i], for followers on ports[3i+1] and for
@@ -255,6 +285,7 @@ pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, Prov
         provisioned: true,
         binary: Some(format!("{} -cp {classpath}", java.display())),
         version: None,
+        source: Some(source),
         members: Vec::new(),
         settings: vec![
             ("tickTime-ms".into(), timing.tick_ms.to_string()),

@@ -104,10 +104,16 @@ pub fn choose_x(
     };
     let mut others = varying;
     let (axis, column) = others.remove(i);
+    (axis_x(table, rows, axis, column), others)
+}
+
+/// `axis` (held in `column`) as the x axis of `rows`: categories in
+/// [`Axis::category_order`], numbers on their scale.
+pub fn axis_x(table: &Table, rows: &[usize], axis: Axis, column: String) -> XAxis {
     let scale = if axis.is_categorical() {
-        XScale::Categories(distinct(
-            rows.iter().filter_map(|&r| table.rows[r].get(&column)),
-        ))
+        let mut names = distinct(rows.iter().filter_map(|&r| table.rows[r].get(&column)));
+        axis.category_order(&mut names);
+        XScale::Categories(names)
     } else {
         let values: Vec<f64> = rows
             .iter()
@@ -115,12 +121,11 @@ pub fn choose_x(
             .collect();
         XScale::for_values(&values)
     };
-    let x = XAxis {
+    XAxis {
         kind: XKind::Axis(axis, column),
         label: axis.label().into(),
         scale,
-    };
-    (x, others)
+    }
 }
 
 /// The waiters x axis of herd charts (lock runs, one lock or several).
@@ -317,6 +322,22 @@ mod tests {
         let series = group(&t, &all(&t), &x, &others);
         assert_eq!(series.len(), 1);
         assert_eq!(series[0].points.len(), 2);
+    }
+
+    #[test]
+    fn server_versions_go_on_x_in_release_order() {
+        let rows: [&[&str]; 4] = [
+            &["etcd", "3.7.3"],
+            &["etcd", "3.10.0"],
+            &["etcd", "3.4.23"],
+            &["zookeeper", "3.9.5"],
+        ];
+        let t = table(&["target", "server_version"], &rows);
+        let (x, _) = choose_x(&t, &all(&t), None);
+        let XScale::Categories(names) = &x.scale else {
+            panic!("{x:?}");
+        };
+        assert_eq!(names, &["3.4.23", "3.7.3", "3.9.5", "3.10.0"]);
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod sections;
 pub mod spectrum;
 pub mod state_cost;
 pub mod table;
+pub mod versions;
 
 use std::path::{Path, PathBuf};
 
@@ -103,6 +104,9 @@ pub fn write(dir: &Path, font_file: &Path, planning: &Planning) -> Result<Writte
     if !series.is_empty() {
         figure_charts(&mut out, dir, &table, &x, &series)?;
     }
+    for (chart, stem) in versions::charts(&table, &rows, swept.as_deref(), &x.kind) {
+        out.add(&chart, &stem)?;
+    }
     if matches!(x.kind, XKind::Axis(Axis::Clients | Axis::Locks, _)) {
         herd_charts(&mut out, &table, &rows, swept.as_deref())?;
     }
@@ -152,6 +156,19 @@ impl Charts<'_> {
     }
 }
 
+/// The figures every report charts against its x axis: (title, y label, summary.csv
+/// column, scale to the y unit, file stem).
+const MAIN_FIGURES: [(&str, &str, &str, f64, &str); 2] = [
+    (
+        "Throughput",
+        "throughput (ops/s)",
+        "throughput_ops_s",
+        1.0,
+        "throughput",
+    ),
+    ("p99 latency", "p99 latency (ms)", "p99_us", 1e-3, "p99"),
+];
+
 /// Throughput and p99 against x, the percentile spectrum of every point, the per-target
 /// latency CDFs, and the failover CDFs.
 fn figure_charts(
@@ -165,16 +182,7 @@ fn figure_charts(
         XKind::Axis(axis, _) => axis.name().to_string(),
         _ => "target".into(),
     };
-    for (title, y_label, column, scale, stem) in [
-        (
-            "Throughput",
-            "throughput (ops/s)",
-            "throughput_ops_s",
-            1.0,
-            "throughput",
-        ),
-        ("p99 latency", "p99 latency (ms)", "p99_us", 1e-3, "p99"),
-    ] {
+    for (title, y_label, column, scale, stem) in MAIN_FIGURES {
         let title = format!("{title} vs {}", x.label);
         let chart = line_chart(title, x, y_label, series, table, (column, scale));
         out.add(&chart, &format!("{stem}-vs-{axis_stem}"))?;

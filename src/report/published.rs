@@ -329,7 +329,10 @@ mod tests {
         assert!(out.contains("Table 2") && out.contains("Table 1"), "{out}");
         let table2 = &out[out.find("Table 2").unwrap()..];
         // 10 workers on 3 servers: ours 2000 creates/s, 4x our 1 worker; published 2074.
-        assert!(table2.contains("| 10 | 3 | 2074 | 2.67 | 2000 | 4.00 |"), "{table2}");
+        assert!(
+            table2.contains("| 10 | 3 | 2074 | 2.67 | 2000 | 4.00 |"),
+            "{table2}"
+        );
         // Table 1 saw only the plain write.
         let table1 = &out[..out.find("Table 2").unwrap()];
         assert!(

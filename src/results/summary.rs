@@ -117,6 +117,9 @@ pub struct SummaryRow {
     pub generator_saturated: Option<bool>,
     pub generator_saturated_s: Option<f64>,
     pub server_version: String,
+    /// Where a started etcd or ZooKeeper came from (run.json's `cluster.source`):
+    /// `coordbench install`'s provenance or the Debian package.
+    pub server_source: String,
     pub client_lib: String,
     pub complete: bool,
 }
@@ -242,6 +245,11 @@ impl SummaryRow {
             generator_saturated: generator.map(|g| g.generator_saturated),
             generator_saturated_s: generator.map(|g| g.saturated_s),
             server_version: record.server_version.clone().unwrap_or_default(),
+            server_source: record
+                .cluster
+                .as_ref()
+                .and_then(|c| c.source.clone())
+                .unwrap_or_default(),
             client_lib: c.client_lib.clone(),
             complete: record.complete,
         }

@@ -4,6 +4,10 @@
 
 use std::time::Duration;
 
+/// The value of an axis that does not apply to a point's target (`server_version` of
+/// raft): the point runs without the option.
+pub const NOT_APPLICABLE: &str = "-";
+
 /// One swept dimension. The order of [`Axis::ALL`] is the order of the columns in a
 /// sweep's summary.csv and in its point directory names, and the order in which a report
 /// picks its x axis: the workload first (`raft-workload=lock-clients=4`), the server
@@ -26,13 +30,14 @@ pub enum Axis {
     ReadRatio,
     Recipe,
     Secure,
+    ServerVersion,
     EtcdBin,
     ZkClasspath,
     EngineBin,
 }
 
 impl Axis {
-    pub const ALL: [Axis; 18] = [
+    pub const ALL: [Axis; 19] = [
         Axis::Workload,
         Axis::ClusterSize,
         Axis::Ttl,
@@ -48,6 +53,7 @@ impl Axis {
         Axis::ReadRatio,
         Axis::Recipe,
         Axis::Secure,
+        Axis::ServerVersion,
         Axis::EtcdBin,
         Axis::ZkClasspath,
         Axis::EngineBin,
@@ -71,6 +77,7 @@ impl Axis {
             Axis::ReadRatio => "read_ratio",
             Axis::Recipe => "recipe",
             Axis::Secure => "secure",
+            Axis::ServerVersion => "server_version",
             Axis::EtcdBin => "etcd_bin",
             Axis::ZkClasspath => "zk_classpath",
             Axis::EngineBin => "engine_bin",
@@ -90,6 +97,9 @@ impl Axis {
     /// state axis, whose `keys=N`, `watchers=N` and `sessions=N` set `--preload-keys N`,
     /// `--preload-watchers N` or `--preload-sessions N`.
     pub fn args(self, value: &str) -> Result<Vec<String>, String> {
+        if self == Axis::ServerVersion && value == NOT_APPLICABLE {
+            return Ok(Vec::new());
+        }
         if self != Axis::State {
             return Ok(vec![self.flag(), value.to_string()]);
         }
@@ -139,14 +149,16 @@ impl Axis {
             Axis::ReadRatio => "read ratio (kv-mixed: reads per operation)",
             Axis::Recipe => "lock recipe",
             Axis::Secure => "secured cluster (--secure)",
+            Axis::ServerVersion => "server version",
             Axis::EtcdBin => "etcd binary",
             Axis::ZkClasspath => "ZooKeeper classpath",
             Axis::EngineBin => "engine binary (coordbench)",
         }
     }
 
-    /// Workloads, disk kinds, recipes, server binaries and timeout ranges (`150-300`) are
-    /// names, not quantities: charts space them evenly.
+    /// Workloads, disk kinds, recipes, server versions and binaries and timeout ranges
+    /// (`150-300`) are names, not quantities: charts space them evenly (server versions in
+    /// release order, see [`Axis::category_order`]).
     pub fn is_categorical(self) -> bool {
         matches!(
             self,
@@ -156,10 +168,37 @@ impl Axis {
                 | Axis::Disk
                 | Axis::Recipe
                 | Axis::Secure
+                | Axis::ServerVersion
                 | Axis::EtcdBin
                 | Axis::ZkClasspath
                 | Axis::EngineBin
         )
+    }
+
+    /// The order of a categorical axis's values on a chart: releases in release order
+    /// (3.4.23 before 3.10.0), everything else as first seen.
+    pub fn category_order(self, values: &mut [String]) {
+        if self == Axis::ServerVersion {
+            values.sort_by_cached_key(|v| v.parse::<crate::install::Version>().ok());
+        }
+    }
+
+    /// A `server_version` value names a release for every target (`3.6.16`) or for one
+    /// (`etcd@3.6.16`): the release `target` runs for it, or `None` when the value is
+    /// another target's. A target without releases (the engines, redis, postgres) runs
+    /// once, as [`NOT_APPLICABLE`], beside every release of the others.
+    pub fn server_version_for<'v>(
+        value: &'v str,
+        target: &str,
+        has_releases: bool,
+    ) -> Option<&'v str> {
+        if !has_releases {
+            return Some(NOT_APPLICABLE);
+        }
+        match value.split_once('@') {
+            Some((only, version)) => (only == target).then_some(version),
+            None => Some(value),
+        }
     }
 
     /// A value as a number in the unit of [`Axis::label`]: durations (`2s`, or `5ms,1ms` for
@@ -224,6 +263,27 @@ mod tests {
             assert_eq!(axis.numeric("10"), None, "{name}");
         }
         assert_eq!(Axis::ALL[0], Axis::Workload);
+        assert_eq!(Axis::ServerVersion.run_column(), Some("server_version"));
+        let mut versions: Vec<String> = ["3.9.5", "3.10.0", "3.4.23"].map(String::from).to_vec();
+        Axis::ServerVersion.category_order(&mut versions);
+        assert_eq!(versions, ["3.4.23", "3.9.5", "3.10.0"]);
+        assert_eq!(
+            Axis::server_version_for("etcd@3.6.16", "etcd", true),
+            Some("3.6.16")
+        );
+        assert_eq!(
+            Axis::server_version_for("etcd@3.6.16", "zookeeper", true),
+            None
+        );
+        assert_eq!(
+            Axis::server_version_for("3.6.16", "zookeeper", true),
+            Some("3.6.16")
+        );
+        assert_eq!(
+            Axis::server_version_for("etcd@3.6.16", "raft", false),
+            Some(NOT_APPLICABLE)
+        );
+        assert!(Axis::ServerVersion.args(NOT_APPLICABLE).unwrap().is_empty());
         assert_eq!(Axis::Workload.run_column(), Some("workload"));
         for axis in [Axis::EtcdBin, Axis::ZkClasspath, Axis::EngineBin] {
             assert_eq!(axis.run_column(), None, "{}", axis.name());

@@ -69,7 +69,8 @@ pub async fn run(args: SweepArgs) -> Result<Outcome, UsageError> {
     ));
 
     let mut interrupted = false;
-    for (i, point) in points.iter().enumerate() {
+    for i in spec.run_order(&points) {
+        let point = &points[i];
         if record.points[i].status == "skipped" {
             continue;
         }

@@ -11,7 +11,7 @@ use clap::{Parser, ValueEnum};
 
 use crate::cli::{Cli, Command, RunArgs, TargetKind};
 use crate::config::{family_of, RunConfig};
-use crate::sweep::axis::Axis;
+use crate::sweep::axis::{Axis, NOT_APPLICABLE};
 use crate::sweep::spec::{clap_message, split_choice, Location, Spec, SpecError, HERD_FREE};
 
 /// One run of the sweep.
@@ -48,10 +48,17 @@ pub fn points(spec: &Spec, out: &Path) -> Result<Vec<Point>, SpecError> {
         let (target, pinned) = split_choice(entry);
         let kind =
             TargetKind::from_str(target, false).map_err(|m| spec.error_at(target_location, m))?;
-        for combination in spec.combinations() {
+        let has_releases = matches!(kind, TargetKind::Etcd | TargetKind::Zookeeper);
+        let mut planned: Vec<Vec<(Axis, String)>> = Vec::new();
+        'combination: for combination in spec.combinations() {
             let mut axes: Vec<(Axis, String)> = Vec::new();
             for (axis, value) in combination {
                 let value = match (axis, value.as_str()) {
+                    (Axis::ServerVersion, _) => match Axis::server_version_for(&value, target, has_releases) {
+                        Some(version) => version.to_string(),
+                        // `zookeeper@3.9.5` is no point of etcd's.
+                        None => continue 'combination,
+                    },
                     (Axis::Recipe, _) if pinned.is_some() => pinned.unwrap_or_default().to_string(),
                     (Axis::Recipe, HERD_FREE) => family_of(kind)
                         .herd_free_name()
@@ -65,6 +72,13 @@ pub fn points(spec: &Spec, out: &Path) -> Result<Vec<Point>, SpecError> {
                     _ => value,
                 };
                 axes.push((axis, value));
+            }
+            // A target without releases runs once beside all of the others' releases.
+            if axes.iter().any(|(_, v)| v == NOT_APPLICABLE) {
+                if planned.contains(&axes) {
+                    continue;
+                }
+                planned.push(axes.clone());
             }
             let base = dir_name(target, &axes);
             for repeat in 1..=spec.repeats {
@@ -228,7 +242,7 @@ fn blamed<'a>(message: &str, flags: &'a [(String, String, Location)]) -> Option<
 /// `etcd-cluster_size=3-disk=tmpfs`; characters file systems and shells dislike become `_`.
 fn dir_name(target: &str, axes: &[(Axis, String)]) -> String {
     let mut name = target.to_string();
-    for (axis, value) in axes {
+    for (axis, value) in axes.iter().filter(|(_, v)| v != NOT_APPLICABLE) {
         name.push_str(&format!("-{}={value}", axis.name()));
     }
     name.chars()
@@ -274,6 +288,45 @@ mod tests {
         let names: std::collections::BTreeSet<&str> =
             points.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names.len(), points.len());
+    }
+
+    #[test]
+    fn an_interleaved_spec_runs_repeat_by_repeat() {
+        let text = "targets = [\"raft\", \"zab\"]\nworkload = \"lock\"\nrepeats = 2\n";
+        let names = |s: &Spec| {
+            let p = points(s, Path::new("/tmp/sw")).unwrap();
+            s.run_order(&p)
+                .into_iter()
+                .map(|i| p[i].name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(&spec(text)),
+            ["raft-r1", "raft-r2", "zab-r1", "zab-r2"]
+        );
+        let interleaved = spec(&format!("interleave = true\n{text}"));
+        assert_eq!(
+            names(&interleaved),
+            ["raft-r1", "zab-r1", "raft-r2", "zab-r2"]
+        );
+    }
+
+    #[test]
+    fn a_release_not_installed_is_refused_at_its_line_and_other_targets_releases_are_skipped() {
+        let s = spec(
+            "targets = [\"etcd\"]\nworkload = \"kv-put\"\n[axes]\nserver_version = [\"9.9.9\"]\n",
+        );
+        let e = points(&s, Path::new("/tmp/sw")).unwrap_err().to_string();
+        assert!(e.starts_with("t.toml:4: axes.server_version:"), "{e}");
+        assert!(
+            e.contains("run `coordbench install etcd 9.9.9`") && !e.contains('\n'),
+            "{e}"
+        );
+        // Only ZooKeeper's releases: etcd has no point at all.
+        let s = spec(
+            "targets = [\"etcd\"]\nworkload = \"kv-put\"\n[axes]\nserver_version = [\"zookeeper@9.9.9\"]\n",
+        );
+        assert!(points(&s, Path::new("/tmp/sw")).unwrap().is_empty());
     }
 
     #[test]

@@ -83,6 +83,8 @@ pub struct Spec {
     pub repeats: u32,
     /// Where `repeats` was set (line 1 when it was not).
     pub repeats_location: Location,
+    /// `interleave = true`: points run repeat by repeat ([`Spec::run_order`]).
+    pub interleave: bool,
     /// Warm-up, duration and `[options]`: the same for every point.
     pub settings: Vec<Setting>,
     /// In [`Axis::ALL`] order.
@@ -103,6 +105,10 @@ struct RawSpec {
     targets: Values,
     workload: Option<Spanned<String>>,
     repeats: Option<Spanned<u32>>,
+    /// Run repeat by repeat (every point's r1, then every point's r2, ...) rather than point
+    /// by point, so drift on a shared machine lands on every point alike.
+    #[serde(default)]
+    interleave: bool,
     warmup: Option<Spanned<String>>,
     duration: Option<Spanned<String>>,
     #[serde(default)]
@@ -230,6 +236,7 @@ impl Spec {
             mut targets,
             workload,
             mut repeats,
+            interleave,
             mut warmup,
             mut duration,
             mut options,
@@ -362,8 +369,13 @@ impl Spec {
                 let at = ctx.location(value.span(), location.field.clone());
                 let text = scalar_text(value.get_ref()).map_err(|m| ctx.at(&at, m))?;
                 // `herd-free` stands for each target's own herd-free recipe name.
+                // `etcd@3.6.16`: a release of one target, checked as the release it names.
+                let checked = match (axis, text.split_once('@')) {
+                    (Axis::ServerVersion, Some((_, release))) => release,
+                    _ => text.as_str(),
+                };
                 if !(axis == Axis::Recipe && text == HERD_FREE) {
-                    let args = axis.args(&text).map_err(|m| ctx.at(&at, m))?;
+                    let args = axis.args(checked).map_err(|m| ctx.at(&at, m))?;
                     ctx.check(&at, &args)?;
                 }
                 texts.push(text);
@@ -391,6 +403,7 @@ impl Spec {
             workload,
             repeats,
             repeats_location,
+            interleave,
             settings,
             axes: swept,
             capacity,
@@ -456,6 +469,16 @@ impl Spec {
                 .map(|a| a.values.clone())
                 .unwrap_or_default(),
         }
+    }
+
+    /// The order to run `points` (as planned: point-major, repeats last) in: as planned, or
+    /// with `interleave`, every point's first repeat, then every point's second, ...
+    pub fn run_order(&self, points: &[crate::sweep::plan::Point]) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..points.len()).collect();
+        if self.interleave {
+            order.sort_by_key(|&i| (points[i].repeat, i));
+        }
+        order
     }
 
     /// The one-line error for a problem found at `location` after parsing.

@@ -159,6 +159,7 @@ async fn start(
     };
     let options = provision::etcd::EtcdOptions {
         binary: config.etcd_bin.clone(),
+        version: super::server_version(config)?,
         secure,
         ..Default::default()
     }

@@ -333,6 +333,16 @@ fn cluster_spec(config: &RunConfig, work_dir: &Path) -> ClusterSpec {
 }
 
 /// The name clap shows for an enum value (`kv-put`, `etcd`, ...).
+/// The release `--server-version` asked for, parsed back from the run's configuration.
+fn server_version(config: &RunConfig) -> anyhow::Result<Option<crate::install::Version>> {
+    config
+        .server_version
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(anyhow::Error::msg)
+}
+
 pub fn value_name<T: clap::ValueEnum>(value: T) -> String {
     value
         .to_possible_value()

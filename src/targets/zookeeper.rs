@@ -109,6 +109,7 @@ async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<ReadyTar
     } else {
         let options = provision::zookeeper::ZkOptions {
             classpath: config.zk_classpath.clone(),
+            version: super::server_version(config)?,
             enforce_auth: config.secure,
             tls: secure,
             election_timing: config.election_timing,

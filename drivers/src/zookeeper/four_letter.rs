@@ -104,12 +104,31 @@ pub fn field<'a>(reply: &'a str, key: &str) -> Option<&'a str> {
 pub fn version(srvr_reply: &str) -> Option<String> {
     let reported = field(srvr_reply, "Zookeeper version")?;
     let version = reported.split(',').next().unwrap_or(reported).trim();
-    Some(version.split("-${").next().unwrap_or(version).to_string())
+    let version = version.split("-${").next().unwrap_or(version);
+    // Release builds append their git commit ("3.9.5-293c895a8d96..."): the release is
+    // what a person compares; the commit says nothing more once the release is known.
+    let release = match version.split_once('-') {
+        Some((release, commit))
+            if commit.len() >= 7 && commit.bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            release
+        }
+        _ => version,
+    };
+    Some(release.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_release_builds_commit_is_dropped_from_its_version() {
+        let reply = "Zookeeper version: 3.9.5-293c895a8d966a3ecb92872be4a1daf87d725da2, built on 2025-01-01 00:00 UTC\n";
+        assert_eq!(version(reply).as_deref(), Some("3.9.5"));
+        let reply = "Zookeeper version: 3.8.0-${mvngit.commit.id}, built on 2024\n";
+        assert_eq!(version(reply).as_deref(), Some("3.8.0"));
+    }
 
     #[test]
     fn fields_of_a_srvr_reply_are_found_by_key() {
