@@ -403,7 +403,7 @@ async fn etcdctl_reaches_secured(target: Target) {
     let work = TempDir::new().unwrap();
     let (cluster, certs) = start_secured(target, work.path()).await;
     let endpoints = cluster.endpoints().join(",");
-    let mut flags = vec![
+    let flags = vec![
         format!("--cacert={}", certs.ca.display()),
         format!("--cert={}", certs.client_cert.display()),
         format!("--key={}", certs.client_key.display()),
