@@ -6,7 +6,8 @@
 //! and `auth disable`. Every step's outcome (output, or etcdctl's `Error:` line) must be
 //! the same on both. Then, on raft alone: the auth state survives a restart of every member
 //! (it is in the log and the snapshots), and a watch on a key the user cannot read is
-//! refused. Skipped, with a note, where etcdctl or etcd is absent (failing under CI).
+//! refused; through etcd's Rust client, locks, elections, leases and nested txns are
+//! checked too. Skipped, with a note, where etcdctl or etcd is absent (failing under CI).
 
 mod common;
 
@@ -249,5 +250,88 @@ async fn raft_auth_survives_restart_and_refuses_watches() {
         watch.as_ref().err().is_some_and(|e| e.contains("canceled")),
         "{watch:?}"
     );
+    raft.stop();
+}
+
+/// What etcd-client sees of one call: `Ok`, or the status code (its name) and message it
+/// was refused with.
+fn refusal<T>(r: Result<T, etcd_client::Error>) -> Result<(), (String, String)> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(etcd_client::Error::GRpcStatus(s)) => {
+            Err((format!("{:?}", s.code()), s.message().to_string()))
+        }
+        Err(e) => panic!("not a gRPC status: {e}"),
+    }
+}
+
+/// Enforcement beyond plain keys, through etcd's Rust client on a 3-member raft cluster:
+/// the Lock and Election services run as the caller (a lock or a campaign outside the
+/// user's keys is refused), a lease whose keys the user cannot write can be neither
+/// revoked nor attached to, nor its keys listed, and a txn is refused for a nested op.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raft_auth_covers_locks_elections_leases_and_nested_txns() {
+    use etcd_client::{Client, ConnectOptions, Permission, PutOptions, Txn, TxnOp};
+
+    let raft = start_target(TargetKind::Raft, 3).await;
+    let endpoints = raft.endpoints();
+    let connect = |user: Option<(&str, &str)>| {
+        let options = user.map(|(u, p)| ConnectOptions::new().with_user(u, p));
+        Client::connect(endpoints.clone(), options)
+    };
+    let mut admin = connect(None).await.expect("connect");
+    admin.user_add("root", "rootpw", None).await.unwrap();
+    admin.user_grant_role("root", "root").await.unwrap();
+    admin.role_add("app").await.unwrap();
+    let app = Permission::read_write("app/").with_prefix();
+    admin.role_grant_permission("app", app).await.unwrap();
+    admin.user_add("alice", "alicepw", None).await.unwrap();
+    admin.user_grant_role("alice", "app").await.unwrap();
+    admin.auth_enable().await.unwrap();
+    let mut root = connect(Some(("root", "rootpw"))).await.expect("root");
+    let mut alice = connect(Some(("alice", "alicepw"))).await.expect("alice");
+    let denied = Err((
+        "PermissionDenied".to_string(),
+        "etcdserver: permission denied".to_string(),
+    ));
+
+    // Locks and elections: only under alice's prefix.
+    let mine = alice.lease_grant(60, None).await.unwrap().id();
+    let lock = alice
+        .lock("app/lock", Some(etcd_client::LockOptions::new().with_lease(mine)))
+        .await
+        .expect("a lock under app/");
+    alice.unlock(lock.key()).await.expect("unlock");
+    let other = Some(etcd_client::LockOptions::new().with_lease(mine));
+    assert_eq!(refusal(alice.lock("other", other).await), denied);
+    assert_eq!(
+        refusal(alice.campaign("other", "v", mine).await),
+        denied,
+        "campaign"
+    );
+    assert!(alice.campaign("app/elect", "v", mine).await.is_ok());
+
+    // A lease holding a key alice cannot write.
+    let roots = root.lease_grant(60, None).await.unwrap().id();
+    let leased = PutOptions::new().with_lease(roots);
+    root.put("secret", "s", Some(leased.clone())).await.unwrap();
+    assert_eq!(refusal(alice.lease_revoke(roots).await), denied);
+    assert_eq!(refusal(alice.put("app/z", "v", Some(leased)).await), denied);
+    let keys = etcd_client::LeaseTimeToLiveOptions::new().with_keys();
+    assert_eq!(
+        refusal(alice.lease_time_to_live(roots, Some(keys)).await),
+        denied
+    );
+    assert!(alice.lease_revoke(mine).await.is_ok(), "her own lease");
+
+    // A txn whose nested txn writes outside alice's keys is refused whole.
+    let nested = Txn::new().and_then(vec![TxnOp::put("other", "x", None)]);
+    let txn = Txn::new().and_then(vec![
+        TxnOp::put("app/t", "1", None),
+        TxnOp::txn(nested),
+    ]);
+    assert_eq!(refusal(alice.txn(txn).await), denied);
+    let kept = alice.get("app/t", None).await.unwrap();
+    assert!(kept.kvs().is_empty(), "nothing of a refused txn is applied");
     raft.stop();
 }
