@@ -29,7 +29,8 @@ struct Step {
 const ROOT: Option<&str> = Some("root:rootpw");
 const ALICE: Option<&str> = Some("alice:alicepw");
 
-/// The sequence both servers are driven through.
+/// The sequence both servers are driven through (one step a line).
+#[rustfmt::skip]
 const STEPS: &[Step] = &[
     // Auth cannot be enabled without a root user (etcdctl adds the root role itself).
     Step { user: None, args: &["auth", "enable"] },
@@ -41,8 +42,11 @@ const STEPS: &[Step] = &[
     Step { user: None, args: &["role", "grant-permission", "app", "write", "log/a", "log/c"] },
     Step { user: None, args: &["user", "add", "alice", "--new-user-password=alicepw"] },
     Step { user: None, args: &["user", "grant-role", "alice", "app"] },
+    Step { user: None, args: &["user", "add", "nopw", "--no-password"] },
     Step { user: None, args: &["put", "config", "c1"] },
     Step { user: None, args: &["auth", "enable"] },
+    // A user without a password cannot authenticate.
+    Step { user: Some("nopw:x"), args: &["get", "app/x"] },
     Step { user: ALICE, args: &["put", "app/x", "1"] },
     Step { user: ALICE, args: &["get", "app/x"] },
     Step { user: ALICE, args: &["get", "--prefix", "app/"] },
@@ -64,6 +68,11 @@ const STEPS: &[Step] = &[
     // Only root-role users manage auth; root bypasses permissions.
     Step { user: ALICE, args: &["user", "add", "bob", "--new-user-password=b"] },
     Step { user: ALICE, args: &["role", "list"] },
+    // ... but may read their own user and the roles they hold.
+    Step { user: ALICE, args: &["user", "get", "alice"] },
+    Step { user: ALICE, args: &["role", "get", "app"] },
+    Step { user: ALICE, args: &["user", "get", "root"] },
+    Step { user: ALICE, args: &["role", "get", "root"] },
     Step { user: ROOT, args: &["put", "other", "root-was-here"] },
     Step { user: ROOT, args: &["get", "other"] },
     Step { user: ROOT, args: &["user", "get", "alice"] },
@@ -130,8 +139,14 @@ fn check_raft(o: &[Outcome]) {
         );
     };
     refused(None, &["auth", "enable"], "root user does not exist");
-    assert_eq!(outcome_of(o, ALICE, &["put", "app/x", "1"]), &Ok("OK\n".into()));
-    assert_eq!(outcome_of(o, ALICE, &["get", "app/x"]), &Ok("app/x\n1\n".into()));
+    assert_eq!(
+        outcome_of(o, ALICE, &["put", "app/x", "1"]),
+        &Ok("OK\n".into())
+    );
+    assert_eq!(
+        outcome_of(o, ALICE, &["get", "app/x"]),
+        &Ok("app/x\n1\n".into())
+    );
     refused(ALICE, &["put", "other", "1"], "permission denied");
     refused(ALICE, &["put", "config", "c2"], "permission denied");
     refused(ALICE, &["get", "log/b"], "permission denied");
@@ -145,7 +160,11 @@ fn check_raft(o: &[Outcome]) {
         &["get", "app/x"],
         "authentication failed, invalid user ID or password",
     );
-    refused(ALICE, &["user", "add", "bob", "--new-user-password=b"], "permission denied");
+    refused(
+        ALICE,
+        &["user", "add", "bob", "--new-user-password=b"],
+        "permission denied",
+    );
     refused(ROOT, &["user", "delete", "root"], "invalid auth management");
     // A new password: the old one is refused, the new one works.
     let last = STEPS
@@ -184,10 +203,17 @@ async fn etcdctl_auth_on_raft_matches_etcd() {
     let mut differ = Vec::new();
     for ((step, r), e) in STEPS.iter().zip(&on_raft).zip(&on_etcd) {
         if r != e {
-            differ.push(format!("{:?} {:?}:\n  raft {r:?}\n  etcd {e:?}", step.user, step.args));
+            differ.push(format!(
+                "{:?} {:?}:\n  raft {r:?}\n  etcd {e:?}",
+                step.user, step.args
+            ));
         }
     }
-    assert!(differ.is_empty(), "raft and etcd differ:\n{}", differ.join("\n"));
+    assert!(
+        differ.is_empty(),
+        "raft and etcd differ:\n{}",
+        differ.join("\n")
+    );
 }
 
 /// Auth state is replicated state: after every member restarts (the WAL and snapshots
@@ -205,29 +231,44 @@ async fn raft_auth_survives_restart_and_refuses_watches() {
         &["user", "add", "root", "--new-user-password=rootpw"],
         &["user", "grant-role", "root", "root"],
         &["role", "add", "app"],
-        &["role", "grant-permission", "app", "readwrite", "--prefix", "app/"],
+        &[
+            "role",
+            "grant-permission",
+            "app",
+            "readwrite",
+            "--prefix",
+            "app/",
+        ],
         &["user", "add", "alice", "--new-user-password=alicepw"],
         &["user", "grant-role", "alice", "app"],
         &["auth", "enable"],
     ];
     for args in setup {
-        ctl_outcome(&ep, args, None).await.unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        ctl_outcome(&ep, args, None)
+            .await
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
     }
-    raft.cluster.kill_members(&[0, 1, 2]).expect("kill every member");
+    raft.cluster
+        .kill_members(&[0, 1, 2])
+        .expect("kill every member");
     for i in 0..3 {
         raft.cluster.restart_member(i).expect("restart a member");
     }
     let alice = "--user=alice:alicepw";
     // The first write after the restart waits for an elected leader.
-    common::within(Duration::from_secs(30), "a write after the restart", async {
-        loop {
-            match ctl_outcome(&ep, &["put", "app/k", "v", alice], None).await {
-                Ok(out) => break assert_eq!(out, "OK\n"),
-                Err(e) if e.contains("permission denied") => panic!("{e}"),
-                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+    common::within(
+        Duration::from_secs(30),
+        "a write after the restart",
+        async {
+            loop {
+                match ctl_outcome(&ep, &["put", "app/k", "v", alice], None).await {
+                    Ok(out) => break assert_eq!(out, "OK\n"),
+                    Err(e) if e.contains("permission denied") => panic!("{e}"),
+                    Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                }
             }
-        }
-    })
+        },
+    )
     .await;
     assert_eq!(
         ctl_outcome(&ep, &["put", "k", "v", alice], None).await,
@@ -298,7 +339,10 @@ async fn raft_auth_covers_locks_elections_leases_and_nested_txns() {
     // Locks and elections: only under alice's prefix.
     let mine = alice.lease_grant(60, None).await.unwrap().id();
     let lock = alice
-        .lock("app/lock", Some(etcd_client::LockOptions::new().with_lease(mine)))
+        .lock(
+            "app/lock",
+            Some(etcd_client::LockOptions::new().with_lease(mine)),
+        )
         .await
         .expect("a lock under app/");
     alice.unlock(lock.key()).await.expect("unlock");
@@ -326,10 +370,7 @@ async fn raft_auth_covers_locks_elections_leases_and_nested_txns() {
 
     // A txn whose nested txn writes outside alice's keys is refused whole.
     let nested = Txn::new().and_then(vec![TxnOp::put("other", "x", None)]);
-    let txn = Txn::new().and_then(vec![
-        TxnOp::put("app/t", "1", None),
-        TxnOp::txn(nested),
-    ]);
+    let txn = Txn::new().and_then(vec![TxnOp::put("app/t", "1", None), TxnOp::txn(nested)]);
     assert_eq!(refusal(alice.txn(txn).await), denied);
     let kept = alice.get("app/t", None).await.unwrap();
     assert!(kept.kvs().is_empty(), "nothing of a refused txn is applied");

@@ -39,7 +39,6 @@ pub fn command(endpoints: &str, args: &[&str]) -> Command {
     c
 }
 
-
 /// Runs etcdctl to completion, feeding `stdin` if given: `Ok(stdout)` if it exits 0, else
 /// `Err` with its last `Error: ...` line (how etcdctl reports a refused request), or all of
 /// stderr.

@@ -6,7 +6,8 @@
 //! default 10), so the log and snapshots hold hashes only. Authenticate checks the
 //! password against the local hash, then proposes the authentication, whose apply makes
 //! the token `<random>.<log index>` known to every member (see tokens.rs). Gets and lists
-//! are read after a read barrier and need a root-role user while auth is on, as in etcd.
+//! are read after a read barrier and need a root-role user while auth is on, as in etcd,
+//! except that users may get themselves and the roles they hold.
 
 use std::sync::Arc;
 
@@ -15,16 +16,15 @@ use coordbench_kv::{Command, Response as KvResponse};
 use coordbench_node::Replicator;
 use etcd_client::proto::{
     PbAuthDisableRequest, PbAuthDisableResponse, PbAuthEnableRequest, PbAuthEnableResponse,
-    PbAuthRoleAddRequest, PbAuthRoleAddResponse, PbAuthRoleDeleteRequest,
-    PbAuthRoleDeleteResponse, PbAuthRoleGetRequest, PbAuthRoleGetResponse,
-    PbAuthRoleGrantPermissionRequest, PbAuthRoleGrantPermissionResponse, PbAuthRoleListRequest,
-    PbAuthRoleListResponse, PbAuthRoleRevokePermissionRequest, PbAuthRoleRevokePermissionResponse,
-    PbAuthUserAddRequest, PbAuthUserAddResponse, PbAuthUserChangePasswordRequest,
-    PbAuthUserChangePasswordResponse, PbAuthUserDeleteRequest, PbAuthUserDeleteResponse,
-    PbAuthUserGetRequest, PbAuthUserGetResponse, PbAuthUserGrantRoleRequest,
-    PbAuthUserGrantRoleResponse, PbAuthUserListRequest, PbAuthUserListResponse,
-    PbAuthUserRevokeRoleRequest, PbAuthUserRevokeRoleResponse, PbAuthenticateRequest,
-    PbAuthenticateResponse, PbResponseHeader,
+    PbAuthRoleAddRequest, PbAuthRoleAddResponse, PbAuthRoleDeleteRequest, PbAuthRoleDeleteResponse,
+    PbAuthRoleGetRequest, PbAuthRoleGetResponse, PbAuthRoleGrantPermissionRequest,
+    PbAuthRoleGrantPermissionResponse, PbAuthRoleListRequest, PbAuthRoleListResponse,
+    PbAuthRoleRevokePermissionRequest, PbAuthRoleRevokePermissionResponse, PbAuthUserAddRequest,
+    PbAuthUserAddResponse, PbAuthUserChangePasswordRequest, PbAuthUserChangePasswordResponse,
+    PbAuthUserDeleteRequest, PbAuthUserDeleteResponse, PbAuthUserGetRequest, PbAuthUserGetResponse,
+    PbAuthUserGrantRoleRequest, PbAuthUserGrantRoleResponse, PbAuthUserListRequest,
+    PbAuthUserListResponse, PbAuthUserRevokeRoleRequest, PbAuthUserRevokeRoleResponse,
+    PbAuthenticateRequest, PbAuthenticateResponse, PbResponseHeader,
 };
 use etcd_client::PermissionType;
 use rand::distr::{Alphabetic, SampleString};
@@ -79,10 +79,12 @@ impl<R: Replicator<KvStateMachine>> AuthService<R> {
         Ok(Some(self.change(metadata, cmd).await?.0))
     }
 
-    /// Reads the auth state after a read barrier, as a root-role user when auth is on.
+    /// Reads the auth state after a read barrier, as a root-role user when auth is on, or
+    /// as a user for whom `own` holds (the user's own record or role).
     async fn read<T>(
         &self,
         metadata: &MetadataMap,
+        own: impl FnOnce(&AuthStore, &str) -> bool,
         f: impl FnOnce(&AuthStore) -> Result<T, AuthError>,
     ) -> Result<(Option<PbResponseHeader>, T), Status> {
         let who = self.core.caller(metadata).await?;
@@ -94,7 +96,10 @@ impl<R: Replicator<KvStateMachine>> AuthService<R> {
         let (revision, t) = self.core.replicator.read(|sm| {
             let store = sm.store();
             let auth = store.auth();
-            auth.admin_permitted(at_current(&who, store).as_ref())?;
+            let admin = auth.admin_permitted(at_current(&who, store).as_ref());
+            if admin.is_err() && !who.as_ref().is_some_and(|c| own(auth, &c.user)) {
+                admin?;
+            }
             Ok::<_, ApiError>((store.revision(), f(auth)?))
         })?;
         Ok((Some(self.core.stamp().header(revision)), t))
@@ -117,7 +122,7 @@ impl<R: Replicator<KvStateMachine>> AuthService<R> {
                 return Err(AuthError::AuthNotEnabled);
             }
             let user = auth.user(name).ok_or(AuthError::AuthFailed)?;
-            user.password_hash.clone().ok_or(AuthError::AuthFailed)
+            user.password_hash.clone().ok_or(AuthError::NoPasswordUser)
         })?;
         let matches = tokio::task::spawn_blocking(move || bcrypt::verify(password, &hash))
             .await
@@ -152,7 +157,11 @@ impl<R: Replicator<KvStateMachine>> Auth for AuthService<R> {
         req: Request<AuthStatusRequest>,
     ) -> Result<Response<AuthStatusResponse>, Status> {
         let (header, (enabled, auth_revision)) = self
-            .read(req.metadata(), |a| Ok((a.enabled(), a.revision())))
+            .read(
+                req.metadata(),
+                |_, _| false,
+                |a| Ok((a.enabled(), a.revision())),
+            )
             .await?;
         Ok(Response::new(AuthStatusResponse {
             header,
@@ -206,10 +215,14 @@ impl<R: Replicator<KvStateMachine>> Auth for AuthService<R> {
     ) -> Result<Response<PbAuthUserGetResponse>, Status> {
         let name = &req.get_ref().name;
         let (header, roles) = self
-            .read(req.metadata(), |a| {
-                let user = a.user(name).ok_or(AuthError::UserNotFound)?;
-                Ok(user.roles.clone())
-            })
+            .read(
+                req.metadata(),
+                |_, caller| caller == name,
+                |a| {
+                    let user = a.user(name).ok_or(AuthError::UserNotFound)?;
+                    Ok(user.roles.clone())
+                },
+            )
             .await?;
         Ok(Response::new(PbAuthUserGetResponse { header, roles }))
     }
@@ -219,7 +232,7 @@ impl<R: Replicator<KvStateMachine>> Auth for AuthService<R> {
         req: Request<PbAuthUserListRequest>,
     ) -> Result<Response<PbAuthUserListResponse>, Status> {
         let (header, users) = self
-            .read(req.metadata(), |a| Ok(a.user_names()))
+            .read(req.metadata(), |_, _| false, |a| Ok(a.user_names()))
             .await?;
         Ok(Response::new(PbAuthUserListResponse { header, users }))
     }
@@ -295,8 +308,12 @@ impl<R: Replicator<KvStateMachine>> Auth for AuthService<R> {
         req: Request<PbAuthRoleGetRequest>,
     ) -> Result<Response<PbAuthRoleGetResponse>, Status> {
         let name = &req.get_ref().role;
+        let holds = |a: &AuthStore, caller: &str| {
+            a.user(caller)
+                .is_some_and(|u| u.roles.iter().any(|r| r == name))
+        };
         let (header, perms) = self
-            .read(req.metadata(), |a| {
+            .read(req.metadata(), holds, |a| {
                 let role = a.role(name).ok_or(AuthError::RoleNotFound)?;
                 Ok(role.perms.clone())
             })
@@ -317,7 +334,7 @@ impl<R: Replicator<KvStateMachine>> Auth for AuthService<R> {
         req: Request<PbAuthRoleListRequest>,
     ) -> Result<Response<PbAuthRoleListResponse>, Status> {
         let (header, roles) = self
-            .read(req.metadata(), |a| Ok(a.role_names()))
+            .read(req.metadata(), |_, _| false, |a| Ok(a.role_names()))
             .await?;
         Ok(Response::new(PbAuthRoleListResponse { header, roles }))
     }
@@ -338,7 +355,10 @@ impl<R: Replicator<KvStateMachine>> Auth for AuthService<R> {
         req: Request<PbAuthRoleGrantPermissionRequest>,
     ) -> Result<Response<PbAuthRoleGrantPermissionResponse>, Status> {
         let r = req.get_ref();
-        let perm = r.perm.as_ref().ok_or(ApiError::from(AuthError::PermissionNotGiven))?;
+        let perm = r
+            .perm
+            .as_ref()
+            .ok_or(ApiError::from(AuthError::PermissionNotGiven))?;
         let perm_type = PermType::from_proto(perm.perm_type).ok_or_else(|| {
             ApiError::InvalidArgument(format!(
                 "etcdserver: invalid permission type {}",

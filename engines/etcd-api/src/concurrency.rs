@@ -211,20 +211,20 @@ impl<R: Replicator<KvStateMachine>> Core<R> {
             .txn(
                 who,
                 TxnRequest {
-                compare: vec![created_at(&key, 0)],
-                success: vec![
-                    RequestOp::Put(PutRequest {
-                        key: key.clone(),
-                        lease,
-                        ..Default::default()
-                    }),
-                    RequestOp::Range(first_created(&prefix)),
-                ],
-                failure: vec![
-                    RequestOp::Range(get(&key)),
-                    RequestOp::Range(first_created(&prefix)),
-                ],
-            },
+                    compare: vec![created_at(&key, 0)],
+                    success: vec![
+                        RequestOp::Put(PutRequest {
+                            key: key.clone(),
+                            lease,
+                            ..Default::default()
+                        }),
+                        RequestOp::Range(first_created(&prefix)),
+                    ],
+                    failure: vec![
+                        RequestOp::Range(get(&key)),
+                        RequestOp::Range(first_created(&prefix)),
+                    ],
+                },
             )
             .await?;
         let my_rev = if t.succeeded {

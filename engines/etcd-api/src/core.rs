@@ -10,8 +10,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use coordbench_kv::auth::{AuthError, AuthInfo};
 use coordbench_kv::txn;
 use coordbench_kv::{
-    Command, DeleteRangeRequest, DeleteRangeResponse, PutRequest, PutResponse, RangeRequest,
-    KvError, KvStore, RangeResponse, RequestOp, Response, TxnRequest, TxnResponse,
+    Command, DeleteRangeRequest, DeleteRangeResponse, KvError, KvStore, PutRequest, PutResponse,
+    RangeRequest, RangeResponse, RequestOp, Response, TxnRequest, TxnResponse,
 };
 use coordbench_node::{NodeError, Replicator};
 use tokio_util::sync::CancellationToken;

@@ -77,6 +77,7 @@ fn code_of(c: GrpcCode) -> Code {
         GrpcCode::OutOfRange => Code::OutOfRange,
         GrpcCode::PermissionDenied => Code::PermissionDenied,
         GrpcCode::Unauthenticated => Code::Unauthenticated,
+        GrpcCode::Unknown => Code::Unknown,
         GrpcCode::Internal => Code::Internal,
     }
 }

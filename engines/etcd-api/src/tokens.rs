@@ -62,7 +62,8 @@ impl SimpleTokens {
         t.assigned += 1;
         if t.assigned % SWEEP_EVERY == 0 {
             let (now, ttl) = (Instant::now(), t.ttl);
-            t.tokens.retain(|_, h| now.duration_since(h.last_used) < ttl);
+            t.tokens
+                .retain(|_, h| now.duration_since(h.last_used) < ttl);
         }
         let held = Held {
             user,

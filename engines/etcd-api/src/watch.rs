@@ -166,9 +166,10 @@ impl<R: Replicator<KvStateMachine>> Session<R> {
         let (revision, created) = self.core.replicator.read(|sm| {
             let store = sm.store();
             let who = at_current(who, store);
-            let permitted = store
-                .auth()
-                .check(who.as_ref(), Access::Read, &req.key, &req.range_end);
+            let permitted =
+                store
+                    .auth()
+                    .check(who.as_ref(), Access::Read, &req.key, &req.range_end);
             let created = match permitted {
                 Ok(()) => sub.create(store, &req),
                 Err(_) => Created::Refused {

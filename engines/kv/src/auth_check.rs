@@ -29,7 +29,8 @@ impl KvStore {
             return Ok(());
         }
         for c in &t.compare {
-            self.auth.check(caller, Access::Read, &c.key, &c.range_end)?;
+            self.auth
+                .check(caller, Access::Read, &c.key, &c.range_end)?;
         }
         for op in t.success.iter().chain(&t.failure) {
             match op {
@@ -78,7 +79,8 @@ impl KvStore {
         self.auth
             .check(caller, Access::Write, &d.key, &d.range_end)?;
         if d.prev_kv {
-            self.auth.check(caller, Access::Read, &d.key, &d.range_end)?;
+            self.auth
+                .check(caller, Access::Read, &d.key, &d.range_end)?;
         }
         Ok(())
     }

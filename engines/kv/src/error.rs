@@ -74,6 +74,8 @@ pub enum GrpcCode {
     PermissionDenied,
     Unauthenticated,
     Internal,
+    /// What etcd sends for an error that has no gRPC mapping (a plain Go error).
+    Unknown,
 }
 
 impl KvError {

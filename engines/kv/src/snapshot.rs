@@ -162,9 +162,7 @@ fn with_auth(out: Vec<u8>, auth: &AuthStore) -> Vec<u8> {
 }
 
 /// A format's body and the auth section after it, if any (checked).
-fn decode_with_auth<'a, T: Deserialize<'a>>(
-    body: &'a [u8],
-) -> Result<(T, AuthStore), CodecError> {
+fn decode_with_auth<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<(T, AuthStore), CodecError> {
     let (data, rest) =
         postcard::take_from_bytes::<T>(body).map_err(|e| CodecError::Decode(e.to_string()))?;
     if rest.is_empty() {

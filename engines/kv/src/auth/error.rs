@@ -45,6 +45,10 @@ pub enum AuthError {
     /// proposed it retries (clients never see it unless that keeps happening).
     #[error("etcdserver: revision of auth store is old")]
     AuthOldRevision,
+    /// A password given for a user added with `--no-password`. etcd has no gRPC error for
+    /// it, so clients see its plain Go error (code Unknown).
+    #[error("auth: authentication failed, password was given for no password user")]
+    NoPasswordUser,
 }
 
 impl AuthError {
@@ -59,6 +63,7 @@ impl AuthError {
             | AuthError::AuthOldRevision => GrpcCode::InvalidArgument,
             AuthError::PermissionDenied => GrpcCode::PermissionDenied,
             AuthError::InvalidAuthToken => GrpcCode::Unauthenticated,
+            AuthError::NoPasswordUser => GrpcCode::Unknown,
             AuthError::RootUserNotExist
             | AuthError::RootRoleNotExist
             | AuthError::UserAlreadyExist

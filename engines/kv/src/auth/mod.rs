@@ -58,16 +58,44 @@ pub enum AuthCommand {
     Disable,
     /// The password was checked by the proposing member; apply checks that auth is on and
     /// the user still exists, and the token is `<token_prefix>.<log index>`.
-    Authenticate { name: String, token_prefix: String },
-    UserAdd { name: String, password_hash: Option<String> },
-    UserDelete { name: String },
-    UserChangePassword { name: String, password_hash: Option<String> },
-    UserGrantRole { name: String, role: String },
-    UserRevokeRole { name: String, role: String },
-    RoleAdd { name: String },
-    RoleDelete { name: String },
-    RoleGrantPermission { name: String, perm: Permission },
-    RoleRevokePermission { name: String, key: Vec<u8>, range_end: Vec<u8> },
+    Authenticate {
+        name: String,
+        token_prefix: String,
+    },
+    UserAdd {
+        name: String,
+        password_hash: Option<String>,
+    },
+    UserDelete {
+        name: String,
+    },
+    UserChangePassword {
+        name: String,
+        password_hash: Option<String>,
+    },
+    UserGrantRole {
+        name: String,
+        role: String,
+    },
+    UserRevokeRole {
+        name: String,
+        role: String,
+    },
+    RoleAdd {
+        name: String,
+    },
+    RoleDelete {
+        name: String,
+    },
+    RoleGrantPermission {
+        name: String,
+        perm: Permission,
+    },
+    RoleRevokePermission {
+        name: String,
+        key: Vec<u8>,
+        range_end: Vec<u8>,
+    },
 }
 
 impl AuthCommand {
@@ -138,10 +166,14 @@ impl AuthStore {
 
     /// Checks a snapshot's auth state: names match their keys, roles are sorted.
     pub(crate) fn check_invariants(&self) -> Result<(), String> {
-        let users_ok = self.users.iter().all(|(k, u)| {
-            *k == u.name && !k.is_empty() && u.roles.windows(2).all(|w| w[0] < w[1])
-        });
-        let roles_ok = self.roles.iter().all(|(k, r)| *k == r.name && !k.is_empty());
+        let users_ok = self
+            .users
+            .iter()
+            .all(|(k, u)| *k == u.name && !k.is_empty() && u.roles.windows(2).all(|w| w[0] < w[1]));
+        let roles_ok = self
+            .roles
+            .iter()
+            .all(|(k, r)| *k == r.name && !k.is_empty());
         if !users_ok || !roles_ok || self.revision == 0 {
             return Err("auth state with inconsistent users or roles".into());
         }
@@ -154,7 +186,10 @@ impl AuthStore {
             return Ok(());
         }
         let caller = caller.ok_or(AuthError::UserEmpty)?;
-        let user = self.users.get(&caller.user).ok_or(AuthError::UserNotFound)?;
+        let user = self
+            .users
+            .get(&caller.user)
+            .ok_or(AuthError::UserNotFound)?;
         if has_root_role(user) {
             Ok(())
         } else {

@@ -74,7 +74,10 @@ fn denied(r: Result<Response, KvError>, e: AuthError) {
 fn enabled() -> Sm {
     let mut sm = Sm::new();
     sm.auth(None, user_add("root")).unwrap();
-    denied(sm.auth(None, AuthCommand::Enable), AuthError::RootRoleNotExist);
+    denied(
+        sm.auth(None, AuthCommand::Enable),
+        AuthError::RootRoleNotExist,
+    );
     // The root role is granted without being added, as etcd allows.
     sm.auth(None, grant("root", ROOT)).unwrap();
     sm.auth(None, AuthCommand::RoleAdd { name: "r".into() })
@@ -103,7 +106,10 @@ fn enabled() -> Sm {
 #[test]
 fn enable_needs_root_with_the_root_role() {
     let mut sm = Sm::new();
-    denied(sm.auth(None, AuthCommand::Enable), AuthError::RootUserNotExist);
+    denied(
+        sm.auth(None, AuthCommand::Enable),
+        AuthError::RootUserNotExist,
+    );
     let sm = enabled();
     assert!(sm.store.auth().enabled());
     assert_eq!(sm.store.auth().user("root").unwrap().roles, vec!["root"]);
@@ -151,9 +157,7 @@ fn only_root_manages_auth_and_root_is_protected() {
         sm.auth(Some("root"), user_add("bob")),
         AuthError::UserAlreadyExist,
     );
-    let delete_root = AuthCommand::UserDelete {
-        name: ROOT.into(),
-    };
+    let delete_root = AuthCommand::UserDelete { name: ROOT.into() };
     denied(
         sm.auth(Some("root"), delete_root.clone()),
         AuthError::InvalidAuthMgmt,
@@ -178,10 +182,7 @@ fn only_root_manages_auth_and_root_is_protected() {
         name: "bob".into(),
         role: "r".into(),
     };
-    denied(
-        sm.auth(Some("root"), revoke),
-        AuthError::RoleNotGranted,
-    );
+    denied(sm.auth(Some("root"), revoke), AuthError::RoleNotGranted);
     // Deleting a role takes it from its users.
     sm.auth(Some("root"), AuthCommand::RoleDelete { name: "r".into() })
         .unwrap();
