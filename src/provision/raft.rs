@@ -194,12 +194,12 @@ pub(super) fn serve_tls_args(certs: Option<&RunCertificates>) -> Vec<String> {
 /// Starts `spec.size` members. Call from a tokio worker or the main thread (members die with
 /// the thread that spawned them); on any error everything started so far is stopped.
 pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, ProvisionError> {
-    let mut tls_args = serve_tls_args(opts.tls.as_ref());
+    let mut extra_args = serve_tls_args(opts.tls.as_ref());
     if let Some(ttl) = opts.auth_token_ttl {
-        tls_args.push(format!("--auth-token-ttl={}", ttl.as_secs().max(1)));
+        extra_args.push(format!("--auth-token-ttl={}", ttl.as_secs().max(1)));
     }
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
-    let mut cluster = launch_members(spec, opts, TARGET, &tls_args, |addr| {
+    let mut cluster = launch_members(spec, opts, TARGET, &extra_args, |addr| {
         format!("{scheme}://{addr}")
     })
     .await?;
