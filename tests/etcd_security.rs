@@ -366,8 +366,10 @@ async fn raft_secure_run_measures_failover() {
         "3",
         "--disk",
         "tmpfs",
+        // Long enough for a fault and its new leader even when the injector's own
+        // sessions wait for their authentications (a bcrypt check each) on a loaded machine.
         "--duration",
-        "6s",
+        "10s",
         "--warmup",
         "0s",
         "--fault",
