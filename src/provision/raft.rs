@@ -35,7 +35,8 @@ pub struct RaftOptions {
     pub election_ticks_min: u32,
     pub election_ticks_max: u32,
     /// zab: members require digest authentication (`serve zab --enforce-auth`, as
-    /// ZooKeeper's `enforce.auth.enabled`). raft is secured by `tls` instead.
+    /// ZooKeeper's `enforce.auth.enabled`). raft is secured by `tls` and by auth for
+    /// `client`'s user instead.
     pub secure: bool,
     /// The election timing the run asked for (what [`RaftOptions::with_timing`] mapped).
     pub requested: ElectionTiming,
