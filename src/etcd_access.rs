@@ -77,14 +77,11 @@ pub fn resolve(
         if given {
             return Err("--secure generates the run's certificates and user; omit --cacert, --cert, --key and --user (they are for --endpoints)".into());
         }
-        return Ok(secured(target));
+        return Ok(secured());
     }
     let https = scheme_is_https(endpoints)?;
     if given && endpoints.is_empty() {
         return Err("--cacert, --cert, --key and --user are for clusters you run (--endpoints); secure a cluster coordbench starts with --secure".into());
-    }
-    if target == TargetKind::Raft && args.user.is_some() {
-        return Err("the Raft engine has no etcd auth API: omit --user (its members are secured by TLS client certificates: --cacert, --cert, --key)".into());
     }
     let client_tls = tls_args.client_tls()?;
     if tls_args.given() && https == Some(false) {
@@ -113,11 +110,13 @@ pub fn resolve(
     })
 }
 
-/// `--secure`: TLS with a generated CA and client certificate on both targets; etcd also
-/// gets auth with a user whose password is drawn now (the Raft engine has no auth API).
-fn secured(target: TargetKind) -> ResolvedEtcdAccess {
-    let user = (target == TargetKind::Etcd)
-        .then(|| EtcdUser::new(SECURE_USER, crate::zk_access::generated_password()));
+/// `--secure`: TLS with a generated CA and client certificate, and auth with a user whose
+/// password is drawn now, on both targets (etcd and the Raft engine).
+fn secured() -> ResolvedEtcdAccess {
+    let user = Some(EtcdUser::new(
+        SECURE_USER,
+        crate::zk_access::generated_password(),
+    ));
     ResolvedEtcdAccess {
         record: EtcdAccessRecord {
             etcd_tls: true,
@@ -213,19 +212,20 @@ mod tests {
     }
 
     #[test]
-    fn a_user_for_the_raft_engine_is_refused_in_one_line() {
+    fn a_user_for_the_raft_engine_is_taken_as_for_etcd() {
         let args = EtcdAccessArgs {
             user: Some("alice:pw".into()),
         };
         let endpoints = ["https://127.0.0.1:2379".to_string()];
         let none = TlsArgs::default();
-        let err = resolve(&args, &none, TargetKind::Raft, &endpoints, false, None).unwrap_err();
-        assert!(err.contains("omit --user"), "{err}");
-        assert!(resolve(&args, &none, TargetKind::Etcd, &endpoints, false, None).is_ok());
+        for target in [TargetKind::Raft, TargetKind::Etcd] {
+            let r = resolve(&args, &none, target, &endpoints, false, None).unwrap();
+            assert_eq!(r.record.etcd_user.as_deref(), Some("alice"));
+        }
     }
 
     #[test]
-    fn secure_draws_a_user_for_etcd_and_none_for_raft() {
+    fn secure_draws_a_user_per_run_for_etcd_and_raft() {
         let a = resolve(
             &EtcdAccessArgs::default(),
             &TlsArgs::default(),
@@ -256,7 +256,7 @@ mod tests {
         )
         .unwrap();
         assert!(
-            raft.security.user.is_none()
+            raft.record.etcd_user.as_deref() == Some(SECURE_USER)
                 && raft.record.etcd_tls
                 && raft.record.etcd_tls_client_cert
         );

@@ -111,6 +111,16 @@ pub struct ServeArgs {
     /// ssl.clientAuth=need).
     #[arg(long, value_name = "PEM")]
     pub trusted_ca_file: Option<PathBuf>,
+
+    /// raft: seconds a simple auth token lives after its last use (etcd's
+    /// --auth-token-ttl).
+    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    pub auth_token_ttl: u64,
+
+    /// raft: bcrypt's cost for the password hashes of UserAdd and UserChangePassword
+    /// (etcd's --bcrypt-cost; 4 to 31).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(4..=31))]
+    pub bcrypt_cost: u32,
 }
 
 impl ServeArgs {
@@ -235,7 +245,7 @@ async fn bind_clients(addr: SocketAddr) -> anyhow::Result<TcpListener> {
 pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         !args.enforce_auth,
-        "--enforce-auth applies only to serve zab (the raft engine has no auth yet)"
+        "--enforce-auth applies only to serve zab (raft has etcd's auth: enable it through its Auth API, as etcdctl auth enable does)"
     );
     let tls = args.client_tls()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -265,6 +275,8 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
     let stop = crate::signals::stop_on_signals().context("cannot install signal handlers")?;
     let options = ServeOptions {
         tls,
+        auth_token_ttl: Duration::from_secs(args.auth_token_ttl.max(1)),
+        bcrypt_cost: args.bcrypt_cost,
         ..ServeOptions::default()
     };
     let served = serve(listener, handle, members, options, async move {

@@ -1,10 +1,10 @@
 //! etcd API security against real processes: Debian's etcd and `coordbench serve raft`.
-//! `--secure` runs of the lock workload complete without violations (etcd: TLS with client
-//! certificates and auth; raft: TLS with client certificates); attach mode reaches a
-//! secured cluster the test started with `--endpoints https://... --cacert --cert --key`
-//! (and `--user` on etcd), and without the client certificate, with a CA that did not sign
-//! the servers' certificate, or (etcd) without a user, fails in one line with exit 2,
-//! within the connect timeout. Tests that need etcd are skipped without it, but fail when
+//! `--secure` runs of the lock workload complete without violations (on both: TLS with
+//! client certificates and auth for the run's user); attach mode reaches a secured cluster
+//! the test started with `--endpoints https://... --cacert --cert --key --user`, and
+//! without the client certificate, with a CA that did not sign the servers' certificate,
+//! without a user or with a wrong password, fails in one line with exit 2, within the
+//! connect timeout; clients idle past the token TTL re-authenticate. Tests that need etcd are skipped without it, but fail when
 //! `CI` is set.
 
 mod common;
@@ -60,7 +60,7 @@ fn client_tls(certs: &RunCertificates) -> Arc<coordbench_tls::rustls::ClientConf
 }
 
 /// Starts one secured member of `target` on tmpfs on free ports, with certificates in
-/// `work/tls`; etcd with auth and the user alice.
+/// `work/tls`, with auth and the user alice (a short token TTL).
 async fn start_secured(target: Target, work: &Path) -> (Cluster, RunCertificates) {
     let certs = coordbench_tls::generate(&work.join("tls")).unwrap();
     // Free ports: fixed ones in the ephemeral range can be held by another test's
@@ -89,8 +89,9 @@ async fn start_secured(target: Target, work: &Path) -> (Cluster, RunCertificates
                 tls: Some(certs.clone()),
                 client: EtcdSecurity {
                     tls: Some(client_tls(&certs)),
-                    user: None,
+                    user: Some(EtcdUser::new("alice", "s3cret")),
                 },
+                auth_token_ttl: Some(TOKEN_TTL),
                 ..common::raft_options()
             };
             within(BOUND, "starting raft", raft::start(&spec, &options)).await
@@ -138,11 +139,9 @@ async fn secure_lock_run_has_no_violations(target: Target) {
     assert_eq!(config["secure"], true);
     assert_eq!(config["etcd_tls"], true);
     assert_eq!(config["etcd_tls_client_cert"], true);
-    let user = match target {
-        Target::Etcd => serde_json::Value::from("coordbench"),
-        Target::Raft => serde_json::Value::Null,
-    };
-    assert_eq!(config["etcd_user"], user, "{}", target.name());
+    assert_eq!(config["etcd_user"], "coordbench", "{}", target.name());
+    let settings = run["cluster"]["settings"].to_string();
+    assert!(settings.contains("readwrite on every key"), "{settings}");
     let client_url = run["cluster"]["members"][0]["client_url"].as_str().unwrap();
     assert!(client_url.starts_with("https://"), "{client_url}");
     for file in ["ca.pem", "client.pem", "client-key.pem"] {
@@ -172,9 +171,9 @@ async fn assert_refused(target: Target, args: Vec<String>, env: &[(&str, &str)],
     eprintln!("{}: {line}", target.name());
 }
 
-/// Attach mode: with the CA, the client certificate (and on etcd the user, its password
-/// from the environment) a run completes; without the certificate, with another CA, or
-/// (etcd) without the user it is refused in one line.
+/// Attach mode: with the CA, the client certificate and the user (its password from the
+/// environment) a run completes; without the certificate, with another CA, without the
+/// user or with a wrong password it is refused in one line.
 async fn attach_with_tls(target: Target) {
     if !target.available() {
         return;
@@ -198,9 +197,7 @@ async fn attach_with_tls(target: Target) {
         "--key",
         &key,
     ];
-    if target == Target::Etcd {
-        attach.extend(["--user", "alice"]);
-    }
+    attach.extend(["--user", "alice"]);
     let env = [(coordbench::etcd_access::PASSWORD_ENV, "s3cret")];
     let out = work.path().join("attached");
     let (code, stderr, _) = coordbench_run(&lock_run(target, &out, &attach), &env).await;
@@ -210,9 +207,7 @@ async fn attach_with_tls(target: Target) {
     assert_eq!(run["config"]["etcd_tls_ca"], true);
     let text = std::fs::read_to_string(out.join("run.json")).unwrap();
     assert!(!text.contains("s3cret"), "run.json holds no password");
-    if target == Target::Etcd {
-        assert_eq!(run["config"]["etcd_user"], "alice");
-    }
+    assert_eq!(run["config"]["etcd_user"], "alice");
 
     let dir = |name: &str| work.path().join(name);
     // A lab's shortcut: no CA, any server certificate accepted (the client certificate
@@ -226,9 +221,7 @@ async fn attach_with_tls(target: Target) {
         "--key",
         &key,
     ];
-    if target == Target::Etcd {
-        unverified.extend(["--user", "alice"]);
-    }
+    unverified.extend(["--user", "alice"]);
     let (code, stderr, _) =
         coordbench_run(&lock_run(target, &dir("unverified"), &unverified), &env).await;
     assert_eq!(code, 0, "{}: {stderr}", target.name());
@@ -266,7 +259,7 @@ async fn attach_with_tls(target: Target) {
     )
     .await;
 
-    if target == Target::Etcd {
+    {
         let no_user = [
             "--endpoints",
             &endpoints,
@@ -300,15 +293,14 @@ async fn etcd_attach_mode_uses_tls_and_auth() {
     attach_with_tls(Target::Etcd).await;
 }
 
-/// A client idle past etcd's token TTL has its token refused ("invalid auth token") and
+/// A client idle past the token TTL has its token refused ("invalid auth token") and
 /// re-authenticates once, transparently, as a long run's clients must.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn etcd_clients_renew_expired_tokens() {
-    if !Target::Etcd.available() {
+async fn clients_renew_expired_tokens(target: Target) {
+    if !target.available() {
         return;
     }
     let work = TempDir::new().unwrap();
-    let (cluster, certs) = start_secured(Target::Etcd, work.path()).await;
+    let (cluster, certs) = start_secured(target, work.path()).await;
     let alice = EtcdSecurity {
         tls: Some(client_tls(&certs)),
         user: Some(EtcdUser::new("alice", "s3cret")),
@@ -342,7 +334,17 @@ async fn etcd_clients_renew_expired_tokens() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn raft_attach_mode_uses_tls() {
+async fn etcd_clients_renew_expired_tokens() {
+    clients_renew_expired_tokens(Target::Etcd).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raft_clients_renew_expired_tokens() {
+    clients_renew_expired_tokens(Target::Raft).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raft_attach_mode_uses_tls_and_auth() {
     attach_with_tls(Target::Raft).await;
 }
 
@@ -364,8 +366,10 @@ async fn raft_secure_run_measures_failover() {
         "3",
         "--disk",
         "tmpfs",
+        // Long enough for a fault and its new leader even when the injector's own
+        // sessions wait for their authentications (a bcrypt check each) on a loaded machine.
         "--duration",
-        "6s",
+        "10s",
         "--warmup",
         "0s",
         "--fault",
@@ -392,7 +396,7 @@ async fn raft_secure_run_measures_failover() {
 }
 
 /// etcd's own Go client, etcdctl 3.4, against the secured clusters with the run's
-/// certificates (and on etcd the user): raft's rustls listener with client certificates
+/// certificates and the user: raft's rustls listener with client certificates
 /// and ALPN, and its `:authority` rewriter under TLS (`endpoint status`).
 async fn etcdctl_reaches_secured(target: Target) {
     if !target.available() || !common::etcdctl::present() {
@@ -401,14 +405,12 @@ async fn etcdctl_reaches_secured(target: Target) {
     let work = TempDir::new().unwrap();
     let (cluster, certs) = start_secured(target, work.path()).await;
     let endpoints = cluster.endpoints().join(",");
-    let mut flags = vec![
+    let flags = vec![
         format!("--cacert={}", certs.ca.display()),
         format!("--cert={}", certs.client_cert.display()),
         format!("--key={}", certs.client_key.display()),
+        "--user=alice:s3cret".into(),
     ];
-    if target == Target::Etcd {
-        flags.push("--user=alice:s3cret".into());
-    }
     ctl(&endpoints, &["put", "/etcdctl/k", "v"], &flags).await;
     let value = ctl(
         &endpoints,

@@ -37,7 +37,7 @@ pub struct MemberView {
 /// Asks one member who leads.
 pub enum Asker {
     /// etcd's Status through a client of this member alone (connected when first needed,
-    /// with the run's TLS and user).
+    /// with the run's TLS; Status needs no user).
     Etcd {
         endpoint: String,
         security: EtcdSecurity,
@@ -128,7 +128,14 @@ async fn connect(endpoint: &str, security: &EtcdSecurity) -> Option<Client> {
     // A short timeout: a killed member must cost a poll milliseconds, not seconds. The
     // transport redials by itself once the member is back.
     let endpoints = [endpoint.to_string()];
-    connect_client(&endpoints, security, Duration::from_millis(500))
+    // Status needs no token (on etcd and the Raft engine alike): TLS only, so a (re)connect
+    // does not wait for an authentication, whose bcrypt check alone can outlast a poll's
+    // answer bound on a loaded machine.
+    let tls_only = EtcdSecurity {
+        tls: security.tls.clone(),
+        user: None,
+    };
+    connect_client(&endpoints, &tls_only, Duration::from_millis(500))
         .await
         .ok()
 }

@@ -356,14 +356,11 @@ pub async fn start(spec: &ClusterSpec, opts: &EtcdOptions) -> Result<Cluster, Pr
 
     // Before auth is enabled, members answer Status over TLS to anyone with a client
     // certificate; then the run's user is set up.
-    let tls_only = EtcdSecurity {
+    let security = EtcdSecurity {
         tls: opts.secure.as_ref().map(|s| s.tls.clone()),
-        user: None,
+        user: opts.secure.as_ref().map(|s| s.user.clone()),
     };
-    let version = wait_ready(&mut cluster, TARGET, &tls_only).await?;
-    if let Some(secure) = &opts.secure {
-        super::etcd_auth::enable(&cluster.endpoints(), &tls_only, &secure.user).await?;
-    }
+    let version = super::etcd_auth::ready_and_secured(&mut cluster, TARGET, &security).await?;
     cluster.info_mut().version = Some(version);
     Ok(cluster)
 }

@@ -1,5 +1,6 @@
-//! Turning on etcd's auth for a `--secure` cluster, through the client API over the run's
-//! TLS (Debian's etcd 3.4 has no flag for it): a root user (needed by `auth enable`; its
+//! Turning on etcd's auth for a `--secure` cluster of etcd or of the built-in Raft engine
+//! (the same requests to both), through the client API over the run's TLS (Debian's etcd
+//! 3.4 has no flag for it): a root user (needed by `auth enable`; its
 //! password is drawn here and forgotten), a role granting readwrite on every key, the
 //! run's user with that role, then `auth enable`. From then on every request needs a
 //! token (etcd's simple tokens) or is refused.
@@ -10,7 +11,7 @@ use std::time::Duration;
 use coordbench_drivers::etcd::{connect_client, EtcdSecurity, EtcdUser};
 use etcd_client::Permission;
 
-use super::ProvisionError;
+use super::{Cluster, ProvisionError};
 
 /// What run.json's settings say of a secured cluster's auth.
 pub(super) const DESCRIPTION: &str =
@@ -21,9 +22,28 @@ const ROLE: &str = "coordbench-readwrite";
 /// Bound on each step (a healthy local cluster answers in milliseconds).
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Waits until the members agree on a leader, reached with `security`'s TLS and no user
+/// (auth is still off), then, when `security` names a user, enables auth for it. Returns
+/// the members' version. etcd and the Raft engine come up secured this way.
+pub(super) async fn ready_and_secured(
+    cluster: &mut Cluster,
+    target: &str,
+    security: &EtcdSecurity,
+) -> Result<String, ProvisionError> {
+    let tls_only = EtcdSecurity {
+        tls: security.tls.clone(),
+        user: None,
+    };
+    let version = super::etcd::wait_ready(cluster, target, &tls_only).await?;
+    if let Some(user) = &security.user {
+        enable(&cluster.endpoints(), &tls_only, user).await?;
+    }
+    Ok(version)
+}
+
 /// Creates root, the role and `user`, then enables auth, talking to `endpoints` with `tls`
 /// (a client certificate, no user: auth is still off).
-pub(super) async fn enable(
+async fn enable(
     endpoints: &[String],
     tls: &EtcdSecurity,
     user: &EtcdUser,

@@ -5,8 +5,9 @@
 //! The launcher ([`launch_members`]) is shared with the Zab engine (`provision::zab`),
 //! which differs only in the subcommand, the client URL form and the readiness check.
 //! Secured (`--secure`): members serve clients over TLS and require a client certificate
-//! signed by the run's CA (`serve raft|zab --cert-file --key-file --trusted-ca-file`); the
-//! Raft engine has no auth API, so there is no user. Peer traffic stays plain on 127.0.0.1.
+//! signed by the run's CA (`serve raft|zab --cert-file --key-file --trusted-ca-file`), and
+//! on raft auth is then enabled for the run's user exactly as on etcd
+//! (`etcd_auth::ready_and_secured`). Peer traffic stays plain on 127.0.0.1.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,7 +18,7 @@ use coordbench_tls::RunCertificates;
 use super::disk::{self, DiskKind};
 use super::executable::find_executable;
 use super::process::Launch;
-use super::{etcd, ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
+use super::{ports, Cluster, ClusterInfo, ClusterSpec, MemberInfo, ProvisionError};
 use crate::election_timing::{EffectiveTiming, ElectionTiming, TimeoutRange};
 use crate::netdelay::Ends;
 
@@ -34,16 +35,20 @@ pub struct RaftOptions {
     pub election_ticks_min: u32,
     pub election_ticks_max: u32,
     /// zab: members require digest authentication (`serve zab --enforce-auth`, as
-    /// ZooKeeper's `enforce.auth.enabled`). raft is secured by `tls` instead.
+    /// ZooKeeper's `enforce.auth.enabled`). raft is secured by `tls` and by auth for
+    /// `client`'s user instead.
     pub secure: bool,
     /// The election timing the run asked for (what [`RaftOptions::with_timing`] mapped).
     pub requested: ElectionTiming,
     /// Serve clients over TLS with these certificates, client certificates required.
     pub tls: Option<RunCertificates>,
-    /// raft: how provisioning's readiness check reaches the members (TLS when `tls`).
+    /// raft: how provisioning reaches the members (TLS when `tls`), and the user auth is
+    /// enabled for once they are ready (`None`: auth stays off).
     pub client: EtcdSecurity,
     /// zab: how provisioning's four-letter words reach the members (TLS when `tls`).
     pub zk_client: Option<coordbench_drivers::zookeeper::ZkTls>,
+    /// raft: the members' `--auth-token-ttl` (`None`: etcd's default, 300 s).
+    pub auth_token_ttl: Option<Duration>,
 }
 
 impl Default for RaftOptions {
@@ -60,6 +65,7 @@ impl Default for RaftOptions {
             tls: None,
             client: EtcdSecurity::default(),
             zk_client: None,
+            auth_token_ttl: None,
         }
     }
 }
@@ -189,9 +195,12 @@ pub(super) fn serve_tls_args(certs: Option<&RunCertificates>) -> Vec<String> {
 /// Starts `spec.size` members. Call from a tokio worker or the main thread (members die with
 /// the thread that spawned them); on any error everything started so far is stopped.
 pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, ProvisionError> {
-    let tls_args = serve_tls_args(opts.tls.as_ref());
+    let mut extra_args = serve_tls_args(opts.tls.as_ref());
+    if let Some(ttl) = opts.auth_token_ttl {
+        extra_args.push(format!("--auth-token-ttl={}", ttl.as_secs().max(1)));
+    }
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
-    let mut cluster = launch_members(spec, opts, TARGET, &tls_args, |addr| {
+    let mut cluster = launch_members(spec, opts, TARGET, &extra_args, |addr| {
         format!("{scheme}://{addr}")
     })
     .await?;
@@ -200,10 +209,13 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
     if opts.tls.is_some() {
         settings.push((
             "client-transport".into(),
-            "TLS, client certificates required (CA generated per run); peers plain TCP on 127.0.0.1; no auth (the engine has no auth API)".into(),
+            "TLS, client certificates required (CA generated per run); peers plain TCP on 127.0.0.1".into(),
         ));
     }
-    let version = etcd::wait_ready(&mut cluster, TARGET, &opts.client).await?;
+    if opts.client.user.is_some() {
+        settings.push(("auth".into(), super::etcd_auth::DESCRIPTION.into()));
+    }
+    let version = super::etcd_auth::ready_and_secured(&mut cluster, TARGET, &opts.client).await?;
     cluster.info_mut().version = Some(version);
     Ok(cluster)
 }

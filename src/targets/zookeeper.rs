@@ -72,7 +72,7 @@ pub(super) fn engine_options(config: &RunConfig) -> anyhow::Result<provision::ra
     provision::raft::RaftOptions {
         binary: config.engine_bin.clone(),
         // zab: --enforce-auth (its TLS is added by `prepare`); raft is secured through
-        // `tls` (etcd.rs).
+        // `tls` and auth for `client`'s user (etcd.rs).
         secure: config.secure,
         ..Default::default()
     }

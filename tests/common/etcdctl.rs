@@ -39,9 +39,14 @@ pub fn command(endpoints: &str, args: &[&str]) -> Command {
     c
 }
 
-/// Runs etcdctl to completion, feeding `stdin` if given; returns stdout and panics (with
-/// stderr) unless it exits 0.
-pub async fn ctl(endpoints: &str, args: &[&str], stdin: Option<&str>) -> String {
+/// Runs etcdctl to completion, feeding `stdin` if given: `Ok(stdout)` if it exits 0, else
+/// `Err` with its last `Error: ...` line (how etcdctl reports a refused request), or all of
+/// stderr.
+pub async fn ctl_outcome(
+    endpoints: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> Result<String, String> {
     let mut cmd = command(endpoints, args);
     if stdin.is_some() {
         cmd.stdin(Stdio::piped());
@@ -55,14 +60,20 @@ pub async fn ctl(endpoints: &str, args: &[&str], stdin: Option<&str>) -> String 
     let out = within(RUN_BOUND, &what, child.wait_with_output())
         .await
         .expect("etcdctl runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{what} failed: {}\nstdout: {stdout}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    if out.status.success() {
+        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let error = stderr.lines().rev().find(|l| l.starts_with("Error:"));
+    Err(error.map_or(stderr.clone(), str::to_string))
+}
+
+/// Runs etcdctl to completion, feeding `stdin` if given; returns stdout and panics (with
+/// the error) unless it exits 0.
+pub async fn ctl(endpoints: &str, args: &[&str], stdin: Option<&str>) -> String {
+    ctl_outcome(endpoints, args, stdin)
+        .await
+        .unwrap_or_else(|e| panic!("etcdctl {args:?} failed: {e}"))
 }
 
 /// A long-running etcdctl (watch, elect) whose stdout is read line by line.

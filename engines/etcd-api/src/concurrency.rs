@@ -6,7 +6,9 @@
 //! the key with the lowest create revision. A waiter watches the key created just before
 //! its own until it is deleted, then re-checks (etcd's `waitDeletes`). If a wait is
 //! abandoned (client cancels, error), the contender's key is removed, as etcd's client
-//! does on a canceled context.
+//! does on a canceled context. Every read and write runs as the calling user, as etcd's
+//! servers run the recipes with the caller's token: a user needs READ on the prefix and
+//! WRITE on its own key.
 
 use std::sync::Arc;
 
@@ -17,7 +19,7 @@ use coordbench_kv::{
 };
 use coordbench_node::Replicator;
 
-use crate::core::Core;
+use crate::core::{Caller, Core};
 use crate::error::ApiError;
 use crate::fanout::{CancelSignal, Created, Subscriber};
 use crate::state_machine::KvStateMachine;
@@ -100,6 +102,7 @@ fn range_at(t: &TxnResponse, i: usize) -> Result<&RangeResponse, ApiError> {
 /// Proposes `cmd` if dropped while armed: the cleanup of an abandoned wait.
 struct Cleanup<R: Replicator<KvStateMachine>> {
     core: Arc<Core<R>>,
+    who: Caller,
     cmd: Option<Command>,
 }
 
@@ -113,8 +116,9 @@ impl<R: Replicator<KvStateMachine>> Drop for Cleanup<R> {
     fn drop(&mut self) {
         if let (Some(cmd), Ok(rt)) = (self.cmd.take(), tokio::runtime::Handle::try_current()) {
             let core = self.core.clone();
+            let who = self.who.take();
             rt.spawn(async move {
-                if let Err(e) = core.propose(cmd).await {
+                if let Err(e) = core.propose(&who, cmd).await {
                     tracing::debug!(error = %e, "cleanup of an abandoned lock/election wait failed");
                 }
             });
@@ -177,10 +181,15 @@ impl<R: Replicator<KvStateMachine>> Core<R> {
 
     /// etcd's `waitDeletes`: until no key under `prefix` was created at or before
     /// `max_create_revision`.
-    async fn wait_deletes(&self, prefix: &[u8], max_create_revision: i64) -> Result<(), ApiError> {
+    async fn wait_deletes(
+        &self,
+        who: &Caller,
+        prefix: &[u8],
+        max_create_revision: i64,
+    ) -> Result<(), ApiError> {
         loop {
             let r = self
-                .range(last_created_up_to(prefix, max_create_revision))
+                .range(who, last_created_up_to(prefix, max_create_revision))
                 .await?;
             let Some(last) = r.kvs.first() else {
                 return Ok(());
@@ -192,27 +201,31 @@ impl<R: Replicator<KvStateMachine>> Core<R> {
     /// v3lock `Lock`: returns the response revision and the owned key.
     pub async fn lock(
         self: &Arc<Self>,
+        who: &Caller,
         name: &[u8],
         lease: i64,
     ) -> Result<(i64, Vec<u8>), ApiError> {
         let prefix = prefix_of(name);
         let key = contender_key(&prefix, lease);
         let t = self
-            .txn(TxnRequest {
-                compare: vec![created_at(&key, 0)],
-                success: vec![
-                    RequestOp::Put(PutRequest {
-                        key: key.clone(),
-                        lease,
-                        ..Default::default()
-                    }),
-                    RequestOp::Range(first_created(&prefix)),
-                ],
-                failure: vec![
-                    RequestOp::Range(get(&key)),
-                    RequestOp::Range(first_created(&prefix)),
-                ],
-            })
+            .txn(
+                who,
+                TxnRequest {
+                    compare: vec![created_at(&key, 0)],
+                    success: vec![
+                        RequestOp::Put(PutRequest {
+                            key: key.clone(),
+                            lease,
+                            ..Default::default()
+                        }),
+                        RequestOp::Range(first_created(&prefix)),
+                    ],
+                    failure: vec![
+                        RequestOp::Range(get(&key)),
+                        RequestOp::Range(first_created(&prefix)),
+                    ],
+                },
+            )
             .await?;
         let my_rev = if t.succeeded {
             t.header.revision
@@ -230,13 +243,14 @@ impl<R: Replicator<KvStateMachine>> Core<R> {
         }
         let cleanup = Cleanup {
             core: self.clone(),
+            who: who.clone(),
             cmd: Some(Command::DeleteRange(DeleteRangeRequest {
                 key: key.clone(),
                 ..Default::default()
             })),
         };
-        self.wait_deletes(&prefix, my_rev - 1).await?;
-        let mine = self.range(get(&key)).await?;
+        self.wait_deletes(who, &prefix, my_rev - 1).await?;
+        let mine = self.range(who, get(&key)).await?;
         cleanup.disarm();
         if mine.kvs.is_empty() {
             // The lease expired while waiting.
@@ -246,12 +260,15 @@ impl<R: Replicator<KvStateMachine>> Core<R> {
     }
 
     /// v3lock `Unlock`.
-    pub async fn unlock(&self, key: &[u8]) -> Result<i64, ApiError> {
+    pub async fn unlock(&self, who: &Caller, key: &[u8]) -> Result<i64, ApiError> {
         let r = self
-            .delete(DeleteRangeRequest {
-                key: key.to_vec(),
-                ..Default::default()
-            })
+            .delete(
+                who,
+                DeleteRangeRequest {
+                    key: key.to_vec(),
+                    ..Default::default()
+                },
+            )
             .await?;
         Ok(r.header.revision)
     }
@@ -259,6 +276,7 @@ impl<R: Replicator<KvStateMachine>> Core<R> {
     /// v3election `Campaign`: returns the response revision, the key and its create revision.
     pub async fn campaign(
         self: &Arc<Self>,
+        who: &Caller,
         name: &[u8],
         lease: i64,
         value: &[u8],
@@ -266,16 +284,19 @@ impl<R: Replicator<KvStateMachine>> Core<R> {
         let prefix = prefix_of(name);
         let key = contender_key(&prefix, lease);
         let t = self
-            .txn(TxnRequest {
-                compare: vec![created_at(&key, 0)],
-                success: vec![RequestOp::Put(PutRequest {
-                    key: key.clone(),
-                    value: value.to_vec(),
-                    lease,
-                    ..Default::default()
-                })],
-                failure: vec![RequestOp::Range(get(&key))],
-            })
+            .txn(
+                who,
+                TxnRequest {
+                    compare: vec![created_at(&key, 0)],
+                    success: vec![RequestOp::Put(PutRequest {
+                        key: key.clone(),
+                        value: value.to_vec(),
+                        lease,
+                        ..Default::default()
+                    })],
+                    failure: vec![RequestOp::Range(get(&key))],
+                },
+            )
             .await?;
         let mut leader_rev = t.header.revision;
         if !t.succeeded {
@@ -285,34 +306,44 @@ impl<R: Replicator<KvStateMachine>> Core<R> {
                 .ok_or_else(|| ApiError::Internal("campaign key vanished inside a txn".into()))?;
             leader_rev = kv.create_revision;
             if kv.value != value {
-                if let Err(e) = self.proclaim(&key, leader_rev, value).await {
-                    let _ = self.resign(&key, leader_rev).await;
+                if let Err(e) = self.proclaim(who, &key, leader_rev, value).await {
+                    let _ = self.resign(who, &key, leader_rev).await;
                     return Err(e);
                 }
             }
         }
         let cleanup = Cleanup {
             core: self.clone(),
+            who: who.clone(),
             cmd: Some(Command::Txn(resign_txn(&key, leader_rev))),
         };
-        self.wait_deletes(&prefix, leader_rev - 1).await?;
+        self.wait_deletes(who, &prefix, leader_rev - 1).await?;
         cleanup.disarm();
         Ok((t.header.revision, key, leader_rev))
     }
 
     /// v3election `Proclaim`: a new value for the leader key, if it is still ours.
-    pub async fn proclaim(&self, key: &[u8], rev: i64, value: &[u8]) -> Result<i64, ApiError> {
+    pub async fn proclaim(
+        &self,
+        who: &Caller,
+        key: &[u8],
+        rev: i64,
+        value: &[u8],
+    ) -> Result<i64, ApiError> {
         let t = self
-            .txn(TxnRequest {
-                compare: vec![created_at(key, rev)],
-                success: vec![RequestOp::Put(PutRequest {
-                    key: key.to_vec(),
-                    value: value.to_vec(),
-                    ignore_lease: true,
-                    ..Default::default()
-                })],
-                failure: Vec::new(),
-            })
+            .txn(
+                who,
+                TxnRequest {
+                    compare: vec![created_at(key, rev)],
+                    success: vec![RequestOp::Put(PutRequest {
+                        key: key.to_vec(),
+                        value: value.to_vec(),
+                        ignore_lease: true,
+                        ..Default::default()
+                    })],
+                    failure: Vec::new(),
+                },
+            )
             .await?;
         if !t.succeeded {
             return Err(ApiError::Unknown(ERR_NOT_LEADER.into()));
@@ -321,13 +352,13 @@ impl<R: Replicator<KvStateMachine>> Core<R> {
     }
 
     /// v3election `Resign`: deletes the key if it is still the one created at `rev`.
-    pub async fn resign(&self, key: &[u8], rev: i64) -> Result<i64, ApiError> {
-        Ok(self.txn(resign_txn(key, rev)).await?.header.revision)
+    pub async fn resign(&self, who: &Caller, key: &[u8], rev: i64) -> Result<i64, ApiError> {
+        Ok(self.txn(who, resign_txn(key, rev)).await?.header.revision)
     }
 
     /// v3election `Leader`: the first-created key under the election's prefix.
-    pub async fn leader(&self, name: &[u8]) -> Result<(i64, KeyValue), ApiError> {
-        let r = self.range(first_created(&prefix_of(name))).await?;
+    pub async fn leader(&self, who: &Caller, name: &[u8]) -> Result<(i64, KeyValue), ApiError> {
+        let r = self.range(who, first_created(&prefix_of(name))).await?;
         let revision = r.header.revision;
         let kv = r
             .kvs

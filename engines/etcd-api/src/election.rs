@@ -11,7 +11,7 @@ use tonic::{Request, Response, Status};
 
 use crate::concurrency::{first_created, prefix_of};
 use crate::convert;
-use crate::core::Core;
+use crate::core::{Caller, Core};
 use crate::error::ApiError;
 use crate::pb::election::election_server::Election;
 use crate::pb::{
@@ -40,8 +40,12 @@ impl<R: Replicator<KvStateMachine>> Election for ElectionService<R> {
         &self,
         req: Request<CampaignRequest>,
     ) -> Result<Response<CampaignResponse>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let req = req.into_inner();
-        let (revision, key, rev) = self.core.campaign(&req.name, req.lease, &req.value).await?;
+        let (revision, key, rev) = self
+            .core
+            .campaign(&who, &req.name, req.lease, &req.value)
+            .await?;
         Ok(Response::new(CampaignResponse {
             header: Some(self.core.stamp().header(revision)),
             leader: Some(LeaderKey {
@@ -57,11 +61,12 @@ impl<R: Replicator<KvStateMachine>> Election for ElectionService<R> {
         &self,
         req: Request<ProclaimRequest>,
     ) -> Result<Response<ProclaimResponse>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let req = req.into_inner();
         let leader = leader_key(req.leader)?;
         let revision = self
             .core
-            .proclaim(&leader.key, leader.rev, &req.value)
+            .proclaim(&who, &leader.key, leader.rev, &req.value)
             .await?;
         Ok(Response::new(ProclaimResponse {
             header: Some(self.core.stamp().header(revision)),
@@ -72,7 +77,8 @@ impl<R: Replicator<KvStateMachine>> Election for ElectionService<R> {
         &self,
         req: Request<LeaderRequest>,
     ) -> Result<Response<LeaderResponse>, Status> {
-        let (revision, kv) = self.core.leader(&req.into_inner().name).await?;
+        let who = self.core.caller(req.metadata()).await?;
+        let (revision, kv) = self.core.leader(&who, &req.into_inner().name).await?;
         Ok(Response::new(LeaderResponse {
             header: Some(self.core.stamp().header(revision)),
             kv: Some(convert::key_value(kv)),
@@ -85,12 +91,13 @@ impl<R: Replicator<KvStateMachine>> Election for ElectionService<R> {
         &self,
         req: Request<LeaderRequest>,
     ) -> Result<Response<Self::ObserveStream>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let (out, rx) = mpsc::channel(OBSERVE_BUFFER);
         let core = self.core.clone();
         let prefix = prefix_of(&req.into_inner().name);
         tokio::spawn(async move {
             let result = tokio::select! {
-                r = observe(&core, &prefix, &out) => r,
+                r = observe(&core, &who, &prefix, &out) => r,
                 () = out.closed() => Ok(()),
                 () = core.shutdown.cancelled() => Err(ApiError::Node(coordbench_node::NodeError::Stopped)),
             };
@@ -105,8 +112,9 @@ impl<R: Replicator<KvStateMachine>> Election for ElectionService<R> {
         &self,
         req: Request<ResignRequest>,
     ) -> Result<Response<ResignResponse>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let leader = leader_key(req.into_inner().leader)?;
-        let revision = self.core.resign(&leader.key, leader.rev).await?;
+        let revision = self.core.resign(&who, &leader.key, leader.rev).await?;
         Ok(Response::new(ResignResponse {
             header: Some(self.core.stamp().header(revision)),
         }))
@@ -117,6 +125,7 @@ impl<R: Replicator<KvStateMachine>> Election for ElectionService<R> {
 /// its key is deleted the next leader. Ends when the client goes away.
 async fn observe<R: Replicator<KvStateMachine>>(
     core: &Core<R>,
+    who: &Caller,
     prefix: &[u8],
     out: &mpsc::Sender<Result<LeaderResponse, Status>>,
 ) -> Result<(), ApiError> {
@@ -127,7 +136,7 @@ async fn observe<R: Replicator<KvStateMachine>>(
         }))
     };
     loop {
-        let r = core.range(first_created(prefix)).await?;
+        let r = core.range(who, first_created(prefix)).await?;
         let (revision, kv) = match r.kvs.into_iter().next() {
             Some(kv) => (r.header.revision, kv),
             None => match core.wait_put(prefix, r.header.revision).await? {

@@ -35,6 +35,12 @@ impl From<CodecError> for ApiError {
     }
 }
 
+impl From<coordbench_kv::auth::AuthError> for ApiError {
+    fn from(e: coordbench_kv::auth::AuthError) -> Self {
+        ApiError::Kv(KvError::Auth(e))
+    }
+}
+
 impl From<ApiError> for Status {
     fn from(e: ApiError) -> Status {
         match e {
@@ -69,6 +75,9 @@ fn code_of(c: GrpcCode) -> Code {
         GrpcCode::NotFound => Code::NotFound,
         GrpcCode::FailedPrecondition => Code::FailedPrecondition,
         GrpcCode::OutOfRange => Code::OutOfRange,
+        GrpcCode::PermissionDenied => Code::PermissionDenied,
+        GrpcCode::Unauthenticated => Code::Unauthenticated,
+        GrpcCode::Unknown => Code::Unknown,
         GrpcCode::Internal => Code::Internal,
     }
 }

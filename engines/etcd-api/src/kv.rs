@@ -30,8 +30,9 @@ impl<R: Replicator<KvStateMachine>> PbKvService for KvService<R> {
         &self,
         req: Request<PbRangeRequest>,
     ) -> Result<Response<PbRangeResponse>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let req = convert::range_request(req.into_inner())?;
-        let resp = self.core.range(req).await?;
+        let resp = self.core.range(&who, req).await?;
         Ok(Response::new(convert::range_response(
             resp,
             &self.core.stamp(),
@@ -45,8 +46,9 @@ impl<R: Replicator<KvStateMachine>> PbKvService for KvService<R> {
         &self,
         req: Request<PbRangeRequest>,
     ) -> Result<Response<RangeStream>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let req = convert::range_request(req.into_inner())?;
-        let resp = self.core.range(req).await?;
+        let resp = self.core.range(&who, req).await?;
         let chunk = PbRangeStreamResponse {
             range_response: Some(convert::range_response(resp, &self.core.stamp())),
         };
@@ -54,9 +56,10 @@ impl<R: Replicator<KvStateMachine>> PbKvService for KvService<R> {
     }
 
     async fn put(&self, req: Request<PbPutRequest>) -> Result<Response<PbPutResponse>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let resp = self
             .core
-            .put(convert::put_request(req.into_inner()))
+            .put(&who, convert::put_request(req.into_inner()))
             .await?;
         Ok(Response::new(convert::put_response(
             resp,
@@ -68,9 +71,10 @@ impl<R: Replicator<KvStateMachine>> PbKvService for KvService<R> {
         &self,
         req: Request<PbDeleteRequest>,
     ) -> Result<Response<PbDeleteResponse>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let resp = self
             .core
-            .delete(convert::delete_request(req.into_inner()))
+            .delete(&who, convert::delete_request(req.into_inner()))
             .await?;
         Ok(Response::new(convert::delete_response(
             resp,
@@ -79,8 +83,9 @@ impl<R: Replicator<KvStateMachine>> PbKvService for KvService<R> {
     }
 
     async fn txn(&self, req: Request<PbTxnRequest>) -> Result<Response<PbTxnResponse>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let req = convert::txn_request(req.into_inner())?;
-        let resp = self.core.txn(req).await?;
+        let resp = self.core.txn(&who, req).await?;
         Ok(Response::new(convert::txn_response(
             resp,
             &self.core.stamp(),
@@ -91,8 +96,9 @@ impl<R: Replicator<KvStateMachine>> PbKvService for KvService<R> {
         &self,
         req: Request<PbCompactionRequest>,
     ) -> Result<Response<PbCompactionResponse>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let cmd = Command::Compact(convert::compaction_request(req.into_inner()));
-        match self.core.propose(cmd).await? {
+        match self.core.propose(&who, cmd).await? {
             KvResponse::Compact(r) => Ok(Response::new(PbCompactionResponse {
                 header: Some(self.core.stamp().header(r.header.revision)),
             })),

@@ -1,8 +1,11 @@
 //! etcd's `Lease` service: Grant, Revoke, KeepAlive (a replicated renew per keep-alive),
-//! TimeToLive and Leases. Expiry runs apart, on the leader (`lease_expiry.rs`).
+//! TimeToLive and Leases. Expiry runs apart, on the leader (`lease_expiry.rs`). With auth
+//! on, as etcd: revoking needs WRITE on the lease's keys (checked at apply), TimeToLive
+//! READ on them; grants and keep-alives need only a valid token.
 
 use std::sync::Arc;
 
+use coordbench_kv::auth::Access;
 use coordbench_kv::{Command, KvError, LeaseTimeToLiveRequest, Response as KvResponse};
 use coordbench_node::Replicator;
 use etcd_client::proto::{
@@ -14,7 +17,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::core::{now_ms, Core};
+use crate::core::{at_current, now_ms, Core};
 use crate::error::ApiError;
 use crate::state_machine::KvStateMachine;
 
@@ -37,13 +40,14 @@ impl<R: Replicator<KvStateMachine>> PbLeaseService for LeaseService<R> {
         &self,
         req: Request<PbLeaseGrantRequest>,
     ) -> Result<Response<PbLeaseGrantResponse>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let req = req.into_inner();
         let cmd = Command::LeaseGrant {
             id: req.id,
             ttl: req.ttl.max(self.core.options.min_lease_ttl_secs),
             now_ms: now_ms(),
         };
-        match self.core.propose(cmd).await? {
+        match self.core.propose(&who, cmd).await? {
             KvResponse::LeaseGrant(r) => Ok(Response::new(PbLeaseGrantResponse {
                 header: Some(self.core.stamp().header(r.header.revision)),
                 id: r.id,
@@ -58,10 +62,11 @@ impl<R: Replicator<KvStateMachine>> PbLeaseService for LeaseService<R> {
         &self,
         req: Request<PbLeaseRevokeRequest>,
     ) -> Result<Response<PbLeaseRevokeResponse>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let cmd = Command::LeaseRevoke {
             id: req.into_inner().id,
         };
-        match self.core.propose(cmd).await? {
+        match self.core.propose(&who, cmd).await? {
             KvResponse::LeaseRevoke(r) => Ok(Response::new(PbLeaseRevokeResponse {
                 header: Some(self.core.stamp().header(r.header.revision)),
             })),
@@ -75,6 +80,7 @@ impl<R: Replicator<KvStateMachine>> PbLeaseService for LeaseService<R> {
         &self,
         req: Request<Streaming<PbLeaseKeepAliveRequest>>,
     ) -> Result<Response<Self::LeaseKeepAliveStream>, Status> {
+        self.core.caller(req.metadata()).await?;
         let (out, rx) = mpsc::channel(KEEPALIVE_BUFFER);
         tokio::spawn(keep_alive(self.core.clone(), req.into_inner(), out));
         Ok(Response::new(ReceiverStream::new(rx)))
@@ -86,6 +92,7 @@ impl<R: Replicator<KvStateMachine>> PbLeaseService for LeaseService<R> {
         &self,
         req: Request<PbLeaseTimeToLiveRequest>,
     ) -> Result<Response<PbLeaseTimeToLiveResponse>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let req = req.into_inner();
         self.core
             .replicator
@@ -97,10 +104,11 @@ impl<R: Replicator<KvStateMachine>> PbLeaseService for LeaseService<R> {
             keys: req.keys,
         };
         let now = now_ms();
-        let r = self
-            .core
-            .replicator
-            .read(|sm| sm.store().lease_time_to_live(&q, now));
+        let r = self.core.replicator.read(|sm| {
+            let store = sm.store();
+            store.permit_lease(at_current(&who, store).as_ref(), q.id, Access::Read)?;
+            Ok::<_, ApiError>(store.lease_time_to_live(&q, now))
+        })?;
         Ok(Response::new(PbLeaseTimeToLiveResponse {
             header: Some(self.core.stamp().header(r.header.revision)),
             id: r.id,
@@ -112,13 +120,14 @@ impl<R: Replicator<KvStateMachine>> PbLeaseService for LeaseService<R> {
 
     async fn lease_leases(
         &self,
-        _req: Request<PbLeaseLeasesRequest>,
+        req: Request<PbLeaseLeasesRequest>,
     ) -> Result<Response<PbLeaseLeasesResponse>, Status> {
         self.core
             .replicator
             .read_barrier()
             .await
             .map_err(ApiError::from)?;
+        self.core.caller(req.metadata()).await?;
         let r = self.core.replicator.read(|sm| sm.store().lease_leases());
         Ok(Response::new(PbLeaseLeasesResponse {
             header: Some(self.core.stamp().header(r.header.revision)),
@@ -155,7 +164,7 @@ async fn keep_alive<R: Replicator<KvStateMachine>>(
             id,
             now_ms: now_ms(),
         };
-        let answer = match core.propose(cmd).await {
+        let answer = match core.propose(&None, cmd).await {
             Ok(KvResponse::LeaseRenew(r)) => Ok((r.header.revision, r.ttl)),
             Ok(_) => Err(mismatch("lease renew")),
             Err(ApiError::Kv(KvError::LeaseNotFound { .. })) => Ok((core.revision(), 0)),

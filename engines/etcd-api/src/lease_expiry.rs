@@ -37,7 +37,7 @@ pub(crate) async fn run<R: Replicator<KvStateMachine>>(core: Arc<Core<R>>) {
         let step = async {
             if promoted != Some(status.term) {
                 match core
-                    .propose(Command::LeaseRenewAll { now_ms: now_ms() })
+                    .propose(&None, Command::LeaseRenewAll { now_ms: now_ms() })
                     .await
                 {
                     Ok(_) => promoted = Some(status.term),
@@ -52,7 +52,7 @@ pub(crate) async fn run<R: Replicator<KvStateMachine>>(core: Arc<Core<R>>) {
                     ids: ids.to_vec(),
                     now_ms: now,
                 };
-                if let Err(e) = core.propose(cmd).await {
+                if let Err(e) = core.propose(&None, cmd).await {
                     tracing::debug!(error = %e, "lease expiry proposal failed");
                     break;
                 }

@@ -1,6 +1,6 @@
 //! etcd's v3 gRPC API over coordbench's kv state machine, for any consensus runtime.
 //!
-//! The services (KV, Watch, Lease, Maintenance, Cluster, and the v3lock / v3election
+//! The services (KV, Watch, Lease, Maintenance, Cluster, Auth, and the v3lock / v3election
 //! services behind `etcdctl lock` / `elect` and etcd-client's `LockClient` /
 //! `ElectionClient`) are written against [`coordbench_node::Replicator`] over
 //! [`KvStateMachine`]: writes are `propose`d as encoded [`coordbench_kv::Command`]s and
@@ -15,6 +15,7 @@
 //! Start a member's API with [`serve`] (on a listener, until a shutdown future) or
 //! [`spawn`] (in the background, with a [`ServerHandle`]).
 
+mod auth;
 mod authority;
 mod cluster;
 mod concurrency;
@@ -33,6 +34,7 @@ pub mod pb;
 mod server;
 pub mod state_machine;
 mod tls_incoming;
+pub mod tokens;
 mod watch;
 
 pub use error::ApiError;

@@ -18,8 +18,9 @@ pub(crate) struct LockService<R> {
 #[tonic::async_trait]
 impl<R: Replicator<KvStateMachine>> Lock for LockService<R> {
     async fn lock(&self, req: Request<LockRequest>) -> Result<Response<LockResponse>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let req = req.into_inner();
-        let (revision, key) = self.core.lock(&req.name, req.lease).await?;
+        let (revision, key) = self.core.lock(&who, &req.name, req.lease).await?;
         Ok(Response::new(LockResponse {
             header: Some(self.core.stamp().header(revision)),
             key,
@@ -30,7 +31,8 @@ impl<R: Replicator<KvStateMachine>> Lock for LockService<R> {
         &self,
         req: Request<UnlockRequest>,
     ) -> Result<Response<UnlockResponse>, Status> {
-        let revision = self.core.unlock(&req.into_inner().key).await?;
+        let who = self.core.caller(req.metadata()).await?;
+        let revision = self.core.unlock(&who, &req.into_inner().key).await?;
         Ok(Response::new(UnlockResponse {
             header: Some(self.core.stamp().header(revision)),
         }))

@@ -32,6 +32,11 @@ pub struct ServeOptions {
     pub watch_progress_interval: Duration,
     /// Largest command accepted into the log (etcd's `--max-request-bytes`, 1.5 MiB).
     pub max_request_bytes: usize,
+    /// A simple token is dropped this long after its last use (etcd's `--auth-token-ttl`,
+    /// 300 s).
+    pub auth_token_ttl: Duration,
+    /// bcrypt's cost for password hashes (etcd's `--bcrypt-cost`, 10).
+    pub bcrypt_cost: u32,
     /// Serve TLS with this configuration (certificate, and the CA client certificates must
     /// be signed by); `None`: plain HTTP/2.
     pub tls: Option<std::sync::Arc<coordbench_tls::rustls::ServerConfig>>,
@@ -47,6 +52,8 @@ impl Default for ServeOptions {
             watch_buffer: 1024,
             watch_progress_interval: Duration::from_secs(600),
             max_request_bytes: 1536 * 1024,
+            auth_token_ttl: Duration::from_secs(300),
+            bcrypt_cost: 10,
             tls: None,
         }
     }

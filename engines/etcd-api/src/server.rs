@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
 
+use crate::auth::AuthService;
 use crate::authority::FixAuthority;
 use crate::cluster::ClusterService;
 use crate::core::Core;
@@ -27,6 +28,7 @@ use crate::lease_expiry;
 use crate::lock::LockService;
 use crate::maintenance::MaintenanceService;
 use crate::options::{derive_cluster_id, MemberInfo, ServeOptions};
+use crate::pb::auth::auth_server::AuthServer;
 use crate::pb::election::election_server::ElectionServer;
 use crate::pb::lock::lock_server::LockServer;
 use crate::state_machine::KvStateMachine;
@@ -70,6 +72,7 @@ where
 {
     let token = CancellationToken::new();
     let max_request = options.max_request_bytes.saturating_add(GRPC_OVERHEAD);
+    replicator.read(|sm| sm.tokens().set_ttl(options.auth_token_ttl));
     let core = Arc::new(Core {
         watches: replicator.read(|sm| sm.watches().clone()),
         cluster_id: options
@@ -103,6 +106,7 @@ where
         .add_service(service!(PbLeaseServer, LeaseService))
         .add_service(service!(PbMaintenanceServer, MaintenanceService))
         .add_service(service!(PbClusterServer, ClusterService))
+        .add_service(service!(AuthServer, AuthService))
         .add_service(service!(LockServer, LockService))
         .add_service(service!(ElectionServer, ElectionService));
     // Each connection is read through FixAuthority: some etcd clients send a malformed

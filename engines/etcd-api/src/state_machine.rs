@@ -1,12 +1,14 @@
 //! [`KvStateMachine`]: the kv store as the runtime's [`StateMachine`], with the watch
-//! fan-out fed from every apply.
+//! fan-out fed from every apply, and the simple tokens of applied authentications.
 
 use std::sync::Arc;
 
-use coordbench_kv::{Applied, CodecError, Command, KvStore};
+use coordbench_kv::auth::AuthCommand;
+use coordbench_kv::{Applied, CodecError, Command, KvStore, Response};
 use coordbench_node::{SnapshotSync, StateMachine};
 
 use crate::fanout::WatchFanout;
+use crate::tokens::SimpleTokens;
 
 /// What applying one log entry yields: the store's [`Applied`], or the decode error of an
 /// entry that is not a kv command (identical on every replica).
@@ -17,6 +19,8 @@ pub type ApplyOutput = Result<Applied, CodecError>;
 pub struct KvStateMachine {
     store: KvStore,
     watches: Arc<WatchFanout>,
+    /// Tokens this member accepts (see tokens.rs).
+    tokens: Arc<SimpleTokens>,
     /// Bytes of commands applied since the last restore plus the snapshot restored: a
     /// stand-in for etcd's (append-only, never shrinking) database size.
     db_size: u64,
@@ -45,6 +49,37 @@ impl KvStateMachine {
         &self.watches
     }
 
+    /// The simple tokens this member accepts.
+    pub fn tokens(&self) -> &Arc<SimpleTokens> {
+        &self.tokens
+    }
+
+    /// Keeps the tokens in step with an applied auth command.
+    fn track_tokens(&self, command: &Command, applied: &Applied) {
+        let auth = match command {
+            Command::Auth(a) => a,
+            Command::As { command, .. } => match command.as_ref() {
+                Command::Auth(a) => a,
+                _ => return,
+            },
+            _ => return,
+        };
+        let Ok(Response::Auth { token, .. }) = &applied.result else {
+            return;
+        };
+        match auth {
+            AuthCommand::Authenticate { name, .. } => {
+                self.tokens.assign(token.clone(), name.clone());
+            }
+            AuthCommand::Disable => self.tokens.clear(),
+            other => {
+                if let Some(user) = other.invalidates_user() {
+                    self.tokens.invalidate_user(user);
+                }
+            }
+        }
+    }
+
     /// Estimated database size in bytes (see the field's doc).
     pub fn db_size(&self) -> u64 {
         self.db_size
@@ -58,6 +93,7 @@ impl StateMachine for KvStateMachine {
         let command_bytes = command.len() as u64;
         let command = Command::decode(command)?;
         let applied = self.store.apply(index, &command);
+        self.track_tokens(&command, &applied);
         self.db_size = self.db_size.saturating_add(command_bytes);
         // Dispatch never blocks: slow watchers are canceled instead (see fanout.rs).
         self.watches.dispatch(&applied.events);

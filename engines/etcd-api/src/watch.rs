@@ -5,10 +5,14 @@
 //! Responses go to the client through a small bounded channel; while the client does not
 //! read, the task waits there, its fan-out channel fills, and the fan-out cancels its
 //! busy watchers (reported here, after the events queued before the cancel).
+//!
+//! With auth on, the stream runs as the user its `token` names, and a watch on keys that
+//! user cannot read is answered created and canceled with etcd's "permission denied".
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use coordbench_kv::auth::{Access, AuthError};
 use coordbench_kv::{Event, WatchCreateRequest};
 use coordbench_node::Replicator;
 use etcd_client::proto::{PbWatchRequest, PbWatchResponse, PbWatchService};
@@ -18,7 +22,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::convert::{self, WatchRequest};
-use crate::core::Core;
+use crate::core::{at_current, Caller, Core};
 use crate::fanout::{Batch, Canceled, Created, Subscriber};
 use crate::state_machine::KvStateMachine;
 
@@ -40,8 +44,10 @@ impl<R: Replicator<KvStateMachine>> PbWatchService for WatchService<R> {
         &self,
         req: Request<Streaming<PbWatchRequest>>,
     ) -> Result<Response<Self::WatchStream>, Status> {
+        let who = self.core.caller(req.metadata()).await?;
         let (out, rx) = mpsc::channel(OUT_BUFFER);
         let session = Session {
+            who,
             sub: self.core.watches.register(self.core.options.watch_buffer),
             core: self.core.clone(),
             out,
@@ -63,6 +69,7 @@ struct Watcher {
 
 struct Session<R> {
     core: Arc<Core<R>>,
+    who: Caller,
     sub: Subscriber,
     out: mpsc::Sender<Result<PbWatchResponse, Status>>,
     watchers: BTreeMap<i64, Watcher>,
@@ -154,12 +161,24 @@ impl<R: Replicator<KvStateMachine>> Session<R> {
     }
 
     async fn create(&mut self, req: WatchCreateRequest) -> Result<(), Gone> {
-        let sub = &self.sub;
+        let (sub, who) = (&self.sub, &self.who);
         // Inside `read`: between applies, so replay and live events neither overlap nor gap.
-        let (revision, created) = self
-            .core
-            .replicator
-            .read(|sm| (sm.store().revision(), sub.create(sm.store(), &req)));
+        let (revision, created) = self.core.replicator.read(|sm| {
+            let store = sm.store();
+            let who = at_current(who, store);
+            let permitted =
+                store
+                    .auth()
+                    .check(who.as_ref(), Access::Read, &req.key, &req.range_end);
+            let created = match permitted {
+                Ok(()) => sub.create(store, &req),
+                Err(_) => Created::Refused {
+                    watch_id: req.watch_id,
+                    reason: AuthError::PermissionDenied.to_string(),
+                },
+            };
+            (store.revision(), created)
+        });
         match created {
             Created::Watching { watch_id, replay } => {
                 self.watchers.insert(

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::auth::{AuthCommand, AuthInfo};
 use crate::error::{CodecError, KvError};
 use crate::txn;
 use crate::types::{
@@ -51,6 +52,15 @@ pub enum Command {
         ids: Vec<i64>,
         now_ms: u64,
     },
+    /// A change of the auth state, or an authentication.
+    Auth(AuthCommand),
+    /// `command` sent by an authenticated user: apply checks its permissions while auth
+    /// is enabled (a command without a user is refused then, unless it needs none:
+    /// lease grants, renewals and expiry, compaction). Not nested.
+    As {
+        caller: AuthInfo,
+        command: Box<Command>,
+    },
 }
 
 impl Command {
@@ -83,6 +93,10 @@ impl Command {
             Command::Put(p) => txn::validate_put(p),
             Command::DeleteRange(d) => txn::validate_delete(d),
             Command::Txn(t) => txn::validate_txn(t),
+            Command::As { command, .. } => match **command {
+                Command::As { .. } => Err(KvError::NestedCaller),
+                ref inner => inner.validate(),
+            },
             _ => Ok(()),
         }
     }
@@ -100,6 +114,11 @@ pub enum Response {
     LeaseRenew(LeaseKeepAliveResponse),
     LeaseRenewAll(ResponseHeader),
     LeaseExpire(LeaseExpireResponse),
+    /// An auth command's answer: the token of an authentication, else empty.
+    Auth {
+        header: ResponseHeader,
+        token: String,
+    },
 }
 
 impl Response {
@@ -115,6 +134,7 @@ impl Response {
             Response::LeaseRenew(r) => &mut r.header,
             Response::LeaseRenewAll(h) => h,
             Response::LeaseExpire(r) => &mut r.header,
+            Response::Auth { header, .. } => header,
         }
     }
 }

@@ -52,6 +52,12 @@ pub enum KvError {
     /// A put's value is larger than [`crate::MAX_VALUE_LEN`].
     #[error("etcdserver: request is too large")]
     RequestTooLarge,
+    /// A command sent as a user wraps another such command.
+    #[error("etcdserver: a request carries more than one user")]
+    NestedCaller,
+    /// Refused by auth (etcd's wording and code).
+    #[error(transparent)]
+    Auth(#[from] crate::auth::AuthError),
     /// The command's log index is not above the last applied one; nothing changed.
     #[error("kv: log index {index} already applied (applied index {applied})")]
     AlreadyApplied { index: u64, applied: u64 },
@@ -65,7 +71,11 @@ pub enum GrpcCode {
     NotFound,
     FailedPrecondition,
     OutOfRange,
+    PermissionDenied,
+    Unauthenticated,
     Internal,
+    /// What etcd sends for an error that has no gRPC mapping (a plain Go error).
+    Unknown,
 }
 
 impl KvError {
@@ -84,7 +94,9 @@ impl KvError {
             | KvError::TooManyOps
             | KvError::TxnTooDeep
             | KvError::NotReadOnly
-            | KvError::RequestTooLarge => GrpcCode::InvalidArgument,
+            | KvError::RequestTooLarge
+            | KvError::NestedCaller => GrpcCode::InvalidArgument,
+            KvError::Auth(a) => a.grpc_code(),
             KvError::AlreadyApplied { .. } => GrpcCode::Internal,
         }
     }

@@ -39,6 +39,8 @@
 //! write-bearing command (a whole txn, a lease revoke) makes one new
 //! revision, and compaction at `c` keeps every revision `>= c` readable.
 
+pub mod auth;
+mod auth_check;
 pub mod command;
 mod compare;
 pub mod error;

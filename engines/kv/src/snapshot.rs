@@ -11,6 +11,11 @@
 //!   file is; restoring it cuts the value log back to `X` (what follows is replayed from the
 //!   WAL). It is small (no values), so snapshots can be frequent and the Raft log short.
 //!
+//! Either format may be followed by the auth section (users, roles, permissions, whether
+//! auth is on: [`AuthStore`]); it is left out while the auth state is untouched, so such
+//! snapshots are byte-identical to those of builds without auth, and one without it
+//! restores with auth off.
+//!
 //! Lease-to-key attachments are not stored: restore rebuilds them from the key space.
 //! Restore checks the invariants the store relies on (and that every slot lies inside the
 //! covered prefix), so corrupt bytes give an error, never a store that misbehaves later.
@@ -20,6 +25,7 @@ use std::collections::BTreeMap;
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::auth::AuthStore;
 use crate::error::CodecError;
 use crate::history::History;
 use crate::lease::{Lease, Lessor};
@@ -123,6 +129,7 @@ type IndexOwned = Index<BTreeMap<Vec<u8>, History>, Lease>;
 /// The state a snapshot decodes to, before it is checked.
 struct Decoded {
     applied_index: u64,
+    auth: AuthStore,
     mvcc: Mvcc,
     leases: Vec<Lease>,
 }
@@ -144,6 +151,26 @@ fn decode_body<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, CodecError> 
         Ok(_) => Err(CodecError::BadSnapshot("trailing bytes".into())),
         Err(e) => Err(CodecError::Decode(e.to_string())),
     }
+}
+
+/// Appends the auth section unless the auth state is untouched.
+fn with_auth(out: Vec<u8>, auth: &AuthStore) -> Vec<u8> {
+    if *auth == AuthStore::default() {
+        return out;
+    }
+    postcard::to_extend(auth, out).expect("postcard serialisation of auth is infallible")
+}
+
+/// A format's body and the auth section after it, if any (checked).
+fn decode_with_auth<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<(T, AuthStore), CodecError> {
+    let (data, rest) =
+        postcard::take_from_bytes::<T>(body).map_err(|e| CodecError::Decode(e.to_string()))?;
+    if rest.is_empty() {
+        return Ok((data, AuthStore::default()));
+    }
+    let auth: AuthStore = decode_body(rest)?;
+    auth.check_invariants().map_err(CodecError::BadSnapshot)?;
+    Ok((data, auth))
 }
 
 impl KvStore {
@@ -193,7 +220,7 @@ impl KvStore {
                 leases: self.lessor.leases().collect(),
             },
         );
-        (index, Some(pending))
+        (with_auth(index, &self.auth), Some(pending))
     }
 
     /// The whole state with its values (format 1), as another member can restore it.
@@ -204,6 +231,7 @@ impl KvStore {
             &self.mvcc.values,
             (self.mvcc.revision, self.mvcc.compact_revision),
             self.lessor.leases().collect(),
+            &self.auth,
         )
     }
 
@@ -214,7 +242,7 @@ impl KvStore {
         let Some([INDEX, body @ ..]) = local.strip_prefix(MAGIC.as_slice()) else {
             return Ok(None);
         };
-        let index: IndexOwned = decode_body(body)?;
+        let (index, auth): (IndexOwned, _) = decode_with_auth(body)?;
         let values = &self.mvcc.values;
         if values.generation() != Some(index.generation) || index.values_len > values.len() {
             return Err(CodecError::BadSnapshot(
@@ -227,6 +255,7 @@ impl KvStore {
             values,
             (index.revision, index.compact_revision),
             index.leases.iter().collect(),
+            &auth,
         )))
     }
 
@@ -236,7 +265,7 @@ impl KvStore {
         let bad = |m: String| CodecError::BadSnapshot(m);
         let decoded = match bytes.strip_prefix(MAGIC.as_slice()) {
             Some([SELF_CONTAINED, body @ ..]) => {
-                let data: SelfContained = decode_body(body)?;
+                let (data, auth): (SelfContained, _) = decode_with_auth(body)?;
                 let entries = || data.keys.values().flatten();
                 let too_large = entries().filter_map(|e| e.put.as_ref());
                 if too_large.into_iter().any(|p| p.value.len() > MAX_VALUE_LEN) {
@@ -251,7 +280,7 @@ impl KvStore {
                     .values
                     .fresh_like()
                     .map_err(|e| bad(e.to_string()))?;
-                let decoded = from_self_contained(data, fresh);
+                let decoded = from_self_contained(data, fresh, auth);
                 if let Err(e) = check(&decoded.mvcc, &decoded.leases) {
                     decoded.mvcc.values.discard();
                     return Err(bad(e));
@@ -259,8 +288,8 @@ impl KvStore {
                 decoded
             }
             Some([INDEX, body @ ..]) => {
-                let index: IndexOwned = decode_body(body)?;
-                self.decode_index(index)?
+                let (index, auth): (IndexOwned, _) = decode_with_auth(body)?;
+                self.decode_index(index, auth)?
             }
             Some(_) => return Err(bad("unknown format version".into())),
             None => return Err(bad("not a kv snapshot".into())),
@@ -274,7 +303,7 @@ impl KvStore {
     }
 
     /// Checks an index snapshot, then opens the value log prefix it names.
-    fn decode_index(&self, index: IndexOwned) -> Result<Decoded, CodecError> {
+    fn decode_index(&self, index: IndexOwned, auth: AuthStore) -> Result<Decoded, CodecError> {
         let bad = |m: String| CodecError::BadSnapshot(m);
         let mut mvcc = Mvcc::with_values(ValueLog::default());
         mvcc.keys = index.keys;
@@ -297,6 +326,7 @@ impl KvStore {
             .map_err(|e| bad(e.to_string()))?;
         Ok(Decoded {
             applied_index: index.applied_index,
+            auth,
             mvcc,
             leases: index.leases,
         })
@@ -316,8 +346,9 @@ fn self_contained(
     values: &ValueLog,
     (revision, compact_revision): (i64, i64),
     leases: Vec<&Lease>,
+    auth: &AuthStore,
 ) -> Vec<u8> {
-    with_header(
+    let body = with_header(
         SELF_CONTAINED,
         &SelfContainedRef {
             applied_index,
@@ -326,11 +357,12 @@ fn self_contained(
             keys: WithValues { keys, values },
             leases,
         },
-    )
+    );
+    with_auth(body, auth)
 }
 
 /// Moves a self-contained snapshot's values into `values`.
-fn from_self_contained(data: SelfContained, mut values: ValueLog) -> Decoded {
+fn from_self_contained(data: SelfContained, mut values: ValueLog, auth: AuthStore) -> Decoded {
     let mut keys = BTreeMap::new();
     for (key, hist) in data.keys {
         let hist: History = hist
@@ -353,6 +385,7 @@ fn from_self_contained(data: SelfContained, mut values: ValueLog) -> Decoded {
     mvcc.compact_revision = data.compact_revision;
     Decoded {
         applied_index: data.applied_index,
+        auth,
         mvcc,
         leases: data.leases,
     }
@@ -375,6 +408,7 @@ fn build(d: Decoded) -> Result<KvStore, String> {
     Ok(KvStore {
         mvcc: d.mvcc,
         lessor,
+        auth: d.auth,
         applied_index: d.applied_index,
     })
 }

@@ -5,6 +5,7 @@
 //! (A store made [`KvStore::with_value_dir`] keeps its values in a file: the only I/O,
 //! behind the value log's seam.)
 
+use crate::auth::AuthStore;
 use crate::command::{Applied, Command, Response};
 use crate::error::KvError;
 use crate::key_range::KeyRange;
@@ -25,6 +26,8 @@ use crate::types::{
 pub struct KvStore {
     pub(crate) mvcc: Mvcc,
     pub(crate) lessor: Lessor,
+    /// Users, roles, permissions and whether auth is enabled.
+    pub(crate) auth: AuthStore,
     /// Log index of the last applied command (etcd's consistent index).
     pub(crate) applied_index: u64,
 }
@@ -87,14 +90,41 @@ impl KvStore {
         }
         self.applied_index = index;
         let mut events = Vec::new();
-        let result = match cmd {
+        let (caller, cmd) = match cmd {
+            Command::As { caller, command } => (Some(caller), command.as_ref()),
+            cmd => (None, cmd),
+        };
+        let result = match self.permit_command(caller, cmd) {
+            Err(e) => Err(e.into()),
+            Ok(()) => self.execute(index, cmd, &mut events),
+        };
+        let revision = self.mvcc.revision;
+        let result = result.map(|mut r| {
+            r.header_mut().revision = revision;
+            r
+        });
+        Applied {
+            result,
+            events,
+            revision,
+        }
+    }
+
+    /// Runs a command whose permissions were checked.
+    fn execute(
+        &mut self,
+        index: u64,
+        cmd: &Command,
+        events: &mut Vec<Event>,
+    ) -> Result<Response, KvError> {
+        match cmd {
             Command::Put(p) => txn::validate_put(p)
-                .and_then(|()| self.write(&mut events, |s, w| s.exec_put(w, p)))
+                .and_then(|()| self.write(events, |s, w| s.exec_put(w, p)))
                 .map(Response::Put),
             Command::DeleteRange(d) => txn::validate_delete(d)
-                .and_then(|()| self.write(&mut events, |s, w| s.exec_delete(w, d)))
+                .and_then(|()| self.write(events, |s, w| s.exec_delete(w, d)))
                 .map(Response::DeleteRange),
-            Command::Txn(t) => self.apply_txn(t, &mut events).map(Response::Txn),
+            Command::Txn(t) => self.apply_txn(t, events).map(Response::Txn),
             Command::Compact(c) => self.compact(c).map(Response::Compact),
             Command::LeaseGrant { id, ttl, now_ms } => {
                 // A free id derived from the log index: the same on every replica.
@@ -113,7 +143,7 @@ impl KvStore {
                 })
             }
             Command::LeaseRevoke { id } => self
-                .revoke(*id, &mut events)
+                .revoke(*id, events)
                 .map(|()| Response::LeaseRevoke(LeaseRevokeResponse::default())),
             Command::LeaseRenew { id, now_ms } => self.lessor.renew(*id, *now_ms).map(|l| {
                 Response::LeaseRenew(LeaseKeepAliveResponse {
@@ -133,7 +163,7 @@ impl KvStore {
                         .lessor
                         .get(id)
                         .is_some_and(|l| l.deadline_ms <= *now_ms)
-                        && self.revoke(id, &mut events).is_ok()
+                        && self.revoke(id, events).is_ok()
                     {
                         expired.push(id);
                     }
@@ -143,17 +173,20 @@ impl KvStore {
                     ..Default::default()
                 }))
             }
-        };
-        let revision = self.mvcc.revision;
-        let result = result.map(|mut r| {
-            r.header_mut().revision = revision;
-            r
-        });
-        Applied {
-            result,
-            events,
-            revision,
+            Command::Auth(a) => {
+                let token = self.auth.apply(index, a)?;
+                Ok(Response::Auth {
+                    header: ResponseHeader::default(),
+                    token,
+                })
+            }
+            Command::As { .. } => Err(KvError::NestedCaller),
         }
+    }
+
+    /// The auth state: users, roles, whether auth is on.
+    pub fn auth(&self) -> &AuthStore {
+        &self.auth
     }
 
     /// Serves a Range locally (a serializable read; for a linearizable one
