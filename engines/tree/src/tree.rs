@@ -260,10 +260,10 @@ impl DataTree {
         self.nodes.get(path).map(Node::stat)
     }
 
-    /// Data and stat (getData).
-    pub fn get_data(&self, path: &str) -> Result<(&[u8], Stat), TreeError> {
+    /// Data and stat (getData); `None` is null data, as the create or setData sent it.
+    pub fn get_data(&self, path: &str) -> Result<(Option<&[u8]>, Stat), TreeError> {
         let node = self.nodes.get(path).ok_or(TreeError::NoNode)?;
-        Ok((&node.data, node.stat()))
+        Ok((node.data.as_deref(), node.stat()))
     }
 
     /// Child names in sorted order, and the node's stat (getChildren2).
@@ -360,7 +360,7 @@ impl DataTree {
     pub fn approximate_data_size(&self) -> u64 {
         self.nodes
             .iter()
-            .map(|(p, n)| (p.len() + n.data.len()) as u64)
+            .map(|(p, n)| (p.len() + n.data_len()) as u64)
             .sum()
     }
 

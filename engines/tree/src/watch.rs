@@ -347,7 +347,7 @@ mod tests {
         let create = |p: &str| {
             write(Op::Create {
                 path: p.into(),
-                data: vec![],
+                data: Some(vec![]),
                 mode: CreateMode::Persistent,
                 ttl_ms: 0,
                 acl: vec![crate::Acl::open()],
@@ -360,7 +360,7 @@ mod tests {
             4,
             &write(Op::SetData {
                 path: "/changed".into(),
-                data: b"x".to_vec(),
+                data: Some(b"x".to_vec()),
                 version: -1,
             }),
         );

@@ -26,7 +26,7 @@ pub(crate) struct Ctx<'a> {
 
 /// What a create stores: the data and the ACL already fixed up.
 struct Content<'a> {
-    data: &'a [u8],
+    data: Option<&'a [u8]>,
     acl: Vec<Acl>,
 }
 
@@ -45,7 +45,7 @@ pub(crate) enum Undo {
     },
     SetData {
         path: String,
-        data: Vec<u8>,
+        data: Option<Vec<u8>>,
         mzxid: i64,
         mtime: i64,
         version: i32,
@@ -91,7 +91,7 @@ impl DataTree {
                 acl,
             } => {
                 let content = Content {
-                    data,
+                    data: data.as_deref(),
                     acl: acl::fix_acl(acl, ctx.auth)?,
                 };
                 self.create(ctx, path, content, *mode, *ttl_ms, events)
@@ -224,7 +224,7 @@ impl DataTree {
         }
         let (parent_cversion, parent_pzxid) = (parent.cversion, parent.pzxid);
         let node = Node::new(
-            content.data.to_vec(),
+            content.data.map(<[u8]>::to_vec),
             kind,
             ctx.zxid,
             ctx.now_ms,

@@ -85,7 +85,7 @@ fn snapshot_restore_mid_sequence() {
 
 #[derive(Debug, Clone, PartialEq)]
 struct MNode {
-    data: Vec<u8>,
+    data: Option<Vec<u8>>,
     version: i32,
     /// Children created plus children deleted, as ZooKeeper counts.
     cversion: i32,
@@ -128,7 +128,7 @@ impl Model {
             m.nodes.insert(
                 p.into(),
                 MNode {
-                    data: vec![],
+                    data: Some(vec![]),
                     version: 0,
                     cversion: 0,
                     created: 0,
@@ -419,7 +419,7 @@ fn assert_same(model: &Model, tree: &DataTree, ctx: &str) {
         let (data, stat) = tree
             .get_data(p)
             .unwrap_or_else(|e| panic!("{ctx}: {p}: {e}"));
-        assert_eq!(data, n.data.as_slice(), "{ctx}: {p} data");
+        assert_eq!(data, n.data.as_deref(), "{ctx}: {p} data");
         assert_eq!(stat.version, n.version, "{ctx}: {p} version");
         assert_eq!(stat.cversion, n.cversion, "{ctx}: {p} cversion");
         assert_eq!(stat.mtime, n.mtime, "{ctx}: {p} mtime");
@@ -431,7 +431,10 @@ fn assert_same(model: &Model, tree: &DataTree, ctx: &str) {
         let (children, stat) = tree.children(p).unwrap();
         assert_eq!(children, model.children(p), "{ctx}: {p} children");
         assert_eq!(stat.num_children as usize, children.len());
-        assert_eq!(stat.data_length as usize, n.data.len());
+        assert_eq!(
+            stat.data_length as usize,
+            n.data.as_ref().map_or(0, Vec::len)
+        );
     }
     let sessions: Vec<i64> = tree.sessions().map(|(id, _)| id).collect();
     let expected: Vec<i64> = model.sessions.keys().copied().collect();

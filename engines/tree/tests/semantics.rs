@@ -42,7 +42,7 @@ impl T {
             1000,
             Op::Create {
                 path: path.into(),
-                data: b"d".to_vec(),
+                data: Some(b"d".to_vec()),
                 mode,
                 ttl_ms,
                 acl: vec![Acl::open()],
@@ -89,7 +89,7 @@ fn stats_follow_zookeeper() {
         2000,
         Op::SetData {
             path: "/a".into(),
-            data: b"xyz".to_vec(),
+            data: Some(b"xyz".to_vec()),
             version: 0,
         },
     )
@@ -105,7 +105,7 @@ fn stats_follow_zookeeper() {
             0,
             Op::SetData {
                 path: "/a".into(),
-                data: vec![],
+                data: Some(vec![]),
                 version: 0
             }
         ),
@@ -323,19 +323,19 @@ fn multi_is_all_or_nothing() {
     let ops = vec![
         Op::Create {
             path: "/m/a".into(),
-            data: vec![],
+            data: Some(vec![]),
             mode: CreateMode::Persistent,
             ttl_ms: 0,
             acl: vec![Acl::open()],
         },
         Op::SetData {
             path: "/m".into(),
-            data: b"x".to_vec(),
+            data: Some(b"x".to_vec()),
             version: 0,
         },
         Op::Create {
             path: "/m/s-".into(),
-            data: vec![],
+            data: Some(vec![]),
             mode: CreateMode::PersistentSequential,
             ttl_ms: 0,
             acl: vec![Acl::open()],
@@ -413,7 +413,7 @@ fn acls_guard_writes_as_zookeeper_does() {
     };
     let create = |path: &str, acl: Acl| Op::Create {
         path: path.into(),
-        data: vec![],
+        data: Some(vec![]),
         mode: CreateMode::Persistent,
         ttl_ms: 0,
         acl: vec![acl],
@@ -437,7 +437,7 @@ fn acls_guard_writes_as_zookeeper_does() {
     assert_eq!(t.tree.acl("/p").unwrap().0[0].id, "alice:h");
     let set = |v: &[u8]| Op::SetData {
         path: "/p".into(),
-        data: v.to_vec(),
+        data: Some(v.to_vec()),
         version: -1,
     };
     assert_eq!(as_ids(&mut t, set(b"x"), &[]), Err(TreeError::NoAuth));

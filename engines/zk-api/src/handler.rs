@@ -27,6 +27,7 @@ use crate::reply::{reply_frame, MultiResult, ReadResult, ReplyBody};
 use crate::request::{MultiOp, ReadOp, Request};
 use crate::router::ConnId;
 use crate::state_machine::TreeStateMachine;
+use crate::wire_acl;
 
 /// What the connection does after a request.
 #[derive(Debug, PartialEq, Eq)]
@@ -58,14 +59,15 @@ fn err(e: &TreeError) -> Reply {
     (e.code(), ReplyBody::Empty)
 }
 
-/// The tree op of a create request; `Err` is the code to answer with.
-fn create_op(request_op: i32, req: &CreateRequest) -> Result<Op, i32> {
+/// The tree op of a create request by a session holding `ids`; `Err` is the code to
+/// answer with (MARSHALLING_ERROR fails a whole multi, see [`wire_acl`]).
+fn create_op(request_op: i32, req: &CreateRequest, ids: &[Id]) -> Result<Op, i32> {
     let mode = CreateMode::from_flags(req.flags).ok_or(code::BAD_ARGUMENTS)?;
     // TTL modes come only with createTTL, and createTTL only with them.
     if mode.is_ttl() != (request_op == op::CREATE_TTL) {
         return Err(code::BAD_ARGUMENTS);
     }
-    Ok(Op::Create {
+    let op = Op::Create {
         path: req.path.clone(),
         data: req.data.clone(),
         mode,
@@ -74,8 +76,13 @@ fn create_op(request_op: i32, req: &CreateRequest) -> Result<Op, i32> {
         } else {
             0
         },
-        acl: req.acl.clone(),
-    })
+        acl: wire_acl::tree_acl(&req.acl),
+    };
+    // ZooKeeper validates the path and TTL before it looks at the ACL.
+    if op.validate().is_ok() && wire_acl::zookeeper_throws(&req.acl, ids) {
+        return Err(code::MARSHALLING_ERROR);
+    }
+    Ok(op)
 }
 
 /// What getACL shows a reader without ADMIN: digest hashes masked, as ZooKeeper 3.8 does.
@@ -185,7 +192,7 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                 }
                 Flow::Close
             }
-            Request::Create { op: o, req } => match create_op(o, &req) {
+            Request::Create { op: o, req } => match create_op(o, &req, &self.ids()) {
                 Ok(tree_op) => {
                     self.write(x, tree_op, |r| match r {
                         OpResult::Create { path, stat } => create_body(o, path, stat),
@@ -224,9 +231,14 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
             Request::SetAcl(r) => {
                 let o = Op::SetAcl {
                     path: r.path,
-                    acl: r.acl,
+                    acl: wire_acl::tree_acl(&r.acl),
                     version: r.version,
                 };
+                // ZooKeeper validates the path before it looks at the ACL.
+                if o.validate().is_ok() && wire_acl::zookeeper_throws(&r.acl, &self.ids()) {
+                    let c = code::MARSHALLING_ERROR;
+                    return self.read(x, move |_, _| (c, ReplyBody::Empty)).await;
+                }
                 self.write(x, o, |r| match r {
                     OpResult::SetAcl { stat } => ReplyBody::Stat(stat),
                     _ => ReplyBody::Empty,
@@ -256,7 +268,7 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                                 sm.router().add_watch(&r.path, WatchKind::Data, id);
                             }
                             ok(ReplyBody::Data {
-                                data: data.to_vec(),
+                                data: data.map(<[u8]>::to_vec),
                                 stat,
                             })
                         }
@@ -318,7 +330,7 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                             ReadOp::GetData(p) => {
                                 match readable(sm, p, &ids).and_then(|()| t.get_data(p)) {
                                     Ok((data, stat)) => ReadResult::Data {
-                                        data: data.to_vec(),
+                                        data: data.map(<[u8]>::to_vec),
                                         stat,
                                     },
                                     Err(e) => ReadResult::Error(e.code()),
@@ -499,9 +511,10 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
         let mut tree_ops = Vec::with_capacity(ops.len());
         // The result shape of each create follows its op code.
         let mut create_ops = Vec::with_capacity(ops.len());
+        let ids = self.ids();
         for (i, o) in ops.iter().enumerate() {
             let converted = match o {
-                MultiOp::Create { op: c, req } => create_op(*c, req),
+                MultiOp::Create { op: c, req } => create_op(*c, req, &ids),
                 MultiOp::Delete(r) => Ok(Op::Delete {
                     path: r.path.clone(),
                     version: r.version,
@@ -518,6 +531,11 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
             };
             match converted {
                 Ok(t) => tree_ops.push(t),
+                // ZooKeeper's multi fails as a whole on an exception that is no
+                // KeeperException (see wire_acl).
+                Err(c) if c == code::MARSHALLING_ERROR => {
+                    return self.read(xid, move |_, _| (c, ReplyBody::Empty)).await;
+                }
                 Err(c) => {
                     let body = ReplyBody::Multi(aborted(ops.len(), i, c));
                     return self.read(xid, move |_, _| ok(body)).await;

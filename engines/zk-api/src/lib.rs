@@ -44,6 +44,7 @@ mod server;
 mod sessions;
 pub mod state_machine;
 pub mod stats;
+mod wire_acl;
 
 #[cfg(test)]
 mod codec_tests;

@@ -146,8 +146,8 @@ fn create(path: &str) -> Request {
         op: op::CREATE,
         req: coordbench_zk_api::proto::CreateRequest {
             path: path.into(),
-            data: b"v".to_vec(),
-            acl: vec![coordbench_zk_api::proto::Acl::open()],
+            data: Some(b"v".to_vec()),
+            acl: vec![coordbench_zk_api::proto::Acl::open().into()],
             flags: 0,
             ttl: None,
         },
@@ -157,7 +157,7 @@ fn create(path: &str) -> Request {
 fn set_data(path: &str) -> Request {
     Request::SetData(SetDataRequest {
         path: path.into(),
-        data: b"new".to_vec(),
+        data: Some(b"new".to_vec()),
         version: -1,
     })
 }
@@ -336,7 +336,7 @@ async fn notifications_precede_the_reply_that_caused_them() {
     raw.call(op::CREATE, &create("/o")).await;
     four_letter(server.addr(), "srst").await;
     let (_, body) = raw.call(op::GET_DATA, &get_data("/o", true)).await;
-    assert!(matches!(body, ReplyBody::Data { ref data, .. } if data == b"v"));
+    assert!(matches!(body, ReplyBody::Data { ref data, .. } if data.as_deref() == Some(b"v")));
     let x = raw.send(op::SET_DATA, &set_data("/o")).await;
     let Frame::Event(event_zxid, event) = raw.frame().await else {
         panic!("event first")
