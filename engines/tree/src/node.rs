@@ -77,7 +77,7 @@ impl Node {
             version: self.version,
             cversion: self.cversion,
             aversion: self.aversion,
-            ephemeral_owner: self.kind.ephemeral_owner(),
+            ephemeral_owner: self.kind.client_ephemeral_owner(),
             data_length: i32::try_from(self.data_len()).unwrap_or(i32::MAX),
             num_children: i32::try_from(self.children.len()).unwrap_or(i32::MAX),
             pzxid: self.pzxid,

@@ -425,7 +425,7 @@ fn assert_same(model: &Model, tree: &DataTree, ctx: &str) {
         assert_eq!(stat.mtime, n.mtime, "{ctx}: {p} mtime");
         assert_eq!(
             stat.ephemeral_owner,
-            n.kind.ephemeral_owner(),
+            n.kind.client_ephemeral_owner(),
             "{ctx}: {p} owner"
         );
         let (children, stat) = tree.children(p).unwrap();

@@ -509,8 +509,6 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
 
     async fn multi(&self, xid: i32, ops: Vec<MultiOp>) -> Flow {
         let mut tree_ops = Vec::with_capacity(ops.len());
-        // The result shape of each create follows its op code.
-        let mut create_ops = Vec::with_capacity(ops.len());
         let ids = self.ids();
         for (i, o) in ops.iter().enumerate() {
             let converted = match o {
@@ -541,12 +539,15 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                     return self.read(xid, move |_, _| ok(body)).await;
                 }
             }
-            create_ops.push(match o {
-                MultiOp::Create { op: c, .. } => *c,
-                _ => 0,
-            });
         }
         let n = tree_ops.len();
+        // ZooKeeper's server reads every create of a multi as Op.create, whose result
+        // shape follows the mode, not the op code: a Stat only for containers and TTL
+        // nodes (create2's and plain create's alike).
+        let with_stat: Vec<bool> = tree_ops
+            .iter()
+            .map(|o| matches!(o, Op::Create { mode, .. } if *mode == CreateMode::Container || mode.is_ttl()))
+            .collect();
         let cmd = Command::Multi {
             session: self.session,
             now_ms: now_ms(),
@@ -561,11 +562,9 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
             Ok(Response::Multi(MultiOutcome::Committed(results))) => {
                 let results = results
                     .into_iter()
-                    .zip(create_ops)
-                    .map(|(r, c)| match r {
-                        OpResult::Create { path, .. } if c == op::CREATE => {
-                            MultiResult::Create(path)
-                        }
+                    .zip(with_stat)
+                    .map(|(r, with_stat)| match r {
+                        OpResult::Create { path, .. } if !with_stat => MultiResult::Create(path),
                         OpResult::Create { path, stat } => MultiResult::Create2 { path, stat },
                         OpResult::Delete => MultiResult::Delete,
                         OpResult::SetData { stat } => MultiResult::SetData(stat),

@@ -27,6 +27,7 @@
 //! [`spawn`] (in the background, with a [`ServerHandle`]).
 
 pub mod auth;
+pub mod client;
 mod client_cap;
 mod conn;
 mod core;

@@ -5,7 +5,8 @@
 //! [`Reader`]). Clients send requests and servers send responses, but every record is
 //! codable both ways, so tests can act as either side.
 
-use coordbench_tree::Stat;
+/// ZooKeeper's `Stat` record (the tree's; [`encode_stat`] / [`decode_stat`] are its jute).
+pub use coordbench_tree::Stat;
 
 use crate::jute::{DecodeError, Reader, Writer};
 

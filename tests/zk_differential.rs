@@ -1,0 +1,174 @@
+//! zab against real ZooKeeper, reply by reply: each test starts a one-member ZooKeeper
+//! 3.8 (Debian's, extended types enabled for TTL nodes, `envi` whitelisted) and a
+//! one-member zab, sends both the same requests from the zk-api crate's raw client
+//! (tests/common/zk_differential.rs: null and empty data, null ACL ids, every create mode,
+//! versions, multi with a failing op, error codes, then seeded random sequences) and
+//! fails on the first reply that differs once zxids, sessions and times are normalised.
+//! ZooKeeper is the control: the same bodies assert what ZooKeeper answers, so a changed
+//! expectation shows on ZooKeeper first.
+//!
+//! Replay one random sequence: `ZK_DIFF_SEED=<seed> cargo test --test zk_differential random`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::zk_differential::{self as diff, Step, Transcript};
+use common::{raft_options, within};
+use coordbench::provision::{zab, zookeeper, Cluster, ClusterSpec, DiskKind};
+use coordbench_drivers::zookeeper::four_letter::{field, four_letter_word};
+use tempfile::TempDir;
+
+const BOUND: Duration = Duration::from_secs(90);
+/// Steps of each random sequence.
+const RANDOM_STEPS: usize = 300;
+
+/// A one-member ZooKeeper and a one-member zab (base ports `base` and `base + 20`; see
+/// tests/kazoo_interop.rs for why 32100-32699).
+struct Pair {
+    zookeeper: Cluster,
+    zab: Cluster,
+    _work: TempDir,
+}
+
+impl Pair {
+    async fn start(base: u16) -> Pair {
+        let work = TempDir::new().unwrap();
+        let spec = |port: u16| ClusterSpec {
+            base_port: Some(port),
+            ..ClusterSpec::new(
+                1,
+                DiskKind::Tmpfs,
+                Duration::from_secs(10),
+                work.path().join(port.to_string()),
+            )
+        };
+        let options = zookeeper::ZkOptions {
+            extended_types: true,
+            ..Default::default()
+        };
+        let zk_spec = spec(base);
+        let zookeeper = within(BOUND, "starting ZooKeeper", zookeeper::start(&zk_spec, &options))
+            .await
+            .expect("ZooKeeper starts");
+        let zab_spec = spec(base + 20);
+        let zab = within(BOUND, "starting zab", zab::start(&zab_spec, &raft_options()))
+            .await
+            .expect("zab starts");
+        Pair {
+            zookeeper,
+            zab,
+            _work: work,
+        }
+    }
+
+    fn stop(mut self) {
+        self.zookeeper.stop();
+        self.zab.stop();
+    }
+
+    /// Runs `steps` on both; panics at the first difference, printing `what` and both
+    /// transcripts up to it. Returns ZooKeeper's transcript for the control's assertions.
+    async fn same_replies(&self, what: &str, steps: &[Step]) -> Transcript {
+        let zk = diff::run(&self.zookeeper.endpoints()[0], steps).await;
+        let zab = diff::run(&self.zab.endpoints()[0], steps).await;
+        if let Some(d) = diff::first_difference(&zk, &zab) {
+            let upto = d
+                .split_whitespace()
+                .nth(1)
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or(0);
+            let upto = upto.min(zk.len());
+            let context = zk[upto.saturating_sub(8)..upto].join("\n  ");
+            panic!("{what}: zab differs from ZooKeeper at {d}\nthe steps before it (ZooKeeper's replies):\n  {context}");
+        }
+        zk
+    }
+}
+
+/// The line of `transcript` for the step whose description contains `needle`, after the
+/// first `skip` such lines.
+fn line<'a>(transcript: &'a Transcript, needle: &str, skip: usize) -> &'a str {
+    transcript
+        .iter()
+        .filter(|l| l.contains(needle))
+        .nth(skip)
+        .unwrap_or_else(|| panic!("no step {needle} (#{skip})"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn null_data_reads_back_null_and_empty_stays_empty() {
+    let pair = Pair::start(32400).await;
+    let t = pair
+        .same_replies("null data", &diff::null_data_steps("/nd"))
+        .await;
+    // The control: ZooKeeper keeps null apart from empty, through every write.
+    assert!(line(&t, "op 4 /nd/create-null", 0).contains("data null"), "{t:#?}");
+    assert!(line(&t, "op 4 /nd/create-empty", 0).contains("data \"\""), "{t:#?}");
+    assert!(line(&t, "op 4 /nd/create-empty", 1).contains("data null"), "{t:#?}");
+    assert!(line(&t, "op 4 /nd/create-empty", 2).contains("data \"\""), "{t:#?}");
+    assert!(line(&t, "op 4 /nd/multi-null", 0).contains("data null"), "{t:#?}");
+    pair.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn null_acl_ids_are_the_creators_ids_or_refused_as_zookeeper_refuses_them() {
+    let pair = Pair::start(32440).await;
+    let t = pair
+        .same_replies("null ACL ids", &diff::null_acl_steps("/na"))
+        .await;
+    // The control: Id("auth", null) is the creator's digest; without one it is InvalidACL.
+    let acl = line(&t, "op 6 /na/creator-alice-null", 0);
+    assert!(acl.contains("scheme: \"digest\"") && acl.contains("alice:"), "{acl}");
+    assert!(line(&t, "op 1 /na/creator-anon-null", 0).ends_with("err -114"));
+    pair.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_modes_versions_multi_and_error_codes_match() {
+    let pair = Pair::start(32480).await;
+    let t = pair.same_replies("API", &diff::api_steps("/api")).await;
+    assert!(line(&t, "op 15 /api/a data=\"1\"", 1).ends_with("err -110"));
+    pair.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_sequences_match() {
+    let pair = Pair::start(32520).await;
+    let seeds: Vec<u64> = match std::env::var("ZK_DIFF_SEED") {
+        Ok(s) => vec![s.parse().expect("ZK_DIFF_SEED is a u64")],
+        Err(_) => vec![1, 2, 3],
+    };
+    for seed in seeds {
+        let root = format!("/random-{seed}");
+        let steps = diff::random(seed, &root, RANDOM_STEPS);
+        let what = format!("seed {seed} (ZK_DIFF_SEED={seed} cargo test --test zk_differential random)");
+        pair.same_replies(&what, &steps).await;
+    }
+    pair.stop();
+}
+
+/// `envi` is answered by both, in ZooKeeper's shape, and its zookeeper.version is the
+/// version `srvr` reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn envi_names_the_version_srvr_reports() {
+    let pair = Pair::start(32560).await;
+    for (name, cluster) in [("ZooKeeper", &pair.zookeeper), ("zab", &pair.zab)] {
+        let addr = &cluster.endpoints()[0];
+        let envi = four_letter_word(addr, "envi", None).await.expect("envi");
+        let srvr = four_letter_word(addr, "srvr", None).await.expect("srvr");
+        let mut lines = envi.lines();
+        assert_eq!(lines.next(), Some("Environment:"), "{name}: {envi}");
+        let version = envi
+            .lines()
+            .find_map(|l| l.strip_prefix("zookeeper.version="))
+            .unwrap_or_else(|| panic!("{name}: no zookeeper.version in {envi}"));
+        assert_eq!(Some(version), field(&srvr, "Zookeeper version"), "{name}: {envi}\n{srvr}");
+        assert!(version.starts_with("3.8.0-"), "{name}: {version}");
+        assert!(
+            lines.all(|l| l.split_once('=').is_some_and(|(k, _)| !k.is_empty())),
+            "{name}: {envi}"
+        );
+    }
+    pair.stop();
+}
