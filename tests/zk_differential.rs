@@ -8,6 +8,8 @@
 //! expectation shows on ZooKeeper first.
 //!
 //! Replay one random sequence: `ZK_DIFF_SEED=<seed> cargo test --test zk_differential random`.
+//! Compare another build's zab (an older commit's, to see what a fix changed):
+//! `ZK_DIFF_ZAB_BIN=/path/to/coordbench cargo test --test zk_differential`.
 
 mod common;
 
@@ -15,6 +17,7 @@ use std::time::Duration;
 
 use common::zk_differential::{self as diff, Step, Transcript};
 use common::{raft_options, within};
+use coordbench::provision::raft::RaftOptions;
 use coordbench::provision::{zab, zookeeper, Cluster, ClusterSpec, DiskKind};
 use coordbench_drivers::zookeeper::four_letter::{field, four_letter_word};
 use tempfile::TempDir;
@@ -48,11 +51,15 @@ impl Pair {
             ..Default::default()
         };
         let zk_spec = spec(base);
-        let zookeeper = within(BOUND, "starting ZooKeeper", zookeeper::start(&zk_spec, &options))
-            .await
-            .expect("ZooKeeper starts");
+        let zookeeper = within(
+            BOUND,
+            "starting ZooKeeper",
+            zookeeper::start(&zk_spec, &options),
+        )
+        .await
+        .expect("ZooKeeper starts");
         let zab_spec = spec(base + 20);
-        let zab = within(BOUND, "starting zab", zab::start(&zab_spec, &raft_options()))
+        let zab = within(BOUND, "starting zab", zab::start(&zab_spec, &zab_options()))
             .await
             .expect("zab starts");
         Pair {
@@ -86,6 +93,17 @@ impl Pair {
     }
 }
 
+/// The zab members' launcher options: this build's binary, or `ZK_DIFF_ZAB_BIN`'s.
+fn zab_options() -> RaftOptions {
+    match std::env::var_os("ZK_DIFF_ZAB_BIN") {
+        Some(bin) => RaftOptions {
+            binary: Some(bin.into()),
+            ..raft_options()
+        },
+        None => raft_options(),
+    }
+}
+
 /// The line of `transcript` for the step whose description contains `needle`, after the
 /// first `skip` such lines.
 fn line<'a>(transcript: &'a Transcript, needle: &str, skip: usize) -> &'a str {
@@ -103,11 +121,26 @@ async fn null_data_reads_back_null_and_empty_stays_empty() {
         .same_replies("null data", &diff::null_data_steps("/nd"))
         .await;
     // The control: ZooKeeper keeps null apart from empty, through every write.
-    assert!(line(&t, "op 4 /nd/create-null", 0).contains("data null"), "{t:#?}");
-    assert!(line(&t, "op 4 /nd/create-empty", 0).contains("data \"\""), "{t:#?}");
-    assert!(line(&t, "op 4 /nd/create-empty", 1).contains("data null"), "{t:#?}");
-    assert!(line(&t, "op 4 /nd/create-empty", 2).contains("data \"\""), "{t:#?}");
-    assert!(line(&t, "op 4 /nd/multi-null", 0).contains("data null"), "{t:#?}");
+    assert!(
+        line(&t, "op 4 /nd/create-null", 0).contains("data null"),
+        "{t:#?}"
+    );
+    assert!(
+        line(&t, "op 4 /nd/create-empty", 0).contains("data \"\""),
+        "{t:#?}"
+    );
+    assert!(
+        line(&t, "op 4 /nd/create-empty", 1).contains("data null"),
+        "{t:#?}"
+    );
+    assert!(
+        line(&t, "op 4 /nd/create-empty", 2).contains("data \"\""),
+        "{t:#?}"
+    );
+    assert!(
+        line(&t, "op 4 /nd/multi-null", 0).contains("data null"),
+        "{t:#?}"
+    );
     pair.stop();
 }
 
@@ -119,7 +152,10 @@ async fn null_acl_ids_are_the_creators_ids_or_refused_as_zookeeper_refuses_them(
         .await;
     // The control: Id("auth", null) is the creator's digest; without one it is InvalidACL.
     let acl = line(&t, "op 6 /na/creator-alice-null", 0);
-    assert!(acl.contains("scheme: \"digest\"") && acl.contains("alice:"), "{acl}");
+    assert!(
+        acl.contains("scheme: \"digest\"") && acl.contains("alice:"),
+        "{acl}"
+    );
     assert!(line(&t, "op 1 /na/creator-anon-null", 0).ends_with("err -114"));
     pair.stop();
 }
@@ -142,7 +178,8 @@ async fn random_sequences_match() {
     for seed in seeds {
         let root = format!("/random-{seed}");
         let steps = diff::random(seed, &root, RANDOM_STEPS);
-        let what = format!("seed {seed} (ZK_DIFF_SEED={seed} cargo test --test zk_differential random)");
+        let what =
+            format!("seed {seed} (ZK_DIFF_SEED={seed} cargo test --test zk_differential random)");
         pair.same_replies(&what, &steps).await;
     }
     pair.stop();
@@ -163,7 +200,11 @@ async fn envi_names_the_version_srvr_reports() {
             .lines()
             .find_map(|l| l.strip_prefix("zookeeper.version="))
             .unwrap_or_else(|| panic!("{name}: no zookeeper.version in {envi}"));
-        assert_eq!(Some(version), field(&srvr, "Zookeeper version"), "{name}: {envi}\n{srvr}");
+        assert_eq!(
+            Some(version),
+            field(&srvr, "Zookeeper version"),
+            "{name}: {envi}\n{srvr}"
+        );
         assert!(version.starts_with("3.8.0-"), "{name}: {version}");
         assert!(
             lines.all(|l| l.split_once('=').is_some_and(|(k, _)| !k.is_empty())),

@@ -95,7 +95,12 @@ fn describe(s: &Step) -> String {
             req.acl,
             req.flags
         ),
-        Request::SetData(r) => format!("{} data={} v={}", r.path, data_name(r.data.as_deref()), r.version),
+        Request::SetData(r) => format!(
+            "{} data={} v={}",
+            r.path,
+            data_name(r.data.as_deref()),
+            r.version
+        ),
         Request::SetAcl(r) => format!("{} acl={:?} v={}", r.path, r.acl, r.version),
         Request::Delete(r) | Request::Check(r) => format!("{} v={}", r.path, r.version),
         Request::Exists(r) | Request::GetData(r) => r.path.clone(),
@@ -230,7 +235,13 @@ fn creator_all(null_id: bool) -> Vec<WireAcl> {
     vec![acl(31, Some("auth"), if null_id { None } else { Some("") })]
 }
 
-fn create_req(path: &str, data: Option<&[u8]>, acl: Vec<WireAcl>, flags: i32, ttl: Option<i64>) -> CreateRequest {
+fn create_req(
+    path: &str,
+    data: Option<&[u8]>,
+    acl: Vec<WireAcl>,
+    flags: i32,
+    ttl: Option<i64>,
+) -> CreateRequest {
     CreateRequest {
         path: path.into(),
         data: data.map(<[u8]>::to_vec),
@@ -249,7 +260,11 @@ fn create(conn: usize, code: i32, req: CreateRequest) -> Step {
 }
 
 fn plain(conn: usize, path: &str, data: Option<&[u8]>, flags: i32) -> Step {
-    create(conn, op::CREATE2, create_req(path, data, open_acl(), flags, None))
+    create(
+        conn,
+        op::CREATE2,
+        create_req(path, data, open_acl(), flags, None),
+    )
 }
 
 fn set_data(conn: usize, path: &str, data: Option<&[u8]>, version: i32) -> Step {
@@ -290,7 +305,11 @@ fn path_op(conn: usize, code: i32, path: &str) -> Step {
             with_stat: true,
         },
     };
-    Step { conn, op: code, req }
+    Step {
+        conn,
+        op: code,
+        req,
+    }
 }
 
 fn delete(conn: usize, path: &str, version: i32) -> Step {
@@ -345,7 +364,11 @@ pub fn null_data_steps(root: &str) -> Vec<Step> {
         let flags = if code == op::CREATE_CONTAINER { 4 } else { 0 };
         for (data, tag) in [(None, "null"), (Some(&b""[..]), "empty")] {
             let path = p(&format!("{name}-{tag}"));
-            steps.push(create(0, code, create_req(&path, data, open_acl(), flags, None)));
+            steps.push(create(
+                0,
+                code,
+                create_req(&path, data, open_acl(), flags, None),
+            ));
             steps.push(get_data(1, &path));
         }
     }
@@ -381,18 +404,46 @@ pub fn null_acl_steps(root: &str) -> Vec<Step> {
         for null_id in [true, false] {
             let tag = format!("{who}-{}", if null_id { "null" } else { "empty" });
             let path = p(&format!("creator-{tag}"));
-            steps.push(create(conn, op::CREATE, create_req(&path, Some(b"x"), creator_all(null_id), 0, None)));
+            steps.push(create(
+                conn,
+                op::CREATE,
+                create_req(&path, Some(b"x"), creator_all(null_id), 0, None),
+            ));
             steps.push(path_op(conn, op::GET_ACL, &path));
             steps.push(get_data(2, &path));
             let c2 = p(&format!("c2-{tag}"));
-            steps.push(create(conn, op::CREATE2, create_req(&c2, None, creator_all(null_id), 0, None)));
+            steps.push(create(
+                conn,
+                op::CREATE2,
+                create_req(&c2, None, creator_all(null_id), 0, None),
+            ));
             let container = p(&format!("container-{tag}"));
-            steps.push(create(conn, op::CREATE_CONTAINER, create_req(&container, None, creator_all(null_id), 4, None)));
+            steps.push(create(
+                conn,
+                op::CREATE_CONTAINER,
+                create_req(&container, None, creator_all(null_id), 4, None),
+            ));
             let ttl = p(&format!("ttl-{tag}"));
-            steps.push(create(conn, op::CREATE_TTL, create_req(&ttl, None, creator_all(null_id), 5, Some(600_000))));
-            steps.push(multi(conn, vec![multi_create(&p(&format!("multi-{tag}")), None, creator_all(null_id))]));
+            steps.push(create(
+                conn,
+                op::CREATE_TTL,
+                create_req(&ttl, None, creator_all(null_id), 5, Some(600_000)),
+            ));
+            steps.push(multi(
+                conn,
+                vec![multi_create(
+                    &p(&format!("multi-{tag}")),
+                    None,
+                    creator_all(null_id),
+                )],
+            ));
             steps.push(plain(conn, &p(&format!("open-{tag}")), None, 0));
-            steps.push(set_acl(conn, &p(&format!("open-{tag}")), creator_all(null_id), -1));
+            steps.push(set_acl(
+                conn,
+                &p(&format!("open-{tag}")),
+                creator_all(null_id),
+                -1,
+            ));
             steps.push(path_op(1, op::GET_ACL, &p(&format!("open-{tag}"))));
         }
     }
@@ -404,15 +455,28 @@ pub fn null_acl_steps(root: &str) -> Vec<Step> {
         vec![acl(31, Some("ip"), None)],
         vec![acl(31, Some("sasl"), None)],
         vec![acl(31, Some("auth"), None), acl(31, Some("auth"), None)],
-        vec![acl(31, Some("auth"), None), acl(1, Some("world"), Some("anyone"))],
-        vec![acl(31, Some("nope"), Some("x")), acl(1, Some("world"), None)],
+        vec![
+            acl(31, Some("auth"), None),
+            acl(1, Some("world"), Some("anyone")),
+        ],
+        vec![
+            acl(31, Some("nope"), Some("x")),
+            acl(1, Some("world"), None),
+        ],
         vec![],
         vec![acl(64, Some("world"), Some("anyone"))],
     ];
     for (i, a) in odd.into_iter().enumerate() {
-        steps.push(create(0, op::CREATE, create_req(&p(&format!("odd-{i}")), None, a.clone(), 0, None)));
-        steps.push(set_acl(0, &p(&format!("open-alice-null")), a.clone(), -1));
-        steps.push(multi(0, vec![multi_create(&p(&format!("odd-multi-{i}")), None, a)]));
+        steps.push(create(
+            0,
+            op::CREATE,
+            create_req(&p(&format!("odd-{i}")), None, a.clone(), 0, None),
+        ));
+        steps.push(set_acl(0, &p("open-alice-null"), a.clone(), -1));
+        steps.push(multi(
+            0,
+            vec![multi_create(&p(&format!("odd-multi-{i}")), None, a)],
+        ));
     }
     steps
 }
@@ -425,9 +489,21 @@ pub fn api_steps(root: &str) -> Vec<Step> {
     for flags in 0..8 {
         steps.push(plain(0, &p(&format!("mode-{flags}-")), Some(b"m"), flags));
     }
-    steps.push(create(0, op::CREATE, create_req(&p("ttl-in-create"), None, open_acl(), 5, None)));
-    steps.push(create(0, op::CREATE_TTL, create_req(&p("ttl-0"), None, open_acl(), 5, Some(0))));
-    steps.push(create(0, op::CREATE_TTL, create_req(&p("ttl-plain"), None, open_acl(), 0, Some(5))));
+    steps.push(create(
+        0,
+        op::CREATE,
+        create_req(&p("ttl-in-create"), None, open_acl(), 5, None),
+    ));
+    steps.push(create(
+        0,
+        op::CREATE_TTL,
+        create_req(&p("ttl-0"), None, open_acl(), 5, Some(0)),
+    ));
+    steps.push(create(
+        0,
+        op::CREATE_TTL,
+        create_req(&p("ttl-plain"), None, open_acl(), 0, Some(5)),
+    ));
     steps.push(path_op(1, op::GET_CHILDREN2, root));
     steps.extend([
         plain(0, &p("mode-1-/child"), None, 0),
@@ -483,7 +559,15 @@ pub fn api_steps(root: &str) -> Vec<Step> {
     ];
     steps.push(multi(0, passing));
     steps.push(path_op(1, op::GET_CHILDREN2, &p("m1")));
-    // What a create in a multi answers: by op code or by mode.
+    steps.extend(multi_create_shapes(root));
+    steps.push(multi(0, vec![]));
+    steps
+}
+
+/// A create of every op code and some modes inside a multi and alone: what each answers.
+fn multi_create_shapes(root: &str) -> Vec<Step> {
+    let p = |s: &str| format!("{root}/{s}");
+    let mut steps = Vec::new();
     for (i, (code, flags, ttl)) in [
         (op::CREATE2, 0, None),
         (op::CREATE, 4, None),
@@ -496,14 +580,19 @@ pub fn api_steps(root: &str) -> Vec<Step> {
     .enumerate()
     {
         let req = create_req(&p(&format!("mc-{i}")), None, open_acl(), flags, ttl);
-        steps.push(multi(0, vec![MultiOp::Create { op: code, req: req.clone() }]));
+        steps.push(multi(
+            0,
+            vec![MultiOp::Create {
+                op: code,
+                req: req.clone(),
+            }],
+        ));
         let single = CreateRequest {
             path: p(&format!("sc-{i}")),
             ..req
         };
         steps.push(create(0, code, single));
     }
-    steps.push(multi(0, vec![]));
     steps
 }
 
@@ -533,7 +622,11 @@ fn random_step(rng: &mut SplitMix64, path: &str) -> Step {
     match rng.range(0, 10) {
         0 | 1 => {
             let flags = [0, 0, 1, 2, 3, 4][rng.range(0, 6) as usize];
-            let acl = if rng.range(0, 4) == 0 { creator_all(true) } else { open_acl() };
+            let acl = if rng.range(0, 4) == 0 {
+                creator_all(true)
+            } else {
+                open_acl()
+            };
             create(conn, op::CREATE2, create_req(path, data, acl, flags, None))
         }
         2 => set_data(conn, path, data, version),

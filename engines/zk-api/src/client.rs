@@ -31,10 +31,7 @@ pub enum ClientError {
         source: std::io::Error,
     },
     #[error("no answer to {what} within {bound:?}")]
-    Timeout {
-        what: &'static str,
-        bound: Duration,
-    },
+    Timeout { what: &'static str, bound: Duration },
     #[error("server closed the connection while awaiting {0}")]
     Closed(&'static str),
     #[error("frame of {0} bytes is out of range")]
@@ -105,11 +102,9 @@ impl RawClient {
         req.encode(&mut w);
         self.send_frame(&w.buf).await?;
         let payload = self.read_payload("the connect response").await?;
-        ConnectResponse::decode(&mut Reader::new(&payload)).map_err(|source| {
-            ClientError::Decode {
-                what: "connect response",
-                source,
-            }
+        ConnectResponse::decode(&mut Reader::new(&payload)).map_err(|source| ClientError::Decode {
+            what: "connect response",
+            source,
         })
     }
 
@@ -120,6 +115,27 @@ impl RawClient {
         bytes.extend_from_slice(payload);
         let write = self.stream.write_all(&bytes);
         timed(self.io_timeout, "write", write).await
+    }
+
+    /// Writes `bytes` as they are (malformed frames, for tests).
+    pub async fn write_raw(&mut self, bytes: &[u8]) -> Result<(), ClientError> {
+        let write = self.stream.write_all(bytes);
+        timed(self.io_timeout, "write", write).await
+    }
+
+    /// Whether the server closes the connection within the I/O timeout (what it sends
+    /// first is read and dropped).
+    pub async fn closed(&mut self) -> bool {
+        let mut buf = [0u8; 256];
+        let drain = async {
+            loop {
+                match self.stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => continue,
+                }
+            }
+        };
+        timeout(self.io_timeout, drain).await.is_ok()
     }
 
     /// Sends `req` under op code `code` and returns the xid used (ZooKeeper's fixed xids
@@ -188,11 +204,12 @@ impl RawClient {
         if h.err != 0 {
             return Ok((h, ReplyBody::Empty));
         }
-        let body = ReplyBody::decode(code, &mut Reader::new(&body))
-            .map_err(|source| ClientError::Decode {
+        let body = ReplyBody::decode(code, &mut Reader::new(&body)).map_err(|source| {
+            ClientError::Decode {
                 what: "reply body",
                 source,
-            })?;
+            }
+        })?;
         Ok((h, body))
     }
 

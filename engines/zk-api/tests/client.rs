@@ -64,10 +64,16 @@ async fn create_all_modes() {
         .unwrap();
     // ZooKeeper stores a marker for containers and TTL nodes but shows clients 0
     // (tests/zk_differential.rs compares it with ZooKeeper 3.8).
-    assert_eq!(stat.ephemeral_owner, 0, "a container's owner as clients see it");
+    assert_eq!(
+        stat.ephemeral_owner, 0,
+        "a container's owner as clients see it"
+    );
     let ttl = opts(CreateMode::Persistent).with_ttl(Duration::from_millis(300));
     let (stat, _) = zk.create("/t", b"", &ttl).await.unwrap();
-    assert_eq!(stat.ephemeral_owner, 0, "a TTL node's owner as clients see it");
+    assert_eq!(
+        stat.ephemeral_owner, 0,
+        "a TTL node's owner as clients see it"
+    );
 
     assert_eq!(
         zk.create("/p", b"", &PERSISTENT).await.unwrap_err(),
