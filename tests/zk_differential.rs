@@ -86,11 +86,32 @@ impl Pair {
                 .and_then(|n| n.parse::<usize>().ok())
                 .unwrap_or(0);
             let upto = upto.min(zk.len());
+            let files = dump(what, &zk, &zab);
             let context = zk[upto.saturating_sub(8)..upto].join("\n  ");
-            panic!("{what}: zab differs from ZooKeeper at {d}\nthe steps before it (ZooKeeper's replies):\n  {context}");
+            panic!("{what}: zab differs from ZooKeeper at {d}\nthe steps before it (ZooKeeper's replies):\n  {context}\nwhole transcripts: {files}");
         }
         zk
     }
+}
+
+/// Writes both transcripts under target/zk-differential/ (for diff(1)); returns where.
+fn dump(what: &str, zk: &Transcript, zab: &Transcript) -> String {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/zk-differential");
+    let name: String = what
+        .chars()
+        .take_while(|c| *c != '(')
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let write = |who: &str, t: &Transcript| {
+        let path = dir.join(format!("{}.{who}.txt", name.trim_matches('-')));
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&path, t.join("\n") + "\n"))
+            .map_or_else(
+                |e| format!("(not written: {e})"),
+                |()| path.display().to_string(),
+            )
+    };
+    format!("{} {}", write("zookeeper", zk), write("zab", zab))
 }
 
 /// The zab members' launcher options: this build's binary, or `ZK_DIFF_ZAB_BIN`'s.
@@ -161,10 +182,18 @@ async fn null_acl_ids_are_the_creators_ids_or_refused_as_zookeeper_refuses_them(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn create_modes_versions_multi_and_error_codes_match() {
+async fn create_modes_versions_multi_reads_watches_and_error_codes_match() {
     let pair = Pair::start(32480).await;
     let t = pair.same_replies("API", &diff::api_steps("/api")).await;
     assert!(line(&t, "op 15 /api/a data=\"1\"", 1).ends_with("err -110"));
+    let t = pair
+        .same_replies("reads and watches", &diff::read_and_watch_steps("/rw"))
+        .await;
+    assert!(line(&t, "c1 op 3 /:", 0).contains("after events"), "{t:#?}");
+    let t = pair
+        .same_replies("system nodes", &diff::system_node_steps())
+        .await;
+    assert!(line(&t, "op 5 /zookeeper/config", 0).ends_with("err -102"));
     pair.stop();
 }
 

@@ -1,6 +1,7 @@
 //! Differential testing of ZooKeeper's client protocol: one sequence of requests, a
 //! scripted part ([`scripted`]: null and empty data, null ACL ids, every create mode,
-//! versions, multi with a failing op, error codes) and a seeded random part ([`random`]),
+//! versions, multi with a failing op, error codes, reads and watches, the system nodes)
+//! and a seeded random part ([`random`]),
 //! is sent byte for byte by the zk-api crate's raw client to real ZooKeeper and to zab,
 //! and every reply is reduced to what must agree ([`Transcript`]): error codes, paths,
 //! data, children (sorted: ZooKeeper lists them in hash order, zab in name order; clients
@@ -15,11 +16,11 @@ use std::time::Duration;
 use coordbench_splitmix::SplitMix64;
 use coordbench_zk_api::client::{ClientError, RawClient};
 use coordbench_zk_api::proto::{
-    op, AuthPacket, CreateRequest, PathVersion, PathWatch, SetAclRequest, SetDataRequest, Stat,
-    WireAcl,
+    op, AuthPacket, CreateRequest, PathMode, PathVersion, PathWatch, SetAclRequest, SetDataRequest,
+    Stat, WireAcl,
 };
-use coordbench_zk_api::reply::{MultiResult, ReplyBody};
-use coordbench_zk_api::request::{MultiOp, Request};
+use coordbench_zk_api::reply::{MultiResult, ReadResult, ReplyBody};
+use coordbench_zk_api::request::{MultiOp, ReadOp, Request};
 
 /// Connections a sequence uses: 0 and 2 add a digest identity first, 1 stays anonymous.
 pub const CONNS: usize = 3;
@@ -55,14 +56,23 @@ pub async fn run(addr: &str, steps: &[Step]) -> Transcript {
     }
     let mut out = Vec::with_capacity(steps.len());
     for (i, s) in steps.iter().enumerate() {
-        let line = match conns[s.conn].call(s.op, &s.req).await {
+        let conn = &mut conns[s.conn];
+        let mut line = match conn.call(s.op, &s.req).await {
             Ok((h, _)) if h.err != 0 => format!("err {}", h.err),
             Ok((_, body)) => norm.body(&body),
             Err(e) => {
-                conns[s.conn] = open(addr, s.conn, &mut norm).await;
+                *conn = open(addr, s.conn, &mut norm).await;
                 format!("connection lost: {}", kind(&e))
             }
         };
+        let events: Vec<String> = conn
+            .take_events()
+            .into_iter()
+            .map(|(_, e)| format!("{}:{}", e.kind, e.path))
+            .collect();
+        if !events.is_empty() {
+            line.push_str(&format!(" after events {events:?}"));
+        }
         out.push(format!("#{i} c{} {}: {line}", s.conn, describe(s)));
     }
     out
@@ -103,13 +113,20 @@ fn describe(s: &Step) -> String {
         ),
         Request::SetAcl(r) => format!("{} acl={:?} v={}", r.path, r.acl, r.version),
         Request::Delete(r) | Request::Check(r) => format!("{} v={}", r.path, r.version),
-        Request::Exists(r) | Request::GetData(r) => r.path.clone(),
-        Request::GetChildren { req, .. } => req.path.clone(),
+        Request::Exists(r) | Request::GetData(r) => watched(&r.path, r.watch),
+        Request::GetChildren { req, .. } => watched(&req.path, req.watch),
         Request::GetAcl(p) => p.clone(),
         Request::Multi(ops) => format!("{} ops", ops.len()),
         _ => String::new(),
     };
     format!("op {} {detail}", s.op)
+}
+
+fn watched(path: &str, watch: bool) -> String {
+    match watch {
+        true => format!("{path} (watch)"),
+        false => path.to_string(),
+    }
 }
 
 fn sorted(v: &[String]) -> Vec<&String> {
@@ -199,7 +216,21 @@ impl Normaliser {
                 let parts: Vec<String> = results.iter().map(|r| self.multi_result(r)).collect();
                 format!("multi [{}]", parts.join(", "))
             }
+            ReplyBody::MultiRead(results) => {
+                let parts: Vec<String> = results.iter().map(|r| self.read_result(r)).collect();
+                format!("multiRead [{}]", parts.join(", "))
+            }
             other => format!("{other:?}"),
+        }
+    }
+
+    fn read_result(&mut self, r: &ReadResult) -> String {
+        match r {
+            ReadResult::Data { data, stat } => {
+                format!("data {} {}", data_name(data.as_deref()), self.stat(stat))
+            }
+            ReadResult::Children(c) => format!("{:?}", sorted(c)),
+            ReadResult::Error(e) => format!("error {e}"),
         }
     }
 
@@ -352,6 +383,97 @@ fn multi_create(path: &str, data: Option<&[u8]>, acl: Vec<WireAcl>) -> MultiOp {
     }
 }
 
+/// `step` with its watch flag set (getData, exists, getChildren).
+fn watching(mut step: Step) -> Step {
+    match &mut step.req {
+        Request::GetData(r) | Request::Exists(r) => r.watch = true,
+        Request::GetChildren { req, .. } => req.watch = true,
+        _ => {}
+    }
+    step
+}
+
+fn step(conn: usize, code: i32, req: Request) -> Step {
+    Step {
+        conn,
+        op: code,
+        req,
+    }
+}
+
+/// Reads besides getData (getChildren, getAllChildrenNumber, getEphemerals, multiRead,
+/// sync), one-shot watches set by reads and fired by another connection's writes, the
+/// system nodes, and op codes ZooKeeper does not serve.
+pub fn read_and_watch_steps(root: &str) -> Vec<Step> {
+    let p = |s: &str| format!("{root}/{s}");
+    let mut steps = vec![
+        plain(0, root, Some(b"r"), 0),
+        plain(0, &p("a"), Some(b"a"), 0),
+        plain(1, &p("e"), Some(b"e"), 1),
+        watching(get_data(1, &p("a"))),
+        watching(path_op(1, op::EXISTS, &p("new"))),
+        watching(path_op(1, op::GET_CHILDREN2, root)),
+        set_data(0, &p("a"), Some(b"x"), -1),
+        plain(0, &p("new"), None, 0),
+        delete(0, &p("new"), -1),
+        path_op(1, op::EXISTS, "/"),
+        step(
+            1,
+            op::GET_CHILDREN,
+            Request::GetChildren {
+                req: PathWatch {
+                    path: root.into(),
+                    watch: false,
+                },
+                with_stat: false,
+            },
+        ),
+        step(
+            1,
+            op::GET_ALL_CHILDREN_NUMBER,
+            Request::GetAllChildrenNumber(root.into()),
+        ),
+        step(1, op::GET_EPHEMERALS, Request::GetEphemerals(root.into())),
+        step(0, op::GET_EPHEMERALS, Request::GetEphemerals(root.into())),
+        step(
+            0,
+            op::MULTI_READ,
+            Request::MultiRead(vec![
+                ReadOp::GetData(p("a")),
+                ReadOp::GetChildren(root.into()),
+                ReadOp::GetData(p("none")),
+            ]),
+        ),
+        step(0, op::SYNC, Request::Sync(root.into())),
+        step(
+            0,
+            op::REMOVE_WATCHES,
+            Request::RemoveWatches(PathMode {
+                path: p("a"),
+                mode: 2,
+            }),
+        ),
+        watching(get_data(0, &p("a"))),
+        step(
+            0,
+            op::REMOVE_WATCHES,
+            Request::RemoveWatches(PathMode {
+                path: p("a"),
+                mode: 2,
+            }),
+        ),
+        set_data(2, &p("a"), Some(b"y"), -1),
+        path_op(0, op::EXISTS, "/"),
+        get_data(0, "/zookeeper/config"),
+        path_op(0, op::GET_CHILDREN2, "/zookeeper"),
+        path_op(0, op::GET_ACL, "/"),
+        path_op(0, op::GET_ACL, "/zookeeper"),
+    ];
+    steps.push(step(0, 999, Request::Unsupported(999)));
+    steps.push(path_op(0, op::EXISTS, root));
+    steps
+}
+
 /// Null and empty data through every write that carries data, read back.
 pub fn null_data_steps(root: &str) -> Vec<Step> {
     let p = |s: &str| format!("{root}/{s}");
@@ -485,7 +607,11 @@ pub fn null_acl_steps(root: &str) -> Vec<Step> {
 /// error codes around them.
 pub fn api_steps(root: &str) -> Vec<Step> {
     let p = |s: &str| format!("{root}/{s}");
-    let mut steps = vec![plain(0, root, Some(b"r"), 0)];
+    // First, on a fresh server: a sequential child of "/" (numbered by its cversion).
+    let mut steps = vec![
+        plain(0, &format!("{root}-seq-"), None, 2),
+        plain(0, root, Some(b"r"), 0),
+    ];
     for flags in 0..8 {
         steps.push(plain(0, &p(&format!("mode-{flags}-")), Some(b"m"), flags));
     }
@@ -608,7 +734,16 @@ pub fn random(seed: u64, root: &str, n: usize) -> Vec<Step> {
         let path = paths[rng.range(1, paths.len() as u32) as usize].clone();
         steps.push(random_step(&mut rng, &path));
     }
+    // A last read on every connection shows the notifications still on their way.
+    steps.extend((0..CONNS).map(|c| path_op(c, op::EXISTS, "/")));
     steps
+}
+
+fn watch_sometimes(rng: &mut SplitMix64, step: Step) -> Step {
+    match rng.range(0, 2) {
+        0 => watching(step),
+        _ => step,
+    }
 }
 
 fn random_step(rng: &mut SplitMix64, path: &str) -> Step {
@@ -631,9 +766,9 @@ fn random_step(rng: &mut SplitMix64, path: &str) -> Step {
         }
         2 => set_data(conn, path, data, version),
         3 => delete(conn, path, version),
-        4 => get_data(conn, path),
-        5 => path_op(conn, op::EXISTS, path),
-        6 => path_op(conn, op::GET_CHILDREN2, path),
+        4 => watch_sometimes(rng, get_data(conn, path)),
+        5 => watch_sometimes(rng, path_op(conn, op::EXISTS, path)),
+        6 => watch_sometimes(rng, path_op(conn, op::GET_CHILDREN2, path)),
         7 => path_op(conn, op::GET_ACL, path),
         _ => {
             let ops = vec![
@@ -650,4 +785,34 @@ fn random_step(rng: &mut SplitMix64, path: &str) -> Step {
             multi(conn, ops)
         }
     }
+}
+
+/// The system nodes' stats and ACLs, what they refuse, and children and deletes under
+/// `/` and `/zookeeper` (`/x1`, `/x2`, `/zookeeper/x`).
+pub fn system_node_steps() -> Vec<Step> {
+    vec![
+        path_op(0, op::EXISTS, "/"),
+        path_op(0, op::EXISTS, "/zookeeper"),
+        path_op(0, op::EXISTS, "/zookeeper/quota"),
+        path_op(0, op::EXISTS, "/zookeeper/config"),
+        path_op(0, op::GET_ACL, "/zookeeper/config"),
+        path_op(0, op::GET_ACL, "/zookeeper/quota"),
+        path_op(0, op::GET_ACL, "/zookeeper"),
+        set_data(0, "/zookeeper/config", Some(b"x"), -1),
+        set_data(0, "/zookeeper/quota", Some(b"x"), -1),
+        plain(0, "/zookeeper/config/x", None, 0),
+        plain(0, "/zookeeper/x", None, 0),
+        path_op(0, op::EXISTS, "/zookeeper"),
+        delete(0, "/zookeeper/x", -1),
+        plain(0, "/x1", None, 0),
+        path_op(0, op::EXISTS, "/"),
+        plain(0, "/x2", None, 0),
+        path_op(0, op::EXISTS, "/"),
+        delete(0, "/x1", -1),
+        path_op(0, op::EXISTS, "/"),
+        plain(0, "/x2/a", None, 0),
+        path_op(0, op::EXISTS, "/x2"),
+        plain(0, "/x2/b", None, 0),
+        path_op(0, op::EXISTS, "/x2"),
+    ]
 }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::acl::{self, Acl, Id};
+use crate::acl::{self, perm, Acl, Id};
 use crate::command::{Applied, Command, MultiOutcome, Op, Response};
 use crate::error::TreeError;
 use crate::node::{Node, Session};
@@ -38,7 +38,10 @@ struct Effects {
 
 impl DataTree {
     /// The tree every ZooKeeper starts with: `/`, `/zookeeper`, `/zookeeper/quota` and
-    /// `/zookeeper/config`, at zxid 0.
+    /// `/zookeeper/config`, at zxid 0, with the stats and ACLs ZooKeeper 3.8 shows clients
+    /// (tests/zk_differential.rs reads them from a real server): `/` starts at cversion -1
+    /// and `/zookeeper` at -2, and `/zookeeper/config` is readable by anyone and writable
+    /// by no one, at aversion -1.
     pub fn new() -> Self {
         let mut tree = DataTree {
             nodes: BTreeMap::new(),
@@ -50,7 +53,18 @@ impl DataTree {
         for p in PROTECTED {
             tree.insert_node(p, Node::system());
         }
-        // ZooKeeper's system nodes are not counted as creates in their parents.
+        for (path, cversion) in [(path::ROOT, -1), ("/zookeeper", -2)] {
+            if let Some(n) = tree.nodes.get_mut(path) {
+                n.cversion = cversion;
+            }
+        }
+        if let Some(n) = tree.nodes.get_mut("/zookeeper/config") {
+            n.acl = vec![Acl {
+                perms: perm::READ,
+                ..Acl::open()
+            }];
+            n.aversion = -1;
+        }
         tree
     }
 

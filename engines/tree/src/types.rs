@@ -157,6 +157,11 @@ pub struct WatchEvent {
     pub path: String,
     /// The zxid of the command that made the change.
     pub zxid: i64,
+    /// The ACL a watcher needs READ in to be told (ZooKeeper checks it at delivery, and
+    /// a watcher without it loses its one-shot watch unnotified): the node's for data,
+    /// create and delete events (the deleted node's), the parent's for child events;
+    /// empty (anyone) for events SetWatches fires.
+    pub acl: Vec<crate::acl::Acl>,
 }
 
 #[cfg(test)]

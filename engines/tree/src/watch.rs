@@ -219,6 +219,8 @@ impl<W: Ord + Copy> WatchManager<W> {
                 kind,
                 path: path.to_string(),
                 zxid: -1,
+                // ZooKeeper's setWatches notifies without an ACL check.
+                acl: Vec::new(),
             })
         };
         for p in &set.data {
@@ -282,6 +284,7 @@ mod tests {
             kind,
             path: path.into(),
             zxid: 1,
+            acl: Vec::new(),
         }
     }
 

@@ -124,13 +124,19 @@ fn parent_of(path: &str) -> String {
 impl Model {
     fn new() -> Model {
         let mut m = Model::default();
-        for p in ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"] {
+        // ZooKeeper's initial cversions (see DataTree::new).
+        for (p, cversion) in [
+            ("/", -1),
+            ("/zookeeper", -2),
+            ("/zookeeper/quota", 0),
+            ("/zookeeper/config", 0),
+        ] {
             m.nodes.insert(
                 p.into(),
                 MNode {
                     data: Some(vec![]),
                     version: 0,
-                    cversion: 0,
+                    cversion,
                     created: 0,
                     kind: NodeKind::Persistent,
                     mtime: 0,

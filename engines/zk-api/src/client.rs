@@ -61,6 +61,8 @@ pub struct RawClient {
     stream: TcpStream,
     next_xid: i32,
     io_timeout: Duration,
+    /// Notifications that arrived while a call awaited its reply, oldest first.
+    events: Vec<(i64, WatcherEvent)>,
 }
 
 impl RawClient {
@@ -71,6 +73,7 @@ impl RawClient {
             stream,
             next_xid: 0,
             io_timeout,
+            events: Vec::new(),
         })
     }
 
@@ -174,8 +177,14 @@ impl RawClient {
         Ok(Frame::Reply(h, payload[16..].to_vec()))
     }
 
-    /// Sends a request and returns its reply's header and undecoded body, skipping (and
-    /// dropping) notifications that arrive first.
+    /// The notifications that arrived during calls since the last take (a notification
+    /// precedes every reply sent after the change it reports).
+    pub fn take_events(&mut self) -> Vec<(i64, WatcherEvent)> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Sends a request and returns its reply's header and undecoded body; notifications
+    /// that arrive first are kept for [`RawClient::take_events`].
     pub async fn call_raw(
         &mut self,
         code: i32,
@@ -184,7 +193,7 @@ impl RawClient {
         let want = self.send(code, req).await?;
         for _ in 0..MAX_SKIPPED_EVENTS {
             match self.frame().await? {
-                Frame::Event(..) => continue,
+                Frame::Event(zxid, e) => self.events.push((zxid, e)),
                 Frame::Reply(h, _) if h.xid != want => {
                     return Err(ClientError::WrongXid { got: h.xid, want })
                 }

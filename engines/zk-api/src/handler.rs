@@ -45,8 +45,9 @@ pub(crate) struct ConnCtx<R> {
     pub session: i64,
     pub peer: SocketAddr,
     pub tx: mpsc::Sender<Vec<u8>>,
-    /// The ids this connection proved (addauth), for ACL checks.
-    pub auth: ConnAuth,
+    /// The ids this connection proved (addauth), for ACL checks; the router holds it too,
+    /// for watch notifications.
+    pub auth: Arc<ConnAuth>,
 }
 
 type Reply = (i32, ReplyBody);
@@ -436,7 +437,16 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                 } else {
                     code::UNIMPLEMENTED
                 };
-                self.read(x, move |_, _| (c, ReplyBody::Empty)).await
+                let flow = self.read(x, move |_, _| (c, ReplyBody::Empty)).await;
+                // ZooKeeper answers an op code it does not know at all, then closes the
+                // connection (its UnimplementedRequestProcessor); ones it knows but this
+                // server does not serve leave the connection open.
+                if [op::RECONFIG, op::DELETE_CONTAINER, op::SASL].contains(&o) {
+                    flow
+                } else {
+                    tracing::debug!(peer = %self.peer, op = o, "unknown op code; closing");
+                    Flow::Close
+                }
             }
         }
     }
