@@ -78,6 +78,12 @@ pub async fn run(addr: &str, steps: &[Step]) -> Transcript {
     out
 }
 
+/// [`run`], or `None` if the server does not take a session yet (a member starting).
+pub async fn try_run(addr: &str, steps: &[Step]) -> Option<Transcript> {
+    RawClient::session(addr, SESSION_MS, IO_BOUND).await.ok()?;
+    Some(run(addr, steps).await)
+}
+
 /// The first line where `a` (ZooKeeper's) and `b` (zab's) differ, with both lines.
 pub fn first_difference(a: &Transcript, b: &Transcript) -> Option<String> {
     let n = a.len().max(b.len());
