@@ -594,6 +594,20 @@ pub fn null_acl_steps(root: &str) -> Vec<Step> {
         vec![],
         vec![acl(64, Some("world"), Some("anyone"))],
     ];
+    // An op that fails before the one ZooKeeper's check would throw on: the multi aborts
+    // there and the throwing op is never looked at; after one that succeeds, it throws.
+    for (i, first) in [p("missing/x"), p("fine")].into_iter().enumerate() {
+        let ops = vec![
+            multi_create(&first, None, open_acl()),
+            multi_create(
+                &p(&format!("after-{i}")),
+                None,
+                vec![acl(31, Some("world"), None)],
+            ),
+        ];
+        steps.push(multi(0, ops));
+        steps.push(path_op(1, op::EXISTS, &first));
+    }
     for (i, a) in odd.into_iter().enumerate() {
         steps.push(create(
             0,

@@ -91,6 +91,11 @@ pub enum Op {
         acl: Vec<Acl>,
         version: i32,
     },
+    /// An op of a multi that ZooKeeper's server fails on when it reaches it (the proposer
+    /// found it malformed the way ZooKeeper's checks throw on): applying it fails with
+    /// `error`, unless an earlier op of the multi failed first, as in ZooKeeper, which
+    /// stops looking at a multi's ops after the first failure.
+    Refuse { error: TreeError },
 }
 
 impl Op {
@@ -121,6 +126,7 @@ impl Op {
             | Op::SetData { path, .. }
             | Op::Check { path, .. }
             | Op::SetAcl { path, .. } => path::validate(path),
+            Op::Refuse { .. } => Ok(()),
         }
     }
 }

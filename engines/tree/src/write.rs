@@ -143,6 +143,7 @@ impl DataTree {
                 Ok((OpResult::Check, Undo::Nothing))
             }
             Op::SetAcl { path, acl, version } => self.set_acl(ctx, path, acl, *version),
+            Op::Refuse { error } => Err(error.clone()),
         }
     }
 

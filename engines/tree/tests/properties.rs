@@ -271,6 +271,7 @@ impl Model {
             // The generator makes only open ACLs (ACL checks are tested in acl.rs and
             // semantics.rs), so the model has no ACLs to change.
             Op::SetAcl { .. } => Err(code::UNIMPLEMENTED),
+            Op::Refuse { error } => Err(error.code()),
         }
     }
 

@@ -389,6 +389,25 @@ fn multi_is_all_or_nothing() {
     assert_eq!(t.tree.children("/m").unwrap().0, vec!["s-0000000001"]);
     assert!(a.events.iter().all(|e| e.zxid == a.zxid));
     assert_eq!(a.events.len(), 2 + 1 + 2 + 2);
+
+    // A refused op fails the multi where it stands, unless an earlier op failed first.
+    let refuse = Op::Refuse {
+        error: TreeError::Marshalling,
+    };
+    for (first, index, error) in [
+        (delete("/m/none", -1), 0, TreeError::NoNode),
+        (delete("/m/s-0000000001", -1), 1, TreeError::Marshalling),
+    ] {
+        let a = t.run(Command::Multi {
+            session: 0,
+            now_ms: 6,
+            ops: vec![first, refuse.clone()],
+            auth: vec![],
+        });
+        let outcome = MultiOutcome::Aborted { index, error };
+        assert_eq!(a.result, Ok(Response::Multi(outcome)));
+    }
+    assert_eq!(t.tree.children("/m").unwrap().0, vec!["s-0000000001"]);
 }
 
 #[test]

@@ -539,11 +539,11 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
             };
             match converted {
                 Ok(t) => tree_ops.push(t),
-                // ZooKeeper's multi fails as a whole on an exception that is no
-                // KeeperException (see wire_acl).
-                Err(c) if c == code::MARSHALLING_ERROR => {
-                    return self.read(xid, move |_, _| (c, ReplyBody::Empty)).await;
-                }
+                // ZooKeeper fails the whole multi on an exception that is no
+                // KeeperException (see wire_acl), if no earlier op failed first.
+                Err(c) if c == code::MARSHALLING_ERROR => tree_ops.push(Op::Refuse {
+                    error: TreeError::Marshalling,
+                }),
                 Err(c) => {
                     let body = ReplyBody::Multi(aborted(ops.len(), i, c));
                     return self.read(xid, move |_, _| ok(body)).await;
@@ -585,6 +585,10 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                     .collect();
                 ok(ReplyBody::Multi(results))
             }
+            Ok(Response::Multi(MultiOutcome::Aborted {
+                error: TreeError::Marshalling,
+                ..
+            })) => (code::MARSHALLING_ERROR, ReplyBody::Empty),
             Ok(Response::Multi(MultiOutcome::Aborted { index, error })) => {
                 ok(ReplyBody::Multi(aborted(n, index, error.code())))
             }

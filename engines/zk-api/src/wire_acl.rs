@@ -9,7 +9,9 @@
 //! - A null id under `world`, `digest` or `ip` makes ZooKeeper's check call a method on
 //!   null, and so does comparing an entry holding a null with an earlier one of the same
 //!   perms (its duplicate removal): the NullPointerException fails the whole request with
-//!   MARSHALLINGERROR (-5). An earlier entry that is invalid ends the check first.
+//!   MARSHALLINGERROR (-5). An earlier entry that is invalid ends the check first. In a
+//!   multi the op goes to the log as `Op::Refuse`, so an earlier op that fails at apply
+//!   is reported instead, as ZooKeeper stops at a multi's first failing op.
 
 use coordbench_tree::acl::fix_acl;
 use coordbench_tree::{Acl, Id};
