@@ -10,7 +10,8 @@
 //! Replay one random sequence: `ZK_DIFF_SEED=<seed> cargo test --test zk_differential random`;
 //! run more: `ZK_DIFF_SEED=4..40` (a range, on one pair of servers).
 //! Compare another build's zab (an older commit's, to see what a fix changed):
-//! `ZK_DIFF_ZAB_BIN=/path/to/coordbench cargo test --test zk_differential`.
+//! `ZK_DIFF_ZAB_BIN=/path/to/coordbench cargo test --test zk_differential`; against the
+//! last member of a 3-member zab (ports allow up to 3): `ZK_DIFF_ZAB_MEMBERS=3`.
 
 mod common;
 
@@ -38,10 +39,10 @@ struct Pair {
 impl Pair {
     async fn start(base: u16) -> Pair {
         let work = TempDir::new().unwrap();
-        let spec = |port: u16| ClusterSpec {
+        let spec = |port: u16, size: usize| ClusterSpec {
             base_port: Some(port),
             ..ClusterSpec::new(
-                1,
+                size,
                 DiskKind::Tmpfs,
                 Duration::from_secs(10),
                 work.path().join(port.to_string()),
@@ -51,7 +52,7 @@ impl Pair {
             extended_types: true,
             ..Default::default()
         };
-        let zk_spec = spec(base);
+        let zk_spec = spec(base, 1);
         let zookeeper = within(
             BOUND,
             "starting ZooKeeper",
@@ -59,7 +60,9 @@ impl Pair {
         )
         .await
         .expect("ZooKeeper starts");
-        let zab_spec = spec(base + 20);
+        let members = std::env::var("ZK_DIFF_ZAB_MEMBERS")
+            .map_or(1, |n| n.parse().expect("ZK_DIFF_ZAB_MEMBERS is 1 to 3"));
+        let zab_spec = spec(base + 20, members);
         let zab = within(BOUND, "starting zab", zab::start(&zab_spec, &zab_options()))
             .await
             .expect("zab starts");
@@ -79,7 +82,8 @@ impl Pair {
     /// transcripts up to it. Returns ZooKeeper's transcript for the control's assertions.
     async fn same_replies(&self, what: &str, steps: &[Step]) -> Transcript {
         let zk = diff::run(&self.zookeeper.endpoints()[0], steps).await;
-        let zab = diff::run(&self.zab.endpoints()[0], steps).await;
+        let zab_members = self.zab.endpoints();
+        let zab = diff::run(&zab_members[zab_members.len() - 1], steps).await;
         if let Some(d) = diff::first_difference(&zk, &zab) {
             let upto = d
                 .split_whitespace()
