@@ -721,6 +721,9 @@ fn multi_create_shapes(root: &str) -> Vec<Step> {
         (op::CREATE_CONTAINER, 0, None),
         (op::CREATE_TTL, 5, Some(600_000)),
         (op::CREATE2, 1, None),
+        (op::CREATE, 7, None),
+        (op::CREATE2, 5, None),
+        (op::CREATE_TTL, 0, Some(600_000)),
     ]
     .into_iter()
     .enumerate()

@@ -60,13 +60,20 @@ fn err(e: &TreeError) -> Reply {
     (e.code(), ReplyBody::Empty)
 }
 
-/// The tree op of a create request by a session holding `ids`; `Err` is the code to
-/// answer with (MARSHALLING_ERROR fails a whole multi, see [`wire_acl`]).
-fn create_op(request_op: i32, req: &CreateRequest, ids: &[Id]) -> Result<Op, i32> {
+/// The tree op of a create request (alone or `in_multi`) by a session holding `ids`;
+/// `Err` is the code to answer with (MARSHALLING_ERROR fails a whole multi, see
+/// [`wire_acl`]).
+fn create_op(request_op: i32, req: &CreateRequest, ids: &[Id], in_multi: bool) -> Result<Op, i32> {
     let mode = CreateMode::from_flags(req.flags).ok_or(code::BAD_ARGUMENTS)?;
-    // TTL modes come only with createTTL, and createTTL only with them.
+    // TTL modes come only with createTTL, and createTTL only with them; but ZooKeeper
+    // reads a multi's createTTL of another mode as a plain create (its TTL dropped), and
+    // fails on a TTL mode in a multi's other creates (the record is not a TTL request).
     if mode.is_ttl() != (request_op == op::CREATE_TTL) {
-        return Err(code::BAD_ARGUMENTS);
+        match (in_multi, mode.is_ttl()) {
+            (true, false) => {}
+            (true, true) => return Err(code::MARSHALLING_ERROR),
+            (false, _) => return Err(code::BAD_ARGUMENTS),
+        }
     }
     let op = Op::Create {
         path: req.path.clone(),
@@ -193,7 +200,7 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                 }
                 Flow::Close
             }
-            Request::Create { op: o, req } => match create_op(o, &req, &self.ids()) {
+            Request::Create { op: o, req } => match create_op(o, &req, &self.ids(), false) {
                 Ok(tree_op) => {
                     self.write(x, tree_op, |r| match r {
                         OpResult::Create { path, stat } => create_body(o, path, stat),
@@ -522,7 +529,7 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
         let ids = self.ids();
         for (i, o) in ops.iter().enumerate() {
             let converted = match o {
-                MultiOp::Create { op: c, req } => create_op(*c, req, &ids),
+                MultiOp::Create { op: c, req } => create_op(*c, req, &ids, true),
                 MultiOp::Delete(r) => Ok(Op::Delete {
                     path: r.path.clone(),
                     version: r.version,
@@ -540,7 +547,7 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
             match converted {
                 Ok(t) => tree_ops.push(t),
                 // ZooKeeper fails the whole multi on an exception that is no
-                // KeeperException (see wire_acl), if no earlier op failed first.
+                // KeeperException (see create_op), if no earlier op failed first.
                 Err(c) if c == code::MARSHALLING_ERROR => tree_ops.push(Op::Refuse {
                     error: TreeError::Marshalling,
                 }),
