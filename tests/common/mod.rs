@@ -18,6 +18,7 @@ pub mod herd;
 pub mod recipes;
 pub mod standalone;
 pub mod zk_conformance;
+pub mod zk_differential;
 
 use std::future::Future;
 use std::net::TcpListener;

@@ -85,7 +85,8 @@ pub fn check(acl: &[Acl], wanted: i32, ids: &[Id]) -> Result<(), TreeError> {
 /// A create's or setACL's list as the node will keep it: `auth` entries become one entry
 /// per authenticated (non-`ip`) id of the session, duplicates are dropped, and lists that
 /// are empty, name an unknown scheme or a malformed id, or use `auth` without an
-/// authenticated id are [`TreeError::InvalidAcl`].
+/// authenticated id are [`TreeError::InvalidAcl`]. Perms are not checked (ZooKeeper keeps
+/// unknown bits).
 pub fn fix_acl(acl: &[Acl], ids: &[Id]) -> Result<Vec<Acl>, TreeError> {
     if acl.is_empty() {
         return Err(TreeError::InvalidAcl);
@@ -96,10 +97,8 @@ pub fn fix_acl(acl: &[Acl], ids: &[Id]) -> Result<Vec<Acl>, TreeError> {
             fixed.push(a);
         }
     };
+    // Perms are kept as sent, unknown bits too: ZooKeeper does not check them.
     for a in acl {
-        if a.perms & !perm::ALL != 0 {
-            return Err(TreeError::InvalidAcl);
-        }
         match a.scheme.as_str() {
             "world" if a.id == "anyone" => push(a.clone()),
             "digest" if valid_digest(&a.id) => push(a.clone()),
@@ -174,11 +173,16 @@ mod tests {
     }
 
     #[test]
+    fn unknown_perm_bits_are_kept_as_zookeeper_keeps_them() {
+        let acl = [digest_acl(64 | perm::READ, "a:b")];
+        assert_eq!(fix_acl(&acl, &[]), Ok(acl.to_vec()));
+    }
+
+    #[test]
     fn malformed_lists_are_invalid() {
         assert_eq!(fix_acl(&[], &[]), Err(TreeError::InvalidAcl));
         for bad in [
             digest_acl(perm::ALL, "nohash"),
-            digest_acl(64, "a:b"),
             Acl {
                 perms: perm::ALL,
                 scheme: "world".into(),

@@ -2,7 +2,11 @@
 //! binary codec for commands.
 //!
 //! Commands travel through the log as opaque bytes: [`Command::encode`] /
-//! [`Command::decode`] use postcard. Every input a command needs is inside it, the
+//! [`Command::decode`] use postcard after a two-byte format mark ([`COMMAND_MARK`], then
+//! [`COMMAND_FORMAT`]). Format 1 had no mark (its first byte is the variant index, below 8)
+//! and could not say null data; its entries are refused with an error naming the format,
+//! never read as something else (see ARCHITECTURE.md: a cluster's members run one build).
+//! Every input a command needs is inside it, the
 //! proposer's wall clock (`now_ms`) included, so applying it is a pure function of
 //! (state, zxid, command).
 
@@ -63,8 +67,9 @@ pub enum Op {
     /// `acl` as the client sent it (checked and expanded at apply).
     Create {
         path: String,
+        /// `None`: null data (jute length -1), kept and read back as null.
         #[serde(with = "serde_bytes")]
-        data: Vec<u8>,
+        data: Option<Vec<u8>>,
         mode: CreateMode,
         ttl_ms: i64,
         acl: Vec<Acl>,
@@ -73,8 +78,9 @@ pub enum Op {
     Delete { path: String, version: i32 },
     SetData {
         path: String,
+        /// `None`: null data (jute length -1), kept and read back as null.
         #[serde(with = "serde_bytes")]
-        data: Vec<u8>,
+        data: Option<Vec<u8>>,
         version: i32,
     },
     /// Fails unless the node exists with this version (-1: exists).
@@ -85,6 +91,11 @@ pub enum Op {
         acl: Vec<Acl>,
         version: i32,
     },
+    /// An op of a multi that ZooKeeper's server fails on when it reaches it (the proposer
+    /// found it malformed the way ZooKeeper's checks throw on): applying it fails with
+    /// `error`, unless an earlier op of the multi failed first, as in ZooKeeper, which
+    /// stops looking at a multi's ops after the first failure.
+    Refuse { error: TreeError },
 }
 
 impl Op {
@@ -115,6 +126,7 @@ impl Op {
             | Op::SetData { path, .. }
             | Op::Check { path, .. }
             | Op::SetAcl { path, .. } => path::validate(path),
+            Op::Refuse { .. } => Ok(()),
         }
     }
 }
@@ -188,16 +200,39 @@ pub struct Applied {
     pub ended_sessions: Vec<i64>,
 }
 
+/// First byte of an encoded command since format 2: no format 1 command starts with it (a
+/// format 1 entry starts with its variant index, 0 to 7).
+pub const COMMAND_MARK: u8 = 0xCB;
+/// Format 2: `Op::Create` and `Op::SetData` data may be null.
+pub const COMMAND_FORMAT: u8 = 2;
+
 impl Command {
     /// The bytes to put in a log entry.
     pub fn encode(&self) -> Vec<u8> {
         // Serialising to a Vec cannot fail: every sequence has a known length.
-        postcard::to_allocvec(self).expect("postcard serialisation of Command is infallible")
+        postcard::to_extend(self, vec![COMMAND_MARK, COMMAND_FORMAT])
+            .expect("postcard serialisation of Command is infallible")
     }
 
-    /// Reads a log entry written by [`Command::encode`]; trailing bytes are an error.
+    /// Reads a log entry written by [`Command::encode`]; trailing bytes are an error, and
+    /// so is another format's entry.
     pub fn decode(bytes: &[u8]) -> Result<Command, CodecError> {
-        match postcard::take_from_bytes::<Command>(bytes) {
+        let body = match bytes {
+            [COMMAND_MARK, COMMAND_FORMAT, body @ ..] => body,
+            [COMMAND_MARK, other, ..] => {
+                return Err(CodecError::Decode(format!(
+                    "command format {other} (this build reads format {COMMAND_FORMAT})"
+                )))
+            }
+            [first, ..] if *first < 8 => {
+                return Err(CodecError::Decode(format!(
+                    "command format 1, written by an older build (this build reads format \
+                     {COMMAND_FORMAT}: null data); run every member on one build"
+                )))
+            }
+            _ => return Err(CodecError::Decode("not a command".into())),
+        };
+        match postcard::take_from_bytes::<Command>(body) {
             Ok((cmd, [])) => Ok(cmd),
             Ok((_, rest)) => Err(CodecError::Decode(format!("{} trailing bytes", rest.len()))),
             Err(e) => Err(CodecError::Decode(e.to_string())),
@@ -235,7 +270,7 @@ mod tests {
                 now_ms: i64::MAX,
                 op: Op::Create {
                     path: "/a/b-".into(),
-                    data: vec![0; 300],
+                    data: Some(vec![0; 300]),
                     mode: CreateMode::PersistentSequentialWithTtl,
                     ttl_ms: 10,
                     acl: vec![Acl::open()],
@@ -262,6 +297,23 @@ mod tests {
                     },
                 ],
             },
+            Command::Multi {
+                session: 1,
+                now_ms: 2,
+                auth: vec![],
+                ops: vec![
+                    Op::SetData {
+                        path: "/null".into(),
+                        data: None,
+                        version: -1,
+                    },
+                    Op::SetData {
+                        path: "/empty".into(),
+                        data: Some(vec![]),
+                        version: -1,
+                    },
+                ],
+            },
             Command::ExpireSessions {
                 sessions: vec![1, i64::MAX, i64::MIN],
                 now_ms: -5,
@@ -279,6 +331,30 @@ mod tests {
             assert!(Command::decode(&longer).is_err());
             assert!(Command::decode(&bytes[..bytes.len() - 1]).is_err());
         }
+    }
+
+    #[test]
+    fn null_and_empty_data_stay_distinct_and_format_1_is_refused() {
+        let set = |data| Command::Write {
+            session: 0,
+            now_ms: 0,
+            op: Op::SetData {
+                path: "/a".into(),
+                data,
+                version: -1,
+            },
+            auth: vec![],
+        };
+        let (null, empty) = (set(None), set(Some(vec![])));
+        assert_ne!(null.encode(), empty.encode());
+        assert_eq!(Command::decode(&null.encode()), Ok(null.clone()));
+        assert_eq!(Command::decode(&empty.encode()), Ok(empty));
+        // An entry as format 1 wrote it (no mark) is refused, never misread.
+        let unmarked = postcard::to_allocvec(&null).unwrap();
+        let err = Command::decode(&unmarked).unwrap_err().to_string();
+        assert!(err.contains("format 1"), "{err}");
+        let future = [COMMAND_MARK, COMMAND_FORMAT + 1, 0];
+        assert!(Command::decode(&future).is_err());
     }
 
     #[test]
@@ -301,7 +377,7 @@ mod tests {
     fn validation() {
         let create = |path: &str, mode, ttl_ms| Op::Create {
             path: path.into(),
-            data: vec![],
+            data: None,
             mode,
             ttl_ms,
             acl: vec![Acl::open()],

@@ -53,6 +53,10 @@ pub enum TreeError {
     /// A create's or setACL's ACL is empty, malformed, or uses `auth` unauthenticated.
     #[error("invalid ACL")]
     InvalidAcl,
+    /// What ZooKeeper answers when its server fails on a request in a way that is no
+    /// KeeperException (a null where it expects a string): MARSHALLINGERROR.
+    #[error("request ZooKeeper's server cannot process (marshalling error)")]
+    Marshalling,
     /// The command's log position is not above the last applied one; nothing changed.
     #[error("zxid {zxid:#x} already applied (last {last:#x})")]
     AlreadyApplied { zxid: i64, last: i64 },
@@ -71,6 +75,7 @@ impl TreeError {
             TreeError::SessionExpired => code::SESSION_EXPIRED,
             TreeError::NoAuth => code::NO_AUTH,
             TreeError::InvalidAcl => code::INVALID_ACL,
+            TreeError::Marshalling => code::MARSHALLING_ERROR,
             TreeError::AlreadyApplied { .. } => code::SYSTEM_ERROR,
         }
     }
@@ -100,5 +105,6 @@ mod tests {
         assert_eq!(TreeError::SessionExpired.code(), -112);
         assert_eq!(TreeError::NoAuth.code(), -102);
         assert_eq!(TreeError::InvalidAcl.code(), -114);
+        assert_eq!(TreeError::Marshalling.code(), -5);
     }
 }

@@ -10,7 +10,9 @@ use crate::types::{NodeKind, Stat};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Node {
-    pub data: Vec<u8>,
+    /// `None`: the client sent null data (jute length -1), which ZooKeeper keeps and
+    /// returns as null; distinct from empty.
+    pub data: Option<Vec<u8>>,
     pub czxid: i64,
     pub mzxid: i64,
     pub pzxid: i64,
@@ -29,10 +31,22 @@ pub(crate) struct Node {
 impl Node {
     /// A node of the initial tree (zxid 0, time 0).
     pub fn system() -> Node {
-        Node::new(Vec::new(), NodeKind::Persistent, 0, 0, vec![Acl::open()])
+        Node::new(
+            Some(Vec::new()),
+            NodeKind::Persistent,
+            0,
+            0,
+            vec![Acl::open()],
+        )
     }
 
-    pub fn new(data: Vec<u8>, kind: NodeKind, zxid: i64, now_ms: i64, acl: Vec<Acl>) -> Node {
+    pub fn new(
+        data: Option<Vec<u8>>,
+        kind: NodeKind,
+        zxid: i64,
+        now_ms: i64,
+        acl: Vec<Acl>,
+    ) -> Node {
         Node {
             data,
             czxid: zxid,
@@ -49,6 +63,11 @@ impl Node {
         }
     }
 
+    /// Bytes of data; null data counts 0, as ZooKeeper's `dataLength` does.
+    pub fn data_len(&self) -> usize {
+        self.data.as_ref().map_or(0, Vec::len)
+    }
+
     pub fn stat(&self) -> Stat {
         Stat {
             czxid: self.czxid,
@@ -58,8 +77,8 @@ impl Node {
             version: self.version,
             cversion: self.cversion,
             aversion: self.aversion,
-            ephemeral_owner: self.kind.ephemeral_owner(),
-            data_length: i32::try_from(self.data.len()).unwrap_or(i32::MAX),
+            ephemeral_owner: self.kind.client_ephemeral_owner(),
+            data_length: i32::try_from(self.data_len()).unwrap_or(i32::MAX),
             num_children: i32::try_from(self.children.len()).unwrap_or(i32::MAX),
             pzxid: self.pzxid,
         }

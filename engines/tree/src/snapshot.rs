@@ -2,8 +2,9 @@
 //!
 //! Layout: the magic `CBZT`, a format version byte, then postcard of the last zxid, every
 //! node (path order, without its child list; format 2 adds each node's aversion and ACL)
-//! and every session (id order, without its ephemeral list). Format 1 snapshots (before
-//! ACLs were kept) still restore, every node with the open ACL. Child lists and the ephemeral, container and TTL indexes are rebuilt
+//! and every session (id order, without its ephemeral list); format 3 keeps null data
+//! apart from empty data (`Option`). Format 2 snapshots restore with every node's data
+//! present, and format 1 snapshots (before ACLs were kept) also with the open ACL. Child lists and the ephemeral, container and TTL indexes are rebuilt
 //! on restore. Equal trees give byte-identical snapshots. Restore checks the invariants
 //! the tree relies on, so corrupt bytes give an error, never a tree that misbehaves later.
 
@@ -18,13 +19,16 @@ use crate::tree::DataTree;
 use crate::types::NodeKind;
 
 const MAGIC: &[u8; 4] = b"CBZT";
-/// Format 1 had no ACLs; format 2 carries them.
+/// Format 1 had no ACLs; format 2 carries them; format 3 can say null data.
 const FORMAT_V1: u8 = 1;
-const FORMAT: u8 = 2;
+const FORMAT_V2: u8 = 2;
+const FORMAT: u8 = 3;
 
+/// A node's data and stat; `D` is its data: `Option<Vec<u8>>` (format 3) or `Vec<u8>`
+/// (formats 1 and 2, which had no null data).
 #[derive(Serialize, Deserialize)]
-struct NodeData {
-    data: Vec<u8>,
+struct NodeData<D = Option<Vec<u8>>> {
+    data: D,
     czxid: i64,
     mzxid: i64,
     pzxid: i64,
@@ -35,8 +39,25 @@ struct NodeData {
     kind: NodeKind,
 }
 
+impl<D> NodeData<D> {
+    /// The same node with its data converted (an older format's read as format 3's).
+    fn map<E>(self, f: impl FnOnce(D) -> E) -> NodeData<E> {
+        NodeData {
+            data: f(self.data),
+            czxid: self.czxid,
+            mzxid: self.mzxid,
+            pzxid: self.pzxid,
+            ctime: self.ctime,
+            mtime: self.mtime,
+            version: self.version,
+            cversion: self.cversion,
+            kind: self.kind,
+        }
+    }
+}
+
 impl NodeData {
-    /// The stored form of a node's data and stat (both formats).
+    /// The stored form of a node's data and stat.
     fn of(n: &Node) -> Self {
         NodeData {
             data: n.data.clone(),
@@ -77,8 +98,9 @@ struct SessionData {
     deadline_ms: i64,
 }
 
-/// A snapshot's body; `N` is a node entry: `(path, NodeData)` in format 1,
-/// `(path, NodeData, NodeAccess)` in format 2.
+/// A snapshot's body; `N` is a node entry: `(path, NodeData<Vec<u8>>)` in format 1,
+/// `(path, NodeData<Vec<u8>>, NodeAccess)` in format 2, `(path, NodeData, NodeAccess)` in
+/// format 3.
 #[derive(Serialize, Deserialize)]
 struct Data<N> {
     last_zxid: i64,
@@ -141,14 +163,26 @@ impl DataTree {
         let data: Data<(String, NodeData, NodeAccess)> = match bytes.strip_prefix(MAGIC.as_slice())
         {
             Some([FORMAT, body @ ..]) => decode_body(body)?,
+            Some([FORMAT_V2, body @ ..]) => {
+                let v2: Data<(String, NodeData<Vec<u8>>, NodeAccess)> = decode_body(body)?;
+                Data {
+                    last_zxid: v2.last_zxid,
+                    nodes: v2
+                        .nodes
+                        .into_iter()
+                        .map(|(p, n, a)| (p, n.map(Some), a))
+                        .collect(),
+                    sessions: v2.sessions,
+                }
+            }
             Some([FORMAT_V1, body @ ..]) => {
-                let v1: Data<(String, NodeData)> = decode_body(body)?;
+                let v1: Data<(String, NodeData<Vec<u8>>)> = decode_body(body)?;
                 Data {
                     last_zxid: v1.last_zxid,
                     nodes: v1
                         .nodes
                         .into_iter()
-                        .map(|(p, n)| (p, n, NodeAccess::open()))
+                        .map(|(p, n)| (p, n.map(Some), NodeAccess::open()))
                         .collect(),
                     sessions: v1.sessions,
                 }
@@ -228,7 +262,7 @@ mod tests {
             now_ms: 20,
             op: Op::Create {
                 path: path.into(),
-                data: b"v".to_vec(),
+                data: Some(b"v".to_vec()),
                 mode,
                 ttl_ms,
                 acl: vec![Acl::open()],
@@ -255,6 +289,24 @@ mod tests {
             auth: vec![],
         };
         t.apply(6, &restrict);
+        for (zxid, path, data) in [(7, "/null", None), (8, "/empty", Some(vec![]))] {
+            let op = Op::Create {
+                path: path.into(),
+                data,
+                mode: CreateMode::Persistent,
+                ttl_ms: 0,
+                acl: vec![Acl::open()],
+            };
+            t.apply(
+                zxid,
+                &Command::Write {
+                    session: 1,
+                    now_ms: 40,
+                    op,
+                    auth: vec![],
+                },
+            );
+        }
         t
     }
 
@@ -265,10 +317,7 @@ mod tests {
             nodes: tree
                 .nodes
                 .iter()
-                .map(|(p, n)| {
-                    let d = NodeData::of(n);
-                    (p.clone(), d)
-                })
+                .map(|(p, n)| (p.clone(), NodeData::of(n).map(Option::unwrap_or_default)))
                 .collect(),
             sessions: Vec::<SessionData>::new(),
         };
@@ -297,7 +346,7 @@ mod tests {
             now_ms: 1,
             op: Op::Create {
                 path: "/x".into(),
-                data: b"v".to_vec(),
+                data: Some(b"v".to_vec()),
                 mode: CreateMode::Persistent,
                 ttl_ms: 0,
                 acl: vec![Acl::open()],
@@ -306,8 +355,53 @@ mod tests {
         };
         plain.apply(1, &create);
         let old = DataTree::from_snapshot(&snapshot_v1(&plain)).unwrap();
+        // Format 1 had no ACLs: every node restores open, /zookeeper/config too.
+        if let Some(config) = plain.nodes.get_mut("/zookeeper/config") {
+            config.acl = vec![Acl::open()];
+            config.aversion = 0;
+        }
         assert_eq!(old, plain);
         assert_eq!(old.acl("/x").unwrap().0, vec![Acl::open()]);
+    }
+
+    #[test]
+    fn null_data_survives_a_snapshot_and_format_2_restores_present() {
+        let t = sample();
+        let r = DataTree::from_snapshot(&t.snapshot()).unwrap();
+        assert_eq!(r.get_data("/null").unwrap().0, None);
+        assert_eq!(r.get_data("/empty").unwrap().0, Some(&b""[..]));
+        assert_eq!(r.get_data("/a/p").unwrap().0, Some(&b"v"[..]));
+
+        // Format 2, as builds before null data wrote it: every node's data present.
+        let data = Data {
+            last_zxid: t.last_zxid,
+            nodes: t
+                .nodes
+                .iter()
+                .map(|(p, n)| {
+                    let access = NodeAccess {
+                        aversion: n.aversion,
+                        acl: n.acl.clone(),
+                    };
+                    (
+                        p.clone(),
+                        NodeData::of(n).map(Option::unwrap_or_default),
+                        access,
+                    )
+                })
+                .collect(),
+            sessions: vec![SessionData {
+                id: 1,
+                timeout_ms: 5000,
+                password: vec![1; 16],
+                deadline_ms: 0,
+            }],
+        };
+        let mut v2 = MAGIC.to_vec();
+        v2.push(FORMAT_V2);
+        let old = DataTree::from_snapshot(&postcard::to_extend(&data, v2).unwrap()).unwrap();
+        assert_eq!(old.get_data("/null").unwrap().0, Some(&b""[..]));
+        assert_eq!(old.acl("/a/p").unwrap().0, t.acl("/a/p").unwrap().0);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::acl::{self, Acl, Id};
+use crate::acl::{self, perm, Acl, Id};
 use crate::command::{Applied, Command, MultiOutcome, Op, Response};
 use crate::error::TreeError;
 use crate::node::{Node, Session};
@@ -38,7 +38,10 @@ struct Effects {
 
 impl DataTree {
     /// The tree every ZooKeeper starts with: `/`, `/zookeeper`, `/zookeeper/quota` and
-    /// `/zookeeper/config`, at zxid 0.
+    /// `/zookeeper/config`, at zxid 0, with the stats and ACLs ZooKeeper 3.8 shows clients
+    /// (tests/zk_differential.rs reads them from a real server): `/` starts at cversion -1
+    /// and `/zookeeper` at -2, and `/zookeeper/config` is readable by anyone and writable
+    /// by no one, at aversion -1.
     pub fn new() -> Self {
         let mut tree = DataTree {
             nodes: BTreeMap::new(),
@@ -50,7 +53,18 @@ impl DataTree {
         for p in PROTECTED {
             tree.insert_node(p, Node::system());
         }
-        // ZooKeeper's system nodes are not counted as creates in their parents.
+        for (path, cversion) in [(path::ROOT, -1), ("/zookeeper", -2)] {
+            if let Some(n) = tree.nodes.get_mut(path) {
+                n.cversion = cversion;
+            }
+        }
+        if let Some(n) = tree.nodes.get_mut("/zookeeper/config") {
+            n.acl = vec![Acl {
+                perms: perm::READ,
+                ..Acl::open()
+            }];
+            n.aversion = -1;
+        }
         tree
     }
 
@@ -260,10 +274,10 @@ impl DataTree {
         self.nodes.get(path).map(Node::stat)
     }
 
-    /// Data and stat (getData).
-    pub fn get_data(&self, path: &str) -> Result<(&[u8], Stat), TreeError> {
+    /// Data and stat (getData); `None` is null data, as the create or setData sent it.
+    pub fn get_data(&self, path: &str) -> Result<(Option<&[u8]>, Stat), TreeError> {
         let node = self.nodes.get(path).ok_or(TreeError::NoNode)?;
-        Ok((&node.data, node.stat()))
+        Ok((node.data.as_deref(), node.stat()))
     }
 
     /// Child names in sorted order, and the node's stat (getChildren2).
@@ -360,7 +374,7 @@ impl DataTree {
     pub fn approximate_data_size(&self) -> u64 {
         self.nodes
             .iter()
-            .map(|(p, n)| (p.len() + n.data.len()) as u64)
+            .map(|(p, n)| (p.len() + n.data_len()) as u64)
             .sum()
     }
 

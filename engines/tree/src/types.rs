@@ -20,8 +20,8 @@ pub struct Stat {
     pub cversion: i32,
     /// Number of ACL changes (setACL).
     pub aversion: i32,
-    /// The owning session of an ephemeral node; ZooKeeper's encodings for containers
-    /// and TTL nodes (see [`NodeKind::ephemeral_owner`]); 0 otherwise.
+    /// The owning session of an ephemeral node; 0 otherwise (containers and TTL nodes
+    /// too: see [`NodeKind::client_ephemeral_owner`]).
     pub ephemeral_owner: i64,
     pub data_length: i32,
     pub num_children: i32,
@@ -112,14 +112,25 @@ pub enum NodeKind {
 }
 
 impl NodeKind {
-    /// The `ephemeralOwner` ZooKeeper reports (with extended types enabled): the session
-    /// for ephemerals, `0x8000…` for containers, `0xFF00…` | TTL for TTL nodes.
+    /// The `ephemeralOwner` ZooKeeper stores (its `StatPersisted`, with extended types
+    /// enabled): the session for ephemerals, `0x8000…` for containers, `0xFF00…` | TTL for
+    /// TTL nodes. Clients see [`NodeKind::client_ephemeral_owner`].
     pub fn ephemeral_owner(self) -> i64 {
         match self {
             NodeKind::Persistent => 0,
             NodeKind::Ephemeral { owner } => owner,
             NodeKind::Container => i64::MIN,
             NodeKind::Ttl { ttl_ms } => (0xFF00_0000_0000_0000_u64 as i64) | (ttl_ms & MAX_TTL_MS),
+        }
+    }
+
+    /// The `ephemeralOwner` of the Stat clients get: the session for ephemerals, 0 for
+    /// every other kind, containers and TTL nodes included (ZooKeeper's
+    /// `DataNode.getClientEphemeralOwner` hides its encodings of those).
+    pub fn client_ephemeral_owner(self) -> i64 {
+        match self {
+            NodeKind::Ephemeral { owner } => owner,
+            _ => 0,
         }
     }
 }
@@ -146,6 +157,11 @@ pub struct WatchEvent {
     pub path: String,
     /// The zxid of the command that made the change.
     pub zxid: i64,
+    /// The ACL a watcher needs READ in to be told (ZooKeeper checks it at delivery, and
+    /// a watcher without it loses its one-shot watch unnotified): the node's for data,
+    /// create and delete events (the deleted node's), the parent's for child events;
+    /// empty (anyone) for events SetWatches fires.
+    pub acl: Vec<crate::acl::Acl>,
 }
 
 #[cfg(test)]
@@ -172,5 +188,8 @@ mod tests {
             0xFF00_0000_0000_03E8
         );
         assert_eq!(NodeKind::Ephemeral { owner: 7 }.ephemeral_owner(), 7);
+        assert_eq!(NodeKind::Container.client_ephemeral_owner(), 0);
+        assert_eq!(NodeKind::Ttl { ttl_ms: 1000 }.client_ephemeral_owner(), 0);
+        assert_eq!(NodeKind::Ephemeral { owner: 7 }.client_ephemeral_owner(), 7);
     }
 }

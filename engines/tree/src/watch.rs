@@ -219,6 +219,8 @@ impl<W: Ord + Copy> WatchManager<W> {
                 kind,
                 path: path.to_string(),
                 zxid: -1,
+                // ZooKeeper's setWatches notifies without an ACL check.
+                acl: Vec::new(),
             })
         };
         for p in &set.data {
@@ -282,6 +284,7 @@ mod tests {
             kind,
             path: path.into(),
             zxid: 1,
+            acl: Vec::new(),
         }
     }
 
@@ -347,7 +350,7 @@ mod tests {
         let create = |p: &str| {
             write(Op::Create {
                 path: p.into(),
-                data: vec![],
+                data: Some(vec![]),
                 mode: CreateMode::Persistent,
                 ttl_ms: 0,
                 acl: vec![crate::Acl::open()],
@@ -360,7 +363,7 @@ mod tests {
             4,
             &write(Op::SetData {
                 path: "/changed".into(),
-                data: b"x".to_vec(),
+                data: Some(b"x".to_vec()),
                 version: -1,
             }),
         );

@@ -26,7 +26,7 @@ pub(crate) struct Ctx<'a> {
 
 /// What a create stores: the data and the ACL already fixed up.
 struct Content<'a> {
-    data: &'a [u8],
+    data: Option<&'a [u8]>,
     acl: Vec<Acl>,
 }
 
@@ -45,7 +45,7 @@ pub(crate) enum Undo {
     },
     SetData {
         path: String,
-        data: Vec<u8>,
+        data: Option<Vec<u8>>,
         mzxid: i64,
         mtime: i64,
         version: i32,
@@ -91,7 +91,7 @@ impl DataTree {
                 acl,
             } => {
                 let content = Content {
-                    data,
+                    data: data.as_deref(),
                     acl: acl::fix_acl(acl, ctx.auth)?,
                 };
                 self.create(ctx, path, content, *mode, *ttl_ms, events)
@@ -130,7 +130,8 @@ impl DataTree {
                 node.mzxid = ctx.zxid;
                 node.mtime = ctx.now_ms;
                 let stat = node.stat();
-                events.push(event(EventType::NodeDataChanged, path, ctx.zxid));
+                let e = event(EventType::NodeDataChanged, path, ctx.zxid, &node.acl);
+                events.push(e);
                 Ok((OpResult::SetData { stat }, undo))
             }
             Op::Check { path, version } => {
@@ -142,6 +143,7 @@ impl DataTree {
                 Ok((OpResult::Check, Undo::Nothing))
             }
             Op::SetAcl { path, acl, version } => self.set_acl(ctx, path, acl, *version),
+            Op::Refuse { error } => Err(error.clone()),
         }
     }
 
@@ -223,8 +225,16 @@ impl DataTree {
             return Err(TreeError::NoChildrenForEphemerals);
         }
         let (parent_cversion, parent_pzxid) = (parent.cversion, parent.pzxid);
+        let parent_acl = parent.acl.clone();
+        events.push(event(EventType::NodeCreated, &full, ctx.zxid, &content.acl));
+        events.push(event(
+            EventType::NodeChildrenChanged,
+            parent_path,
+            ctx.zxid,
+            &parent_acl,
+        ));
         let node = Node::new(
-            content.data.to_vec(),
+            content.data.map(<[u8]>::to_vec),
             kind,
             ctx.zxid,
             ctx.now_ms,
@@ -236,8 +246,6 @@ impl DataTree {
             parent.cversion = parent.cversion.wrapping_add(1);
             parent.pzxid = ctx.zxid;
         }
-        events.push(event(EventType::NodeCreated, &full, ctx.zxid));
-        events.push(event(EventType::NodeChildrenChanged, parent_path, ctx.zxid));
         let undo = Undo::Create {
             path: full.clone(),
             parent_cversion,
@@ -272,13 +280,20 @@ impl DataTree {
         let node = self.remove_node(path);
         let parent_path = path::parent(path).unwrap_or(path::ROOT);
         let mut before = (0, 0);
+        let mut parent_acl = Vec::new();
         if let Some(parent) = self.nodes.get_mut(parent_path) {
             before = (parent.cversion, parent.pzxid);
             parent.cversion = parent.cversion.wrapping_add(1);
             parent.pzxid = parent.pzxid.max(zxid);
+            parent_acl = parent.acl.clone();
         }
-        events.push(event(EventType::NodeDeleted, path, zxid));
-        events.push(event(EventType::NodeChildrenChanged, parent_path, zxid));
+        events.push(event(EventType::NodeDeleted, path, zxid, &node.acl));
+        events.push(event(
+            EventType::NodeChildrenChanged,
+            parent_path,
+            zxid,
+            &parent_acl,
+        ));
         (node, before)
     }
 
@@ -390,10 +405,11 @@ fn children_created(parent: &Node) -> i64 {
     (i64::from(parent.cversion) + parent.children.len() as i64) / 2
 }
 
-pub(crate) fn event(kind: EventType, path: &str, zxid: i64) -> WatchEvent {
+pub(crate) fn event(kind: EventType, path: &str, zxid: i64, acl: &[Acl]) -> WatchEvent {
     WatchEvent {
         kind,
         path: path.to_string(),
         zxid,
+        acl: acl.to_vec(),
     }
 }

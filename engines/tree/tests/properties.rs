@@ -85,7 +85,7 @@ fn snapshot_restore_mid_sequence() {
 
 #[derive(Debug, Clone, PartialEq)]
 struct MNode {
-    data: Vec<u8>,
+    data: Option<Vec<u8>>,
     version: i32,
     /// Children created plus children deleted, as ZooKeeper counts.
     cversion: i32,
@@ -124,13 +124,19 @@ fn parent_of(path: &str) -> String {
 impl Model {
     fn new() -> Model {
         let mut m = Model::default();
-        for p in ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"] {
+        // ZooKeeper's initial cversions (see DataTree::new).
+        for (p, cversion) in [
+            ("/", -1),
+            ("/zookeeper", -2),
+            ("/zookeeper/quota", 0),
+            ("/zookeeper/config", 0),
+        ] {
             m.nodes.insert(
                 p.into(),
                 MNode {
-                    data: vec![],
+                    data: Some(vec![]),
                     version: 0,
-                    cversion: 0,
+                    cversion,
                     created: 0,
                     kind: NodeKind::Persistent,
                     mtime: 0,
@@ -265,6 +271,7 @@ impl Model {
             // The generator makes only open ACLs (ACL checks are tested in acl.rs and
             // semantics.rs), so the model has no ACLs to change.
             Op::SetAcl { .. } => Err(code::UNIMPLEMENTED),
+            Op::Refuse { error } => Err(error.code()),
         }
     }
 
@@ -419,19 +426,22 @@ fn assert_same(model: &Model, tree: &DataTree, ctx: &str) {
         let (data, stat) = tree
             .get_data(p)
             .unwrap_or_else(|e| panic!("{ctx}: {p}: {e}"));
-        assert_eq!(data, n.data.as_slice(), "{ctx}: {p} data");
+        assert_eq!(data, n.data.as_deref(), "{ctx}: {p} data");
         assert_eq!(stat.version, n.version, "{ctx}: {p} version");
         assert_eq!(stat.cversion, n.cversion, "{ctx}: {p} cversion");
         assert_eq!(stat.mtime, n.mtime, "{ctx}: {p} mtime");
         assert_eq!(
             stat.ephemeral_owner,
-            n.kind.ephemeral_owner(),
+            n.kind.client_ephemeral_owner(),
             "{ctx}: {p} owner"
         );
         let (children, stat) = tree.children(p).unwrap();
         assert_eq!(children, model.children(p), "{ctx}: {p} children");
         assert_eq!(stat.num_children as usize, children.len());
-        assert_eq!(stat.data_length as usize, n.data.len());
+        assert_eq!(
+            stat.data_length as usize,
+            n.data.as_ref().map_or(0, Vec::len)
+        );
     }
     let sessions: Vec<i64> = tree.sessions().map(|(id, _)| id).collect();
     let expected: Vec<i64> = model.sessions.keys().copied().collect();

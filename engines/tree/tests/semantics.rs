@@ -42,7 +42,7 @@ impl T {
             1000,
             Op::Create {
                 path: path.into(),
-                data: b"d".to_vec(),
+                data: Some(b"d".to_vec()),
                 mode,
                 ttl_ms,
                 acl: vec![Acl::open()],
@@ -89,7 +89,7 @@ fn stats_follow_zookeeper() {
         2000,
         Op::SetData {
             path: "/a".into(),
-            data: b"xyz".to_vec(),
+            data: Some(b"xyz".to_vec()),
             version: 0,
         },
     )
@@ -105,7 +105,7 @@ fn stats_follow_zookeeper() {
             0,
             Op::SetData {
                 path: "/a".into(),
-                data: vec![],
+                data: Some(vec![]),
                 version: 0
             }
         ),
@@ -291,7 +291,8 @@ fn containers_and_ttl_nodes_are_reaped_when_due() {
     let mut t = T::new();
     t.create(0, "/c", CreateMode::Container).unwrap();
     t.create(0, "/t", CreateMode::PersistentWithTtl).unwrap();
-    assert_eq!(t.tree.stat("/c").unwrap().ephemeral_owner, i64::MIN);
+    // Clients see 0 for containers, as ZooKeeper shows them (its stored marker is hidden).
+    assert_eq!(t.tree.stat("/c").unwrap().ephemeral_owner, 0);
     assert!(
         t.tree.reap_candidates(1050).is_empty(),
         "never had children; TTL not passed"
@@ -323,19 +324,19 @@ fn multi_is_all_or_nothing() {
     let ops = vec![
         Op::Create {
             path: "/m/a".into(),
-            data: vec![],
+            data: Some(vec![]),
             mode: CreateMode::Persistent,
             ttl_ms: 0,
             acl: vec![Acl::open()],
         },
         Op::SetData {
             path: "/m".into(),
-            data: b"x".to_vec(),
+            data: Some(b"x".to_vec()),
             version: 0,
         },
         Op::Create {
             path: "/m/s-".into(),
-            data: vec![],
+            data: Some(vec![]),
             mode: CreateMode::PersistentSequential,
             ttl_ms: 0,
             acl: vec![Acl::open()],
@@ -388,6 +389,25 @@ fn multi_is_all_or_nothing() {
     assert_eq!(t.tree.children("/m").unwrap().0, vec!["s-0000000001"]);
     assert!(a.events.iter().all(|e| e.zxid == a.zxid));
     assert_eq!(a.events.len(), 2 + 1 + 2 + 2);
+
+    // A refused op fails the multi where it stands, unless an earlier op failed first.
+    let refuse = Op::Refuse {
+        error: TreeError::Marshalling,
+    };
+    for (first, index, error) in [
+        (delete("/m/none", -1), 0, TreeError::NoNode),
+        (delete("/m/s-0000000001", -1), 1, TreeError::Marshalling),
+    ] {
+        let a = t.run(Command::Multi {
+            session: 0,
+            now_ms: 6,
+            ops: vec![first, refuse.clone()],
+            auth: vec![],
+        });
+        let outcome = MultiOutcome::Aborted { index, error };
+        assert_eq!(a.result, Ok(Response::Multi(outcome)));
+    }
+    assert_eq!(t.tree.children("/m").unwrap().0, vec!["s-0000000001"]);
 }
 
 #[test]
@@ -413,7 +433,7 @@ fn acls_guard_writes_as_zookeeper_does() {
     };
     let create = |path: &str, acl: Acl| Op::Create {
         path: path.into(),
-        data: vec![],
+        data: Some(vec![]),
         mode: CreateMode::Persistent,
         ttl_ms: 0,
         acl: vec![acl],
@@ -437,7 +457,7 @@ fn acls_guard_writes_as_zookeeper_does() {
     assert_eq!(t.tree.acl("/p").unwrap().0[0].id, "alice:h");
     let set = |v: &[u8]| Op::SetData {
         path: "/p".into(),
-        data: v.to_vec(),
+        data: Some(v.to_vec()),
         version: -1,
     };
     assert_eq!(as_ids(&mut t, set(b"x"), &[]), Err(TreeError::NoAuth));

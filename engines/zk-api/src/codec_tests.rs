@@ -119,13 +119,19 @@ fn records_round_trip() {
     for ttl in [None, Some(1000)] {
         let c = CreateRequest {
             path: "/x-".into(),
-            data: vec![0, 1, 255],
+            data: Some(vec![0, 1, 255]),
             acl: vec![
-                Acl::open(),
+                Acl::open().into(),
                 Acl {
                     perms: 1,
                     scheme: "digest".into(),
                     id: "u:p".into(),
+                }
+                .into(),
+                WireAcl {
+                    perms: 31,
+                    scheme: None,
+                    id: None,
                 },
             ],
             flags: 6,
@@ -161,7 +167,7 @@ fn records_round_trip() {
     );
     let s = SetDataRequest {
         path: "/p".into(),
-        data: vec![9; 100],
+        data: None,
         version: 4,
     };
     round_trip(&s, SetDataRequest::encode, SetDataRequest::decode);
@@ -188,8 +194,8 @@ fn records_round_trip() {
 fn all_requests() -> Vec<(i32, Request)> {
     let create = |flags, ttl| CreateRequest {
         path: "/n".into(),
-        data: b"d".to_vec(),
-        acl: vec![Acl::open()],
+        data: Some(b"d".to_vec()),
+        acl: vec![Acl::open().into()],
         flags,
         ttl,
     };
@@ -207,7 +213,7 @@ fn all_requests() -> Vec<(i32, Request)> {
     };
     let sd = || SetDataRequest {
         path: "/n".into(),
-        data: vec![1],
+        data: Some(vec![1]),
         version: -1,
     };
     let sw = SetWatches {
@@ -399,7 +405,7 @@ fn reply_bodies_round_trip() {
         (
             op::GET_DATA,
             ReplyBody::Data {
-                data: b"v".to_vec(),
+                data: Some(b"v".to_vec()),
                 stat: stat(3),
             },
         ),
@@ -446,7 +452,7 @@ fn reply_bodies_round_trip() {
             op::MULTI_READ,
             ReplyBody::MultiRead(vec![
                 ReadResult::Data {
-                    data: vec![],
+                    data: None,
                     stat: stat(8),
                 },
                 ReadResult::Children(vec!["x".into()]),

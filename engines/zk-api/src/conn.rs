@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::ConnAuth;
 use crate::core::Core;
 use crate::four_letter;
 use crate::frame::{self, Opening};
@@ -81,7 +82,14 @@ where
     if tx.try_send(response_frame(&response)).is_err() {
         return;
     }
-    let id = core.router.register(session, tx.clone(), close.clone());
+    let auth = Arc::new(ConnAuth::default());
+    let ids = {
+        let auth = auth.clone();
+        Arc::new(move || auth.ids(&peer))
+    };
+    let id = core
+        .router
+        .register(session, tx.clone(), close.clone(), ids);
     let writer = tokio::spawn(write_loop(
         wr,
         rx,
@@ -95,7 +103,7 @@ where
         session,
         peer,
         tx,
-        auth: Default::default(),
+        auth,
     };
     loop {
         let next = tokio::select! {

@@ -8,6 +8,10 @@
 //! - `mntr`: `zk_*` key / tab / value lines.
 //! - `conf`: the configuration as `key=value` lines.
 //! - `isro`: `rw`. `wchs`: watch summary. `srst`: resets the counters.
+//! - `envi`: `Environment:` then `key=value` lines in ZooKeeper's order; clients read the
+//!   version from `zookeeper.version`, which is `srvr`'s version string. A Java server's
+//!   `java.*` keys are left out (this server has no JVM); the `os.*`, `user.*` and
+//!   `host.name` keys are this process's, as Java reports them.
 
 use coordbench_node::Replicator;
 
@@ -15,8 +19,8 @@ use crate::core::Core;
 use crate::state_machine::TreeStateMachine;
 
 /// The words this server answers.
-pub const WORDS: [&str; 8] = [
-    "ruok", "srvr", "stat", "mntr", "conf", "isro", "wchs", "srst",
+pub const WORDS: [&str; 9] = [
+    "ruok", "srvr", "stat", "mntr", "conf", "isro", "wchs", "srst", "envi",
 ];
 
 /// What ZooKeeper says instead of `srvr` / `stat` / `mntr` values when it has no quorum.
@@ -58,6 +62,7 @@ pub(crate) fn answer<R: Replicator<TreeStateMachine>>(core: &Core<R>, word: &str
         "stat" => srvr(core, true),
         "mntr" => mntr(core),
         "conf" => conf(core),
+        "envi" => envi(&version(core)),
         "wchs" => format!(
             "{} connections watching {} paths\nTotal watches:{}\n",
             core.router.connection_count(),
@@ -68,14 +73,54 @@ pub(crate) fn answer<R: Replicator<TreeStateMachine>>(core: &Core<R>, word: &str
     }
 }
 
+/// The version as `srvr`, `mntr` and `envi` show it (ZooKeeper's `Version.getFullVersion`:
+/// the version, then where it was built).
+fn version<R: Replicator<TreeStateMachine>>(core: &Core<R>) -> String {
+    format!("{}, built on (coordbench)", core.options.version)
+}
+
+/// `envi`'s answer for a server of `version`.
+fn envi(version: &str) -> String {
+    let first_line = |path: &str| {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.lines().next().map(str::to_string))
+            .unwrap_or_else(|| "<NA>".to_string())
+    };
+    let env = |key: &str| std::env::var(key).unwrap_or_else(|_| "<NA>".to_string());
+    // Java's names: amd64 for x86_64, Linux for linux.
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        other => other,
+    };
+    let os = match std::env::consts::OS {
+        "linux" => "Linux",
+        other => other,
+    };
+    let dir =
+        std::env::current_dir().map_or_else(|_| "<NA>".to_string(), |d| d.display().to_string());
+    let lines = [
+        ("zookeeper.version", version.to_string()),
+        ("host.name", first_line("/proc/sys/kernel/hostname")),
+        ("os.name", os.to_string()),
+        ("os.arch", arch.to_string()),
+        ("os.version", first_line("/proc/sys/kernel/osrelease")),
+        ("user.name", env("USER")),
+        ("user.home", env("HOME")),
+        ("user.dir", dir),
+    ];
+    let mut out = String::from("Environment:\n");
+    for (k, v) in lines {
+        out.push_str(&format!("{k}={v}\n"));
+    }
+    out
+}
+
 fn srvr<R: Replicator<TreeStateMachine>>(core: &Core<R>, with_clients: bool) -> String {
     let c = core.stats.counters();
     let s = snapshot(core);
     let connections = core.router.connection_count();
-    let mut out = format!(
-        "Zookeeper version: {}, built on (coordbench)\n",
-        core.options.version
-    );
+    let mut out = format!("Zookeeper version: {}\n", version(core));
     if with_clients {
         out.push_str(&format!("Clients:\n {connections} connected\n\n"));
     }
@@ -104,10 +149,7 @@ fn mntr<R: Replicator<TreeStateMachine>>(core: &Core<R>) -> String {
         "not serving"
     };
     let lines: Vec<(&str, String)> = vec![
-        (
-            "zk_version",
-            format!("{}, built on (coordbench)", core.options.version),
-        ),
+        ("zk_version", version(core)),
         ("zk_server_state", state.to_string()),
         ("zk_avg_latency", format!("{:.4}", c.avg_latency_ms)),
         ("zk_max_latency", c.max_latency_ms.to_string()),
@@ -145,4 +187,19 @@ fn conf<R: Replicator<TreeStateMachine>>(core: &Core<R>) -> String {
         o.container_check_interval.as_millis(),
         o.cluster_size,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn envi_names_the_version_first_in_zookeepers_shape() {
+        let out = super::envi("3.8.0-coordbench, built on (coordbench)");
+        let mut lines = out.lines();
+        assert_eq!(lines.next(), Some("Environment:"));
+        assert_eq!(
+            lines.next(),
+            Some("zookeeper.version=3.8.0-coordbench, built on (coordbench)")
+        );
+        assert!(lines.all(|l| l.split_once('=').is_some_and(|(k, _)| !k.is_empty())));
+    }
 }

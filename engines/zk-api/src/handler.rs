@@ -27,6 +27,7 @@ use crate::reply::{reply_frame, MultiResult, ReadResult, ReplyBody};
 use crate::request::{MultiOp, ReadOp, Request};
 use crate::router::ConnId;
 use crate::state_machine::TreeStateMachine;
+use crate::wire_acl;
 
 /// What the connection does after a request.
 #[derive(Debug, PartialEq, Eq)]
@@ -44,8 +45,9 @@ pub(crate) struct ConnCtx<R> {
     pub session: i64,
     pub peer: SocketAddr,
     pub tx: mpsc::Sender<Vec<u8>>,
-    /// The ids this connection proved (addauth), for ACL checks.
-    pub auth: ConnAuth,
+    /// The ids this connection proved (addauth), for ACL checks; the router holds it too,
+    /// for watch notifications.
+    pub auth: Arc<ConnAuth>,
 }
 
 type Reply = (i32, ReplyBody);
@@ -58,14 +60,22 @@ fn err(e: &TreeError) -> Reply {
     (e.code(), ReplyBody::Empty)
 }
 
-/// The tree op of a create request; `Err` is the code to answer with.
-fn create_op(request_op: i32, req: &CreateRequest) -> Result<Op, i32> {
+/// The tree op of a create request (alone or `in_multi`) by a session holding `ids`;
+/// `Err` is the code to answer with (MARSHALLING_ERROR fails a whole multi, see
+/// [`wire_acl`]).
+fn create_op(request_op: i32, req: &CreateRequest, ids: &[Id], in_multi: bool) -> Result<Op, i32> {
     let mode = CreateMode::from_flags(req.flags).ok_or(code::BAD_ARGUMENTS)?;
-    // TTL modes come only with createTTL, and createTTL only with them.
+    // TTL modes come only with createTTL, and createTTL only with them; but ZooKeeper
+    // reads a multi's createTTL of another mode as a plain create (its TTL dropped), and
+    // fails on a TTL mode in a multi's other creates (the record is not a TTL request).
     if mode.is_ttl() != (request_op == op::CREATE_TTL) {
-        return Err(code::BAD_ARGUMENTS);
+        match (in_multi, mode.is_ttl()) {
+            (true, false) => {}
+            (true, true) => return Err(code::MARSHALLING_ERROR),
+            (false, _) => return Err(code::BAD_ARGUMENTS),
+        }
     }
-    Ok(Op::Create {
+    let op = Op::Create {
         path: req.path.clone(),
         data: req.data.clone(),
         mode,
@@ -74,8 +84,13 @@ fn create_op(request_op: i32, req: &CreateRequest) -> Result<Op, i32> {
         } else {
             0
         },
-        acl: req.acl.clone(),
-    })
+        acl: wire_acl::tree_acl(&req.acl),
+    };
+    // ZooKeeper validates the path and TTL before it looks at the ACL.
+    if op.validate().is_ok() && wire_acl::zookeeper_throws(&req.acl, ids) {
+        return Err(code::MARSHALLING_ERROR);
+    }
+    Ok(op)
 }
 
 /// What getACL shows a reader without ADMIN: digest hashes masked, as ZooKeeper 3.8 does.
@@ -185,7 +200,7 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                 }
                 Flow::Close
             }
-            Request::Create { op: o, req } => match create_op(o, &req) {
+            Request::Create { op: o, req } => match create_op(o, &req, &self.ids(), false) {
                 Ok(tree_op) => {
                     self.write(x, tree_op, |r| match r {
                         OpResult::Create { path, stat } => create_body(o, path, stat),
@@ -224,9 +239,14 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
             Request::SetAcl(r) => {
                 let o = Op::SetAcl {
                     path: r.path,
-                    acl: r.acl,
+                    acl: wire_acl::tree_acl(&r.acl),
                     version: r.version,
                 };
+                // ZooKeeper validates the path before it looks at the ACL.
+                if o.validate().is_ok() && wire_acl::zookeeper_throws(&r.acl, &self.ids()) {
+                    let c = code::MARSHALLING_ERROR;
+                    return self.read(x, move |_, _| (c, ReplyBody::Empty)).await;
+                }
                 self.write(x, o, |r| match r {
                     OpResult::SetAcl { stat } => ReplyBody::Stat(stat),
                     _ => ReplyBody::Empty,
@@ -256,7 +276,7 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                                 sm.router().add_watch(&r.path, WatchKind::Data, id);
                             }
                             ok(ReplyBody::Data {
-                                data: data.to_vec(),
+                                data: data.map(<[u8]>::to_vec),
                                 stat,
                             })
                         }
@@ -318,7 +338,7 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                             ReadOp::GetData(p) => {
                                 match readable(sm, p, &ids).and_then(|()| t.get_data(p)) {
                                     Ok((data, stat)) => ReadResult::Data {
-                                        data: data.to_vec(),
+                                        data: data.map(<[u8]>::to_vec),
                                         stat,
                                     },
                                     Err(e) => ReadResult::Error(e.code()),
@@ -424,7 +444,16 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                 } else {
                     code::UNIMPLEMENTED
                 };
-                self.read(x, move |_, _| (c, ReplyBody::Empty)).await
+                let flow = self.read(x, move |_, _| (c, ReplyBody::Empty)).await;
+                // ZooKeeper answers an op code it does not know at all, then closes the
+                // connection (its UnimplementedRequestProcessor); ones it knows but this
+                // server does not serve leave the connection open.
+                if [op::RECONFIG, op::DELETE_CONTAINER, op::SASL].contains(&o) {
+                    flow
+                } else {
+                    tracing::debug!(peer = %self.peer, op = o, "unknown op code; closing");
+                    Flow::Close
+                }
             }
         }
     }
@@ -497,11 +526,10 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
 
     async fn multi(&self, xid: i32, ops: Vec<MultiOp>) -> Flow {
         let mut tree_ops = Vec::with_capacity(ops.len());
-        // The result shape of each create follows its op code.
-        let mut create_ops = Vec::with_capacity(ops.len());
+        let ids = self.ids();
         for (i, o) in ops.iter().enumerate() {
             let converted = match o {
-                MultiOp::Create { op: c, req } => create_op(*c, req),
+                MultiOp::Create { op: c, req } => create_op(*c, req, &ids, true),
                 MultiOp::Delete(r) => Ok(Op::Delete {
                     path: r.path.clone(),
                     version: r.version,
@@ -518,17 +546,25 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
             };
             match converted {
                 Ok(t) => tree_ops.push(t),
+                // ZooKeeper fails the whole multi on an exception that is no
+                // KeeperException (see create_op), if no earlier op failed first.
+                Err(c) if c == code::MARSHALLING_ERROR => tree_ops.push(Op::Refuse {
+                    error: TreeError::Marshalling,
+                }),
                 Err(c) => {
                     let body = ReplyBody::Multi(aborted(ops.len(), i, c));
                     return self.read(xid, move |_, _| ok(body)).await;
                 }
             }
-            create_ops.push(match o {
-                MultiOp::Create { op: c, .. } => *c,
-                _ => 0,
-            });
         }
         let n = tree_ops.len();
+        // ZooKeeper's server reads every create of a multi as Op.create, whose result
+        // shape follows the mode, not the op code: a Stat only for containers and TTL
+        // nodes (create2's and plain create's alike).
+        let with_stat: Vec<bool> = tree_ops
+            .iter()
+            .map(|o| matches!(o, Op::Create { mode, .. } if *mode == CreateMode::Container || mode.is_ttl()))
+            .collect();
         let cmd = Command::Multi {
             session: self.session,
             now_ms: now_ms(),
@@ -543,11 +579,9 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
             Ok(Response::Multi(MultiOutcome::Committed(results))) => {
                 let results = results
                     .into_iter()
-                    .zip(create_ops)
-                    .map(|(r, c)| match r {
-                        OpResult::Create { path, .. } if c == op::CREATE => {
-                            MultiResult::Create(path)
-                        }
+                    .zip(with_stat)
+                    .map(|(r, with_stat)| match r {
+                        OpResult::Create { path, .. } if !with_stat => MultiResult::Create(path),
                         OpResult::Create { path, stat } => MultiResult::Create2 { path, stat },
                         OpResult::Delete => MultiResult::Delete,
                         OpResult::SetData { stat } => MultiResult::SetData(stat),
@@ -558,6 +592,10 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
                     .collect();
                 ok(ReplyBody::Multi(results))
             }
+            Ok(Response::Multi(MultiOutcome::Aborted {
+                error: TreeError::Marshalling,
+                ..
+            })) => (code::MARSHALLING_ERROR, ReplyBody::Empty),
             Ok(Response::Multi(MultiOutcome::Aborted { index, error })) => {
                 ok(ReplyBody::Multi(aborted(n, index, error.code())))
             }

@@ -87,9 +87,27 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A `buffer`; null reads as empty (as ZooKeeper stores null data).
+    /// A `buffer` where null means nothing more than empty (passwords, auth bytes): null
+    /// reads as empty. Node data is not such a buffer: ZooKeeper stores null data as null
+    /// and getData returns it as null (length -1), so it is read with [`Reader::data`].
     pub fn buffer(&mut self) -> Result<Vec<u8>, DecodeError> {
         Ok(self.buffer_opt()?.map(<[u8]>::to_vec).unwrap_or_default())
+    }
+
+    /// A node's data: `None` for null (length -1), kept apart from empty.
+    pub fn data(&mut self) -> Result<Option<Vec<u8>>, DecodeError> {
+        Ok(self.buffer_opt()?.map(<[u8]>::to_vec))
+    }
+
+    /// A `ustring` that may be null (`None`), as inside an ACL's `Id`.
+    pub fn string_opt(&mut self) -> Result<Option<String>, DecodeError> {
+        self.buffer_opt()?
+            .map(|bytes| {
+                std::str::from_utf8(bytes)
+                    .map(str::to_string)
+                    .map_err(|_| DecodeError::BadUtf8)
+            })
+            .transpose()
     }
 
     /// A `ustring` that must not be null.
@@ -173,8 +191,21 @@ impl Writer {
         self
     }
 
+    /// A `buffer` that may be null (written as length -1).
+    pub fn buffer_opt(&mut self, v: Option<&[u8]>) -> &mut Self {
+        match v {
+            Some(v) => self.buffer(v),
+            None => self.i32(-1),
+        }
+    }
+
     pub fn string(&mut self, v: &str) -> &mut Self {
         self.buffer(v.as_bytes())
+    }
+
+    /// A `ustring` that may be null (written as length -1).
+    pub fn string_opt(&mut self, v: Option<&str>) -> &mut Self {
+        self.buffer_opt(v.map(str::as_bytes))
     }
 
     pub fn strings<S: AsRef<str>>(&mut self, v: &[S]) -> &mut Self {
@@ -227,6 +258,12 @@ mod tests {
     fn nulls_and_bad_lengths() {
         let null = (-1i32).to_be_bytes();
         assert_eq!(Reader::new(&null).buffer(), Ok(vec![]));
+        assert_eq!(Reader::new(&null).data(), Ok(None));
+        assert_eq!(Reader::new(&[0, 0, 0, 0]).data(), Ok(Some(vec![])));
+        assert_eq!(Reader::new(&null).string_opt(), Ok(None));
+        let mut w = Writer::new();
+        w.buffer_opt(None).string_opt(None).buffer_opt(Some(b""));
+        assert_eq!(w.buf, [null, null, [0; 4]].concat());
         assert_eq!(Reader::new(&null).strings(), Ok(vec![]));
         assert_eq!(
             Reader::new(&null).string(),

@@ -27,6 +27,7 @@
 //! [`spawn`] (in the background, with a [`ServerHandle`]).
 
 pub mod auth;
+pub mod client;
 mod client_cap;
 mod conn;
 mod core;
@@ -44,6 +45,7 @@ mod server;
 mod sessions;
 pub mod state_machine;
 pub mod stats;
+mod wire_acl;
 
 #[cfg(test)]
 mod codec_tests;

@@ -5,7 +5,8 @@
 //! [`Reader`]). Clients send requests and servers send responses, but every record is
 //! codable both ways, so tests can act as either side.
 
-use coordbench_tree::Stat;
+/// ZooKeeper's `Stat` record (the tree's; [`encode_stat`] / [`decode_stat`] are its jute).
+pub use coordbench_tree::Stat;
 
 use crate::jute::{DecodeError, Reader, Writer};
 
@@ -254,23 +255,66 @@ impl AclCodec for Acl {
     }
 }
 
-/// CreateRequest, or CreateTTLRequest when `ttl` is set.
+/// An ACL entry as a client sent it: jute strings may be null (length -1), and clients
+/// do send `Id("auth", null)` for "the creator's ids". The server decides what a null
+/// means (ZooKeeper's fixupACL: ignored for `auth`, an invalid ACL or an error otherwise);
+/// the codec only keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireAcl {
+    pub perms: i32,
+    pub scheme: Option<String>,
+    pub id: Option<String>,
+}
+
+impl From<Acl> for WireAcl {
+    fn from(a: Acl) -> Self {
+        WireAcl {
+            perms: a.perms,
+            scheme: Some(a.scheme),
+            id: Some(a.id),
+        }
+    }
+}
+
+impl WireAcl {
+    pub fn encode(&self, w: &mut Writer) {
+        w.i32(self.perms)
+            .string_opt(self.scheme.as_deref())
+            .string_opt(self.id.as_deref());
+    }
+
+    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+        Ok(WireAcl {
+            perms: r.i32()?,
+            scheme: r.string_opt()?,
+            id: r.string_opt()?,
+        })
+    }
+}
+
+/// A list of [`WireAcl`] as a jute vector.
+fn encode_acls(w: &mut Writer, acl: &[WireAcl]) {
+    w.i32(i32::try_from(acl.len()).unwrap_or(i32::MAX));
+    for a in acl {
+        a.encode(w);
+    }
+}
+
+/// CreateRequest, or CreateTTLRequest when `ttl` is set. `data` is `None` when the client
+/// sent null (length -1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreateRequest {
     pub path: String,
-    pub data: Vec<u8>,
-    pub acl: Vec<Acl>,
+    pub data: Option<Vec<u8>>,
+    pub acl: Vec<WireAcl>,
     pub flags: i32,
     pub ttl: Option<i64>,
 }
 
 impl CreateRequest {
     pub fn encode(&self, w: &mut Writer) {
-        w.string(&self.path).buffer(&self.data);
-        w.i32(i32::try_from(self.acl.len()).unwrap_or(i32::MAX));
-        for a in &self.acl {
-            a.encode(w);
-        }
+        w.string(&self.path).buffer_opt(self.data.as_deref());
+        encode_acls(w, &self.acl);
         w.i32(self.flags);
         if let Some(ttl) = self.ttl {
             w.i64(ttl);
@@ -280,8 +324,8 @@ impl CreateRequest {
     pub fn decode(r: &mut Reader, with_ttl: bool) -> Result<Self, DecodeError> {
         Ok(CreateRequest {
             path: r.string()?,
-            data: r.buffer()?,
-            acl: r.vector(12, Acl::decode)?,
+            data: r.data()?,
+            acl: r.vector(12, WireAcl::decode)?,
             flags: r.i32()?,
             ttl: if with_ttl { Some(r.i64()?) } else { None },
         })
@@ -292,24 +336,21 @@ impl CreateRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetAclRequest {
     pub path: String,
-    pub acl: Vec<Acl>,
+    pub acl: Vec<WireAcl>,
     pub version: i32,
 }
 
 impl SetAclRequest {
     pub fn encode(&self, w: &mut Writer) {
         w.string(&self.path);
-        w.i32(i32::try_from(self.acl.len()).unwrap_or(i32::MAX));
-        for a in &self.acl {
-            a.encode(w);
-        }
+        encode_acls(w, &self.acl);
         w.i32(self.version);
     }
 
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         Ok(SetAclRequest {
             path: r.string()?,
-            acl: r.vector(12, Acl::decode)?,
+            acl: r.vector(12, WireAcl::decode)?,
             version: r.i32()?,
         })
     }
@@ -379,19 +420,22 @@ impl PathMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetDataRequest {
     pub path: String,
-    pub data: Vec<u8>,
+    /// `None`: null data (length -1).
+    pub data: Option<Vec<u8>>,
     pub version: i32,
 }
 
 impl SetDataRequest {
     pub fn encode(&self, w: &mut Writer) {
-        w.string(&self.path).buffer(&self.data).i32(self.version);
+        w.string(&self.path)
+            .buffer_opt(self.data.as_deref())
+            .i32(self.version);
     }
 
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         Ok(SetDataRequest {
             path: r.string()?,
-            data: r.buffer()?,
+            data: r.data()?,
             version: r.i32()?,
         })
     }

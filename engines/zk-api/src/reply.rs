@@ -30,7 +30,11 @@ pub enum MultiResult {
 /// One result of a multiRead.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReadResult {
-    Data { data: Vec<u8>, stat: Stat },
+    /// `data` is `None` for a node created or set with null data.
+    Data {
+        data: Option<Vec<u8>>,
+        stat: Stat,
+    },
     Children(Vec<String>),
     Error(i32),
 }
@@ -47,8 +51,9 @@ pub enum ReplyBody {
     },
     /// ExistsResponse, SetDataResponse.
     Stat(Stat),
+    /// GetDataResponse; `data` is `None` (length -1) for null data.
     Data {
-        data: Vec<u8>,
+        data: Option<Vec<u8>>,
         stat: Stat,
     },
     /// GetChildrenResponse, GetEphemeralsResponse.
@@ -82,7 +87,7 @@ impl ReplyBody {
             }
             ReplyBody::Stat(s) => encode_stat(w, s),
             ReplyBody::Data { data, stat } => {
-                w.buffer(data);
+                w.buffer_opt(data.as_deref());
                 encode_stat(w, stat);
             }
             ReplyBody::Strings(v) => {
@@ -110,7 +115,7 @@ impl ReplyBody {
                     match r {
                         ReadResult::Data { data, stat } => {
                             result_header(w, op::GET_DATA, 0);
-                            w.buffer(data);
+                            w.buffer_opt(data.as_deref());
                             encode_stat(w, stat);
                         }
                         ReadResult::Children(c) => {
@@ -148,7 +153,7 @@ impl ReplyBody {
             },
             op::EXISTS | op::SET_DATA => ReplyBody::Stat(decode_stat(r)?),
             op::GET_DATA => ReplyBody::Data {
-                data: r.buffer()?,
+                data: r.data()?,
                 stat: decode_stat(r)?,
             },
             op::GET_CHILDREN | op::GET_EPHEMERALS => ReplyBody::Strings(r.strings()?),
@@ -239,7 +244,7 @@ fn decode_multi_read(r: &mut Reader) -> Result<Vec<ReadResult>, DecodeError> {
         }
         out.push(match h.op {
             op::GET_DATA => ReadResult::Data {
-                data: r.buffer()?,
+                data: r.data()?,
                 stat: decode_stat(r)?,
             },
             op::GET_CHILDREN => ReadResult::Children(r.strings()?),

@@ -10,13 +10,18 @@
 //! SetWatches fires what it missed. Connections of sessions that ended (closed or expired)
 //! are closed too, so their clients learn of the expiry when they reconnect.
 //!
+//! A watcher is told of an event only if its connection's ids have READ in the event's ACL
+//! ([`coordbench_tree::WatchEvent::acl`]), as ZooKeeper checks at delivery; a one-shot
+//! watch that fired for a connection without it is gone all the same.
+//!
 //! Watch registration must run inside `Replicator::read` (between applies) so that no event
 //! falls between a read and its watch.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use coordbench_tree::{Applied, DataTree, WatchKind, WatchManager, WatchSet};
+use coordbench_tree::acl::{perm, permits};
+use coordbench_tree::{Applied, DataTree, Id, WatchKind, WatchManager, WatchSet};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -25,10 +30,14 @@ use crate::reply::notification_frame;
 /// A connection's id on this member.
 pub type ConnId = u64;
 
+/// The ids a connection holds now (its address, its addauth digests), for ACL checks.
+pub type ConnIds = Arc<dyn Fn() -> Vec<Id> + Send + Sync>;
+
 struct Conn {
     session: i64,
     tx: mpsc::Sender<Vec<u8>>,
     close: CancellationToken,
+    ids: ConnIds,
 }
 
 #[derive(Default)]
@@ -63,13 +72,15 @@ impl Router {
         Self::default()
     }
 
-    /// Adds a connection of `session`; any other connection of the same session on this
-    /// member is closed (the session moved, as ZooKeeper closes the older connection).
+    /// Adds a connection of `session` holding `ids`; any other connection of the same
+    /// session on this member is closed (the session moved, as ZooKeeper closes the older
+    /// connection).
     pub fn register(
         &self,
         session: i64,
         tx: mpsc::Sender<Vec<u8>>,
         close: CancellationToken,
+        ids: ConnIds,
     ) -> ConnId {
         let mut g = lock(&self.inner);
         let id = g.next_id;
@@ -82,7 +93,15 @@ impl Router {
         for old in older {
             g.close(old);
         }
-        g.conns.insert(id, Conn { session, tx, close });
+        g.conns.insert(
+            id,
+            Conn {
+                session,
+                tx,
+                close,
+                ids,
+            },
+        );
         g.by_session.entry(session).or_default().insert(id);
         id
     }
@@ -131,10 +150,10 @@ impl Router {
             }
             let frame = notification_frame(event);
             for id in fired {
-                let full = g
-                    .conns
-                    .get(&id)
-                    .is_some_and(|c| c.tx.try_send(frame.clone()).is_err());
+                let full = g.conns.get(&id).is_some_and(|c| {
+                    permits(&event.acl, perm::READ, &(c.ids)())
+                        && c.tx.try_send(frame.clone()).is_err()
+                });
                 if full {
                     tracing::debug!(conn = id, "notification queue full; closing connection");
                     g.close(id);
@@ -236,11 +255,16 @@ mod tests {
         }
     }
 
+    fn anyone() -> ConnIds {
+        Arc::new(Vec::new)
+    }
+
     fn changed(path: &str) -> WatchEvent {
         WatchEvent {
             kind: EventType::NodeDataChanged,
             path: path.into(),
             zxid: 9,
+            acl: Vec::new(),
         }
     }
 
@@ -250,8 +274,8 @@ mod tests {
         let (slow_tx, _slow_rx) = mpsc::channel(1);
         let (fast_tx, mut fast_rx) = mpsc::channel(8);
         let (slow_close, fast_close) = (CancellationToken::new(), CancellationToken::new());
-        let slow = router.register(1, slow_tx.clone(), slow_close.clone());
-        let fast = router.register(2, fast_tx, fast_close.clone());
+        let slow = router.register(1, slow_tx.clone(), slow_close.clone(), anyone());
+        let fast = router.register(2, fast_tx, fast_close.clone(), anyone());
         for id in [slow, fast] {
             router.add_watch("/a", WatchKind::Persistent, id);
         }
@@ -277,9 +301,9 @@ mod tests {
         let router = Router::new();
         let (tx, _rx) = mpsc::channel(8);
         let first = CancellationToken::new();
-        router.register(7, tx.clone(), first.clone());
+        router.register(7, tx.clone(), first.clone(), anyone());
         let second = CancellationToken::new();
-        router.register(7, tx.clone(), second.clone());
+        router.register(7, tx.clone(), second.clone(), anyone());
         assert!(
             first.is_cancelled(),
             "the session moved to the new connection"

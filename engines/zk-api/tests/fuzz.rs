@@ -6,7 +6,7 @@ use coordbench_sim::fuzz;
 use coordbench_zk_api::jute::{Reader, Writer};
 use coordbench_zk_api::proto::{
     op, Acl, AuthPacket, ConnectRequest, CreateRequest, PathMode, PathVersion, PathWatch,
-    RequestHeader, SetDataRequest, SetWatches, PERMS_ALL,
+    RequestHeader, SetDataRequest, SetWatches, WireAcl, PERMS_ALL,
 };
 use coordbench_zk_api::request::{self, MultiOp, ReadOp, Request};
 
@@ -26,18 +26,27 @@ fn corpus() -> Vec<Vec<u8>> {
     };
     let create = CreateRequest {
         path: path(),
-        data: b"data".to_vec(),
-        acl: vec![Acl {
-            perms: PERMS_ALL,
-            scheme: "world".into(),
-            id: "anyone".into(),
-        }],
+        data: Some(b"data".to_vec()),
+        acl: vec![
+            Acl {
+                perms: PERMS_ALL,
+                scheme: "world".into(),
+                id: "anyone".into(),
+            }
+            .into(),
+            // Clients' "creator all": Id("auth", null).
+            WireAcl {
+                perms: PERMS_ALL,
+                scheme: Some("auth".into()),
+                id: None,
+            },
+        ],
         flags: 1,
         ttl: None,
     };
     let set = SetDataRequest {
         path: path(),
-        data: vec![1, 2, 3],
+        data: None,
         version: -1,
     };
     let watches = SetWatches {

@@ -24,10 +24,16 @@ pub const PATHS: &[&str] = &[
 /// Prefixes for sequential creates.
 pub const PREFIXES: &[&str] = &["/a/s-", "/s-", "/b/", "/a/b/q"];
 
-pub fn data(rng: &mut Rng) -> Vec<u8> {
-    (0..rng.below(4))
-        .map(|_| b'0' + rng.below(4) as u8)
-        .collect()
+/// Data of up to 3 bytes, or null (as a client may send it) one time in five.
+pub fn data(rng: &mut Rng) -> Option<Vec<u8>> {
+    if rng.below(5) == 0 {
+        return None;
+    }
+    Some(
+        (0..rng.below(4))
+            .map(|_| b'0' + rng.below(4) as u8)
+            .collect(),
+    )
 }
 
 pub fn version(rng: &mut Rng, tree: &DataTree, path: &str) -> i32 {
