@@ -270,7 +270,8 @@ async fn tmpfs_data_lives_in_dev_shm_and_is_removed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nofsync_runs_on_every_etcd() {
     let work = tempfile::tempdir().expect("tempdir");
-    let bin = etcd::resolve_binary(None).expect("etcd installed");
+    // The etcd a run starts when it names none (the chosen installed release).
+    let (bin, _) = etcd::resolve_server(None, None).expect("etcd installed");
     let help = std::process::Command::new(&bin)
         .arg("--help")
         .output()
