@@ -3,7 +3,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use coordbench_drivers::ApiFamily;
 use coordbench_workloads::barrier::{BarrierOptions, BarrierWorkload};
@@ -24,6 +23,7 @@ use crate::environment::Environment;
 use crate::generator::{GeneratorMonitor, GeneratorUsage};
 use crate::provision::disk::{probe_engine_sync_latency, probe_sync_latency, SyncProbe};
 use crate::provision::Cluster;
+use crate::results::now_rfc3339;
 use crate::results::record::{end_reason_name, SCHEMA};
 use crate::results::{default_out_dir, write_run, MeasuredResults, RunRecord};
 use crate::runner::{self, EndReason};
@@ -632,10 +632,6 @@ async fn probe(config: &RunConfig, cluster: &Cluster) -> Option<SyncProbe> {
     .await
     .ok()
     .flatten()
-}
-
-fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
 /// Errors are printed on one line: chains joined with ": ", newlines folded.

@@ -181,8 +181,3 @@ pub fn installed(kind: ServerKind) -> Result<Vec<(Version, PathBuf, Provenance)>
     found.sort_by(|a, b| b.0.cmp(&a.0));
     Ok(found)
 }
-
-/// Now, as RFC 3339 in UTC to the second.
-pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
-}

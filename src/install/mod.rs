@@ -275,7 +275,7 @@ pub async fn install(
         registry: built.registry.into(),
         components: built.components,
         toolchain: built.toolchain,
-        installed_at: cache::now_rfc3339(),
+        installed_at: crate::results::now_rfc3339(),
         install_seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         files: cache::digest_files(&staging, &built.files)?,
     };
@@ -322,7 +322,8 @@ fn parse_version(text: &str) -> Result<Version, String> {
 }
 
 pub async fn run(args: InstallArgs) -> Result<Outcome, UsageError> {
-    let Some(kind) = args.server.filter(|_| !args.list) else {
+    // clap keeps --list apart from a server.
+    let Some(kind) = args.server else {
         print!("{}", list_table()?);
         return Ok(Outcome::Complete);
     };

@@ -259,6 +259,4 @@ pub fn mark_skipped(record: &mut SweepRecord, points: &[Point]) -> usize {
     todo
 }
 
-pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
-}
+pub use crate::results::now_rfc3339;
