@@ -14,11 +14,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use coordbench::provision::raft::{self, RaftOptions};
-use coordbench::provision::{zab, Cluster, ClusterSpec, DiskKind};
 use coordbench_drivers::etcd::{EtcdConfig, EtcdCoordinator};
 use coordbench_drivers::zookeeper::{ZkConfig, ZkCoordinator};
 use coordbench_drivers::{Coordinator, Session, SessionOptions};
+use coordbench_lab::provision::raft::{self, RaftOptions};
+use coordbench_lab::provision::{zab, Cluster, ClusterSpec, DiskKind};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use futures::future::try_join_all;
 use tokio::runtime::Runtime;

@@ -5,7 +5,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use coordbench::runner::{Aggregator, ClientRecorder, IntervalStats, LoadMode, Pacer};
+use coordbench_bench::runner::{Aggregator, ClientRecorder, IntervalStats, LoadMode, Pacer};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn record_ok(c: &mut Criterion) {

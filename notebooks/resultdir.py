@@ -3,7 +3,7 @@
 A directory is either one run (`coordbench run --out DIR`: summary.csv with one row, the run's
 files beside it) or a sweep (`coordbench sweep --out DIR`: summary.csv with one row per point
 and repeat, a `point` column naming each point's run directory). Every file is read with plain
-`pandas.read_csv` / `json.load`: RESULTS.md documents the columns.
+`pandas.read_csv` / `json.load`: docs/reference.md documents the columns.
 """
 
 import json

@@ -14,7 +14,7 @@ zookeeper_versions=${ZOOKEEPER_VERSIONS:-3.9.5}
 coordbench=${1:-}
 if [[ -z $coordbench ]]; then
   cargo build -q --bin coordbench
-  coordbench=target/debug/coordbench
+  coordbench="${CARGO_TARGET_DIR:-target}/debug/coordbench"
 fi
 # Go may sit outside PATH on a fresh machine.
 [[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"

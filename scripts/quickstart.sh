@@ -54,6 +54,6 @@ else
 fi
 
 echo "notifications_per_release and requests_per_release are the herd effect: about 1 per"
-echo "release herd-free, about one per waiter (15 here) naive. Definitions: RESULTS.md."
+echo "release herd-free, about one per waiter (15 here) naive. Definitions: docs/reference.md."
 echo "server releases that ran: the server_version column of $out/summary.csv"
 echo "report: $out/report.html (one file, charts inline) and $out/report.md"

@@ -5,17 +5,22 @@
 # to be running: etcd 3.6.16 and ZooKeeper 3.9.5 (installed by scripts/install-servers.sh
 # through `coordbench install`, cached under ~/.cache/coordbench/servers) unless a test names
 # another release; tests/server_versions.rs also runs etcd 3.7.3 and Debian's etcd 3.4.23
-# and ZooKeeper 3.8.0.
+# and ZooKeeper 3.8.0. tests/interop_clients.rs runs etcd's Go client and Curator's recipes,
+# which scripts/build-interop.sh builds (cached under ~/.cache/coordbench/interop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 # A one-shot build gains nothing from incremental caches, which would double target/ on disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 scripts/install-servers.sh
+# etcd's Go client and Curator's recipe checks (tests/interop_clients.rs): their paths.
+eval "$(scripts/build-interop.sh || echo exit 2)"
 # The releases a run starts when it names none (coordbench run --server-version).
 export COORDBENCH_ETCD_VERSION="${COORDBENCH_ETCD_VERSION:-3.6.16}"
 export COORDBENCH_ZOOKEEPER_VERSION="${COORDBENCH_ZOOKEEPER_VERSION:-3.9.5}"
 # Every test binary of `cargo test --workspace --all-targets`, two at a time (most wait on
 # servers they start); TEST_JOBS=1 runs them one after another.
 scripts/run_tests.py "$@"
+# No function over 110 lines outside tests (prints the longest).
+scripts/function-lengths.py --top 5
 scripts/test-notebooks.sh

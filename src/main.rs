@@ -8,10 +8,16 @@ mod allocator;
 
 use clap::error::ErrorKind;
 use clap::Parser;
-use coordbench::app::{self, one_line, Outcome};
 use coordbench::cli::{Cli, Command, ServeCommand};
+use coordbench_bench::run as bench;
+use coordbench_lab::environment;
+use coordbench_results::outcome::{one_line, Outcome, UsageError};
 
 fn main() -> ExitCode {
+    environment::record_build(environment::Build {
+        version: env!("CARGO_PKG_VERSION"),
+        git_commit: env!("COORDBENCH_GIT_COMMIT"),
+    });
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
@@ -38,15 +44,19 @@ fn main() -> ExitCode {
     };
     if let Some(args) = run_args {
         let pinned = args
+            .generator
             .pin_client
             .as_ref()
             .map(|cpus| cpus.cpus().len().max(1));
-        let cpus = coordbench::affinity::CpuList::available().cpus().len();
+        let cpus = coordbench_lab::affinity::CpuList::available().cpus().len();
         // The delay proxy carries the members' traffic on the generator's runtime.
         let beside_servers = args.starts_servers() && !args.proxies_members();
-        if let Some(workers) =
-            coordbench::generator::workers(args.client_threads, pinned, beside_servers, cpus)
-        {
+        if let Some(workers) = coordbench_bench::generator::workers(
+            args.generator.client_threads,
+            pinned,
+            beside_servers,
+            cpus,
+        ) {
             builder.worker_threads(workers);
         }
     }
@@ -59,23 +69,23 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Run(args) => app::run(args).await,
+            Command::Run(args) => bench::run(args).await,
             Command::Capacity(args) => coordbench::capacity::run(args).await,
             Command::Sweep(args) => coordbench::sweep::run(args).await,
-            Command::Report(args) => coordbench::report::run(&args),
-            Command::Compare(args) => coordbench::compare::run(&args),
+            Command::Report(args) => coordbench_analysis::report::run(&args),
+            Command::Compare(args) => coordbench_analysis::compare::run(&args),
             Command::Merge(args) => coordbench::merge::run(&args),
-            Command::Install(args) => coordbench::install::run(args).await,
+            Command::Install(args) => coordbench_lab::install::run(args).await,
             Command::Gate(args) => coordbench::gate::run(args).await,
-            Command::Simulate(command) => coordbench::simulate::run(&command),
-            Command::Serve(ServeCommand::Raft(args)) => coordbench::serve::run_raft(args)
+            Command::Simulate(command) => coordbench_analysis::simulate::run(&command),
+            Command::Serve(ServeCommand::Raft(args)) => coordbench_serve::run_raft(args)
                 .await
                 .map(|()| Outcome::Complete)
-                .map_err(app::UsageError::from),
-            Command::Serve(ServeCommand::Zab(args)) => coordbench::serve::run_zab(args)
+                .map_err(UsageError::from),
+            Command::Serve(ServeCommand::Zab(args)) => coordbench_serve::run_zab(args)
                 .await
                 .map(|()| Outcome::Complete)
-                .map_err(app::UsageError::from),
+                .map_err(UsageError::from),
         }
     });
     match result {
@@ -107,9 +117,17 @@ fn usage_line(e: &clap::Error) -> String {
             .collect();
         first = format!("{first} {}", listed.join(", "));
     }
-    let possible = lines.find(|l| l.starts_with("[possible values:"));
-    match possible {
-        Some(p) => one_line(&format!("{first} {p}; see coordbench run --help")),
-        None => one_line(&format!("{first}; see --help")),
-    }
+    let rest: Vec<&str> = lines.collect();
+    // clap's suggestion for a typo ("tip: a similar argument exists: '--duration'").
+    let tip = rest.iter().find_map(|l| l.strip_prefix("tip: ")).map(|t| {
+        let named = t.find('\'').map_or(t, |at| &t[at..]);
+        format!("did you mean {}", named.replace(", ", " or "))
+    });
+    let possible = rest.iter().find(|l| l.starts_with("[possible values:"));
+    let line = match (tip, possible) {
+        (Some(tip), _) => format!("{first} ({tip}?); see --help"),
+        (None, Some(p)) => format!("{first} {p}; see coordbench run --help"),
+        (None, None) => format!("{first}; see --help"),
+    };
+    one_line(&line)
 }

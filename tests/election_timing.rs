@@ -7,12 +7,13 @@
 use std::path::Path;
 use std::time::Duration;
 
-use coordbench::election_timing::{ElectionTiming, TimeoutRange};
-use coordbench::provision::disk::DiskKind;
-use coordbench::provision::etcd::EtcdOptions;
-use coordbench::provision::raft::RaftOptions;
-use coordbench::provision::zookeeper::ZkOptions;
-use coordbench::provision::{etcd, raft, zab, zookeeper, Cluster, ClusterSpec};
+use coordbench_lab::election_timing::ElectionTiming;
+use coordbench_lab::provision::disk::DiskKind;
+use coordbench_lab::provision::etcd::EtcdOptions;
+use coordbench_lab::provision::raft::RaftOptions;
+use coordbench_lab::provision::zookeeper::ZkOptions;
+use coordbench_lab::provision::{etcd, raft, zab, zookeeper, Cluster, ClusterSpec};
+use coordbench_results::timeout_range::TimeoutRange;
 
 /// Upper bound for one cluster start (JVMs take seconds).
 const START_BOUND: Duration = Duration::from_secs(90);
@@ -31,7 +32,7 @@ fn spec(work_dir: &Path) -> ClusterSpec {
 }
 
 async fn started(
-    start: impl std::future::Future<Output = Result<Cluster, coordbench::provision::ProvisionError>>,
+    start: impl std::future::Future<Output = Result<Cluster, coordbench_lab::provision::ProvisionError>>,
 ) -> Cluster {
     tokio::time::timeout(START_BOUND, start)
         .await

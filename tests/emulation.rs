@@ -9,12 +9,12 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use coordbench::netdelay::{Ends, NetDelay, Proxy};
-use coordbench::provision::disk::probe_sync_latency;
-use coordbench::provision::etcd::{self, EtcdOptions};
-use coordbench::provision::raft::{self, RaftOptions};
-use coordbench::provision::{ClusterSpec, DiskKind};
-use coordbench::syncfs::{SyncFsMount, SyncPolicy};
+use coordbench_lab::netdelay::{Ends, NetDelay, Proxy};
+use coordbench_lab::provision::disk::probe_sync_latency;
+use coordbench_lab::provision::etcd::{self, EtcdOptions};
+use coordbench_lab::provision::raft::{self, RaftOptions};
+use coordbench_lab::provision::{ClusterSpec, DiskKind};
+use coordbench_lab::syncfs::{SyncFsMount, SyncPolicy};
 
 /// Slack for timing upper bounds on a loaded 2-core machine; lower bounds are exact.
 const SLACK: Duration = Duration::from_millis(150);

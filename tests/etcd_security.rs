@@ -14,10 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{run_json, within};
-use coordbench::provision::etcd::{EtcdOptions, SecureEtcd};
-use coordbench::provision::raft::RaftOptions;
-use coordbench::provision::{etcd, raft, Cluster, ClusterSpec, DiskKind};
 use coordbench_drivers::etcd::{EtcdSecurity, EtcdUser};
+use coordbench_lab::provision::etcd::{EtcdOptions, SecureEtcd};
+use coordbench_lab::provision::raft::RaftOptions;
+use coordbench_lab::provision::{etcd, raft, Cluster, ClusterSpec, DiskKind};
 use coordbench_tls::{ClientTls, RunCertificates};
 use tempfile::TempDir;
 
@@ -105,7 +105,7 @@ async fn start_secured(target: Target, work: &Path) -> (Cluster, RunCertificates
 async fn coordbench_run(args: &[String], env: &[(&str, &str)]) -> (i32, String, Duration) {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_coordbench"));
     command.arg("run").args(args).kill_on_drop(true);
-    command.env_remove(coordbench::etcd_access::PASSWORD_ENV);
+    command.env_remove(coordbench_bench::etcd_access::PASSWORD_ENV);
     for (k, v) in env {
         command.env(k, v);
     }
@@ -198,7 +198,7 @@ async fn attach_with_tls(target: Target) {
         &key,
     ];
     attach.extend(["--user", "alice"]);
-    let env = [(coordbench::etcd_access::PASSWORD_ENV, "s3cret")];
+    let env = [(coordbench_bench::etcd_access::PASSWORD_ENV, "s3cret")];
     let out = work.path().join("attached");
     let (code, stderr, _) = coordbench_run(&lock_run(target, &out, &attach), &env).await;
     assert_eq!(code, 0, "{}: {stderr}", target.name());
@@ -277,7 +277,7 @@ async fn attach_with_tls(target: Target) {
             "--user",
         )
         .await;
-        let wrong = [(coordbench::etcd_access::PASSWORD_ENV, "wrong")];
+        let wrong = [(coordbench_bench::etcd_access::PASSWORD_ENV, "wrong")];
         assert_refused(
             target,
             lock_run(target, &dir("wrong-password"), &attach),

@@ -153,9 +153,15 @@ async fn assert_connect_fails(endpoint: String, timeout: Duration) {
         panic!("connecting to {endpoint} succeeded");
     };
     let msg = e.to_string();
-    assert!(elapsed <= timeout + Duration::from_secs(1), "took {elapsed:?}: {msg}");
+    assert!(
+        elapsed <= timeout + Duration::from_secs(1),
+        "took {elapsed:?}: {msg}"
+    );
     assert!(!msg.contains('\n'), "multi-line: {msg:?}");
-    assert!(msg.contains(endpoint.trim_start_matches("http://")), "{msg:?}");
+    assert!(
+        msg.contains(endpoint.trim_start_matches("http://")),
+        "{msg:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,8 +170,11 @@ async fn connect_timeout_and_refusal_fail_in_one_line() {
     let silent = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = silent.local_addr().expect("addr").port();
     assert_connect_fails(format!("127.0.0.1:{port}"), Duration::from_secs(1)).await;
-    assert_connect_fails(format!("http://127.0.0.1:{}", closed_port()), Duration::from_secs(1))
-        .await;
+    assert_connect_fails(
+        format!("http://127.0.0.1:{}", closed_port()),
+        Duration::from_secs(1),
+    )
+    .await;
     drop(silent);
 }
 
@@ -173,7 +182,10 @@ async fn connect_timeout_and_refusal_fail_in_one_line() {
 async fn a_silent_endpoint_beside_a_live_member_gets_no_calls() {
     let target = start_target(TargetKind::Raft, 1).await;
     let silent = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let silent_url = format!("http://127.0.0.1:{}", silent.local_addr().expect("addr").port());
+    let silent_url = format!(
+        "http://127.0.0.1:{}",
+        silent.local_addr().expect("addr").port()
+    );
     let endpoints = vec![silent_url, target.endpoints()[0].clone()];
     let (transport, client) = connect(&endpoints).await;
     assert_eq!(puts(&client, "beside", 200).await, 200);

@@ -14,12 +14,12 @@ mod common;
 use std::time::Duration;
 
 use common::{assert_gone, raft_options, within, START_BOUND};
-use coordbench::cli::{FaultArg, TargetKind, ZkClientArg};
-use coordbench::fault::{FaultRecord, FaultTarget, Injector};
-use coordbench::netdelay::NetDelay;
-use coordbench::provision::etcd::{self, EtcdOptions};
-use coordbench::provision::zookeeper::{self, ZkOptions};
-use coordbench::provision::{raft, zab, Cluster, ClusterSpec, DiskKind};
+use coordbench_bench::fault::{FaultRecord, FaultTarget, Injector};
+use coordbench_lab::netdelay::NetDelay;
+use coordbench_lab::provision::etcd::{self, EtcdOptions};
+use coordbench_lab::provision::zookeeper::{self, ZkOptions};
+use coordbench_lab::provision::{raft, zab, Cluster, ClusterSpec, DiskKind};
+use coordbench_results::kinds::{FaultArg, TargetKind, ZkClientArg};
 use tokio_util::sync::CancellationToken;
 
 /// Kills, pauses and the full restart last this long.
@@ -76,7 +76,7 @@ async fn every_kind_takes_effect_and_heals(kind: TargetKind) {
         start(kind, work.path()),
     )
     .await;
-    let coordinator = coordbench::targets::connect(
+    let coordinator = coordbench_bench::targets::connect(
         kind,
         ZkClientArg::Client,
         &Default::default(),

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use common::within;
-use coordbench::provision::{zab, zookeeper, Cluster, ClusterSpec, DiskKind};
+use coordbench_lab::provision::{zab, zookeeper, Cluster, ClusterSpec, DiskKind};
 use tempfile::TempDir;
 
 const BOUND: Duration = Duration::from_secs(90);

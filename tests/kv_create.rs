@@ -40,10 +40,7 @@ fn create_run(target: &str, endpoints: &[String], out: &Path) -> (u64, u64) {
     let (status, stderr) = common::run_coordbench(&argv, out.parent().expect("parent"), RUN_BOUND);
     assert!(status.success(), "{target}: {status:?}\n{stderr}");
     let run = common::run_json(out);
-    assert_eq!(
-        run["config"]["create_keys"], true,
-        "{run}"
-    );
+    assert_eq!(run["config"]["create_keys"], true, "{run}");
     let row = common::summary_row(&out.join("summary.csv"));
     assert_eq!(row["create_keys"], "true");
     let num = |c: &str| {

@@ -9,9 +9,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coordbench::provision::{postgres, Cluster, ClusterSpec, DiskKind};
 use coordbench_drivers::postgres::{PgConfig, PgCoordinator};
 use coordbench_drivers::{Coordinator, LockRecipe};
+use coordbench_lab::provision::{postgres, Cluster, ClusterSpec, DiskKind};
 
 /// Whether the server binaries are here (under CI they must be).
 fn installed() -> bool {

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use coordbench::provision::disk::{probe_sync_latency, DiskKind};
-use coordbench::provision::etcd::{self, EtcdOptions};
-use coordbench::provision::{Cluster, ClusterSpec, ProvisionError};
+use coordbench_lab::provision::disk::{probe_sync_latency, DiskKind};
+use coordbench_lab::provision::etcd::{self, EtcdOptions};
+use coordbench_lab::provision::{Cluster, ClusterSpec, ProvisionError};
 use etcd_client::Client;
 
 /// Upper bound for any single cluster start in these tests.
@@ -352,7 +352,7 @@ async fn attached_cluster_has_no_processes() {
 
 #[test]
 fn member_dies_with_its_spawning_thread() {
-    use coordbench::provision::process::ManagedProcess;
+    use coordbench_lab::provision::process::ManagedProcess;
     // PR_SET_PDEATHSIG fires when the spawning thread exits; this is the guarantee that a
     // SIGKILLed coordbench takes its members with it.
     let dir = tempfile::tempdir().expect("tempdir");

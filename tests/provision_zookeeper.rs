@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use coordbench::provision::disk::DiskKind;
-use coordbench::provision::zookeeper::{self, ZkOptions};
-use coordbench::provision::{Cluster, ClusterSpec, ProvisionError};
 use coordbench_drivers::zookeeper::four_letter::{field, four_letter_word};
+use coordbench_lab::provision::disk::DiskKind;
+use coordbench_lab::provision::zookeeper::{self, ZkOptions};
+use coordbench_lab::provision::{Cluster, ClusterSpec, ProvisionError};
 
 /// Upper bound for any single cluster start in these tests (JVMs start in seconds).
 const START_BOUND: Duration = Duration::from_secs(70);
@@ -90,10 +90,11 @@ async fn standalone_server_follows_the_ttl_and_stops() {
     assert_eq!(cluster.info().target, "zookeeper");
     // The release a run starts when it names none: $COORDBENCH_ZOOKEEPER_VERSION, else
     // the newest installed.
-    let chosen = coordbench::install::choose(coordbench::install::ServerKind::Zookeeper, None)
-        .expect("a release is chosen")
-        .and_then(|i| i.version)
-        .map(|v| v.to_string());
+    let chosen =
+        coordbench_lab::install::choose(coordbench_lab::install::ServerKind::Zookeeper, None)
+            .expect("a release is chosen")
+            .and_then(|i| i.version)
+            .map(|v| v.to_string());
     assert_eq!(cluster.info().version, chosen);
     assert!(cluster.endpoints()[0].starts_with("127.0.0.1:"));
     assert_eq!(srvr_modes(&cluster).await, ["standalone"]);

@@ -87,7 +87,7 @@ async fn cluster_info_records_the_snapshot_cadence() {
     };
     assert_eq!(
         setting("snapshot-every-entries"),
-        Some(coordbench::serve::RAFT_SNAPSHOT_EVERY.to_string())
+        Some(coordbench_serve::RAFT_SNAPSHOT_EVERY.to_string())
     );
     assert_eq!(
         setting("snapshot-min-log-fraction"),

@@ -9,9 +9,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coordbench::provision::{redis, Cluster, ClusterSpec, DiskKind};
 use coordbench_drivers::redis::{RedisConfig, RedisCoordinator};
 use coordbench_drivers::{Coordinator, LockRecipe};
+use coordbench_lab::provision::{redis, Cluster, ClusterSpec, DiskKind};
 
 const REDIS: &str = "/usr/bin/redis-server";
 

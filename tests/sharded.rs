@@ -129,7 +129,8 @@ fn shards_sum(dirs: &[PathBuf], path: &[&str]) -> u64 {
 fn all_intervals(dirs: &[PathBuf]) -> Histogram<u64> {
     let mut all = coordbench_workloads::histogram::latency_histogram();
     for d in dirs {
-        coordbench::report::cdf::merge_log(&d.join("latency.hlog"), &mut all).expect("hlog");
+        coordbench_analysis::report::cdf::merge_log(&d.join("latency.hlog"), &mut all)
+            .expect("hlog");
     }
     all
 }

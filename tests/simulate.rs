@@ -9,9 +9,9 @@ use std::path::Path;
 use std::process::Command;
 
 use coordbench::cli::{Cli, Command as Sub};
-use coordbench::simulate::args::{ElectionArgs, SimulateCommand};
-use coordbench::simulate::election::{run_line, Setup, Trial};
-use coordbench::simulate::summary::election_ms;
+use coordbench_analysis::simulate::args::{ElectionArgs, SimulateCommand};
+use coordbench_analysis::simulate::election::{run_line, Setup, Trial};
+use coordbench_analysis::simulate::summary::election_ms;
 use tempfile::TempDir;
 
 use clap::Parser;
@@ -46,7 +46,11 @@ fn csv_of(dir: &Path, seed: &str) -> Vec<u8> {
         "--out",
         dir.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::read(dir.join("election.csv")).unwrap()
 }
 
@@ -94,10 +98,21 @@ fn the_election_cdf_has_the_papers_shape() {
     ]);
     let (fixed, wide, narrow) = (&got[0], &got[1], &got[2]);
     let long = fixed.0.iter().filter(|&&ms| ms > 1000.0).count();
-    assert!(long * 2 > fixed.0.len(), "150-150: few elections over 1 s: {:?}", fixed.0);
+    assert!(
+        long * 2 > fixed.0.len(),
+        "150-150: few elections over 1 s: {:?}",
+        fixed.0
+    );
     let split = |t: &[Trial]| t.iter().filter(|t| t.split_votes > 0).count();
-    assert_eq!(split(&fixed.1), fixed.1.len(), "150-150: every trial splits");
-    assert!(split(&wide.1) * 10 < wide.1.len(), "150-300: split votes are rare");
+    assert_eq!(
+        split(&fixed.1),
+        fixed.1.len(),
+        "150-150: every trial splits"
+    );
+    assert!(
+        split(&wide.1) * 10 < wide.1.len(),
+        "150-300: split votes are rare"
+    );
     let max = wide.0.last().copied().unwrap();
     assert!(max < 600.0, "150-300 max {max} ms");
     // Nothing is faster than detection: half the minimum timeout after the crash at best.
@@ -154,9 +169,16 @@ fn a_run_writes_its_files_and_prints_its_seed() {
         tmp.path().to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("--seed 5"), "{stdout}");
-    assert!(stdout.contains("median 287 ms"), "the paper's figure beside: {stdout}");
+    assert!(
+        stdout.contains("median 287 ms"),
+        "the paper's figure beside: {stdout}"
+    );
     for f in [
         "election.csv",
         "summary.csv",
@@ -165,7 +187,9 @@ fn a_run_writes_its_files_and_prints_its_seed() {
         "charts/cdf-150-155.png",
         "charts/cdf-all.svg",
     ] {
-        let len = std::fs::metadata(tmp.path().join(f)).map(|m| m.len()).unwrap_or(0);
+        let len = std::fs::metadata(tmp.path().join(f))
+            .map(|m| m.len())
+            .unwrap_or(0);
         assert!(len > 0, "{f} missing or empty");
     }
     let svg = std::fs::read_to_string(tmp.path().join("charts/cdf-150-155.svg")).unwrap();

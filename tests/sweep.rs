@@ -167,8 +167,7 @@ fn a_tiny_sweep_writes_summary_charts_and_report_and_resumes() {
     // A rerun with nothing left to run reports when the sweep's points really ran.
     let times = |dir: &Path| {
         let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap())
-                .unwrap();
+            serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
         (
             v["started_at"].as_str().unwrap().to_string(),
             v["finished_at"].as_str().unwrap().to_string(),
@@ -182,7 +181,10 @@ fn a_tiny_sweep_writes_summary_charts_and_report_and_resumes() {
     assert!(third.status.success(), "{}", describe(&third));
     assert_eq!(times(&out), before);
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(report.contains(&format!("Started {}", before.0)), "{report}");
+    assert!(
+        report.contains(&format!("Started {}", before.0)),
+        "{report}"
+    );
 }
 
 #[test]
@@ -252,7 +254,11 @@ fn a_report_on_a_hand_made_summary_puts_published_figures_beside_ours() {
     for (target, base) in [("etcd", 9000.0), ("zookeeper", 5000.0)] {
         for (size, factor) in [(3, 1.0), (5, 0.85), (7, 0.7)] {
             // etcd's points are repeated three times, ±10% around the same mean.
-            let repeats: &[f64] = if target == "etcd" { &[0.9, 1.0, 1.1] } else { &[1.0] };
+            let repeats: &[f64] = if target == "etcd" {
+                &[0.9, 1.0, 1.1]
+            } else {
+                &[1.0]
+            };
             for spread in repeats {
                 csv.push_str(&format!(
                     "{target},kv-put,,{size},32,1,{},900,{},0,1,,true\n",
@@ -280,8 +286,8 @@ fn a_report_on_a_hand_made_summary_puts_published_figures_beside_ours() {
     }
     // The spread of etcd's repeats: a bar per point, whose mid-point mark is r=5 (the
     // line's own markers are r=4).
-    let svg = std::fs::read_to_string(tmp.path().join("charts/throughput-vs-cluster_size.svg"))
-        .unwrap();
+    let svg =
+        std::fs::read_to_string(tmp.path().join("charts/throughput-vs-cluster_size.svg")).unwrap();
     assert_eq!(svg.matches("r=\"5\"").count(), 3, "one bar per etcd point");
     let html = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
@@ -340,10 +346,10 @@ fn a_report_on_a_hand_made_summary_puts_published_figures_beside_ours() {
 #[test]
 fn a_missing_font_or_summary_is_an_error_not_a_panic() {
     let tmp = TempDir::new().unwrap();
-    let err = coordbench::report::write(
+    let err = coordbench_analysis::report::write(
         tmp.path(),
         Path::new("/nonexistent/font.ttf"),
-        &coordbench::report::Planning::default(),
+        &coordbench_analysis::report::Planning::default(),
     )
     .unwrap_err();
     assert!(err.to_string().contains("fonts-dejavu-core"), "{err}");

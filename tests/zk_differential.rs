@@ -20,9 +20,9 @@ use std::time::Duration;
 
 use common::zk_differential::{self as diff, Step, Transcript};
 use common::{raft_options, within};
-use coordbench::provision::raft::RaftOptions;
-use coordbench::provision::{zab, zookeeper, Cluster, ClusterSpec, DiskKind};
 use coordbench_drivers::zookeeper::four_letter::{field, four_letter_word};
+use coordbench_lab::provision::raft::RaftOptions;
+use coordbench_lab::provision::{zab, zookeeper, Cluster, ClusterSpec, DiskKind};
 use tempfile::TempDir;
 
 const BOUND: Duration = Duration::from_secs(90);

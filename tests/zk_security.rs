@@ -10,9 +10,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{run_json, within};
-use coordbench::provision::zookeeper_tls::SecureZk;
-use coordbench::provision::{raft::RaftOptions, zab, zookeeper, Cluster, ClusterSpec, DiskKind};
 use coordbench_drivers::zookeeper::ZkTls;
+use coordbench_lab::provision::raft::RaftOptions;
+use coordbench_lab::provision::zookeeper_tls::SecureZk;
+use coordbench_lab::provision::{zab, zookeeper, Cluster, ClusterSpec, DiskKind};
 use coordbench_tls::{ClientTls, RunCertificates};
 use tempfile::TempDir;
 use zookeeper_client::{Acls, Client, CreateMode, Error, TlsOptions};
@@ -101,7 +102,24 @@ fn client_tls(certs: &RunCertificates) -> ClientTls {
 }
 
 /// A raw zookeeper-client session, over TLS with `certs`' client certificate when given.
+/// A raw client's session, retried when the connect itself times out: a server that has
+/// just served a run's sessions can take longer than the client's connect timeout to
+/// complete a TLS handshake on a loaded 2-core machine.
 async fn session(
+    endpoint: &str,
+    digest: Option<&str>,
+    certs: Option<&RunCertificates>,
+) -> Result<Client, Error> {
+    let mut attempt = 1;
+    loop {
+        match session_once(endpoint, digest, certs).await {
+            Err(Error::Timeout) if attempt < 3 => attempt += 1,
+            other => return other,
+        }
+    }
+}
+
+async fn session_once(
     endpoint: &str,
     digest: Option<&str>,
     certs: Option<&RunCertificates>,
@@ -195,7 +213,7 @@ async fn coordbench_run(args: &[String], env: &[(&str, &str)]) -> (i32, String) 
 async fn coordbench_run_once(args: &[String], env: &[(&str, &str)]) -> (i32, String) {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_coordbench"));
     command.arg("run").args(args).kill_on_drop(true);
-    command.env_remove(coordbench::zk_access::PASSWORD_ENV);
+    command.env_remove(coordbench_bench::zk_access::PASSWORD_ENV);
     for (k, v) in env {
         command.env(k, v);
     }
@@ -299,7 +317,7 @@ async fn attach_authenticates(target: Target, base_port: u16) {
         "--zk-chroot",
         "/bench/run",
     ];
-    let env = [(coordbench::zk_access::PASSWORD_ENV, "s3cret")];
+    let env = [(coordbench_bench::zk_access::PASSWORD_ENV, "s3cret")];
     let (code, stderr) = coordbench_run(&lock_run(target, &out, &authenticated), &env).await;
     assert_eq!(code, 0, "{}: {stderr}", target.name());
     let run = run_json(&out);

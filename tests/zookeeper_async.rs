@@ -12,11 +12,11 @@ use common::{
     assert_gone, closed_plan, open_session, run_plan, within, Percentiles, CONNECT_TIMEOUT,
     LONG_TTL,
 };
-use coordbench::provision::zookeeper::{self, ZkOptions};
-use coordbench::provision::{Cluster, ClusterSpec, DiskKind};
 use coordbench_drivers::zookeeper::{ZkConfig, ZkCoordinator};
 use coordbench_drivers::zookeeper_async::AsyncZkCoordinator;
 use coordbench_drivers::{Consistency, Coordinator, LockRecipe};
+use coordbench_lab::provision::zookeeper::{self, ZkOptions};
+use coordbench_lab::provision::{Cluster, ClusterSpec, DiskKind};
 use coordbench_workloads::lock::{LockOptions, LockWorkload};
 use coordbench_workloads::RunClock;
 use tempfile::TempDir;

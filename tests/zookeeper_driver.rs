@@ -15,10 +15,10 @@ use common::zk_conformance::{
     kv_get_through_the_runner, kv_round_trip, lock_workload_is_safe, release_wakes_one_or_the_herd,
 };
 use common::{assert_gone, within, zk_conformance, LONG_TTL};
-use coordbench::provision::zookeeper::{self, Timing, ZkOptions};
-use coordbench::provision::{Cluster, ClusterSpec, DiskKind};
 use coordbench_drivers::zookeeper::{ZkConfig, ZkCoordinator};
 use coordbench_drivers::Coordinator;
+use coordbench_lab::provision::zookeeper::{self, Timing, ZkOptions};
+use coordbench_lab::provision::{Cluster, ClusterSpec, DiskKind};
 use tempfile::TempDir;
 
 /// Upper bound for starting an ensemble (JVMs start in seconds).

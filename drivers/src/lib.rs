@@ -16,8 +16,8 @@ pub mod null;
 pub mod postgres;
 pub mod probe;
 pub mod recipe;
-pub mod schedule;
 pub mod redis;
+pub mod schedule;
 pub mod zookeeper;
 pub mod zookeeper_async;
 

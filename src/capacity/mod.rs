@@ -1,7 +1,7 @@
 //! `coordbench capacity --slo 'p99<10ms' [--slo 'errors<0.1%'] [run options]`: the highest
 //! open-loop `--rate` at which a whole window meets every objective, found on one cluster
 //! ([`search`]: grow, bisect, confirm with a longer window), each window run through the
-//! same path as `coordbench run` ([`crate::app::measure`]) into its own directory
+//! same path as `coordbench run` ([`coordbench_bench::run::measure`]) into its own directory
 //! ([`probe`]), the fresh-cluster rule applied between windows ([`settle`]), and
 //! capacity.json and summary.csv written ([`output`]). A sweep runs the same search per
 //! point when its spec has a `[capacity]` table ([`search_into`]).
@@ -10,7 +10,6 @@ pub mod output;
 pub mod probe;
 pub mod search;
 pub mod settle;
-pub mod slo;
 
 use std::path::Path;
 use std::time::Duration;
@@ -18,18 +17,21 @@ use std::time::Duration;
 use clap::{ArgMatches, Args, FromArgMatches};
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{self, Console, Outcome, Started, UsageError, Window};
-use crate::cli::RunArgs;
-use crate::config::RunConfig;
-use crate::results::RunRecord;
+use coordbench_analysis::slo::{self, Slo};
+use coordbench_bench::args::RunArgs;
+use coordbench_bench::config::RunConfig;
+use coordbench_bench::outputs::RunRecord;
+use coordbench_bench::run::{self as bench, Console, Started, Window};
+use coordbench_results::kinds::value_name;
+use coordbench_results::outcome::{Outcome, UsageError};
 use output::{answer_line, probe_line, AtMaxRate, CapacityRecord};
 use probe::Probe;
 use search::{Search, SearchPlan, Step};
 use settle::Next;
-use slo::Slo;
 
 /// The search's own options.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Capacity search")]
 pub struct SearchArgs {
     /// An objective every window must meet: p50|p90|p99|p99.9|max < or <= a latency
     /// (`p99<10ms`), or errors below a percentage (`errors<0.1%`); repeatable.
@@ -38,11 +40,11 @@ pub struct SearchArgs {
     pub slos: Vec<Slo>,
 
     /// The first rate probed (default: 500; lock and config-watch: 10).
-    #[arg(long, value_parser = crate::cli::parse_rate)]
+    #[arg(long, value_parser = coordbench_results::parse::parse_rate)]
     pub start_rate: Option<f64>,
 
     /// The highest rate probed.
-    #[arg(long, default_value_t = 1_000_000.0, value_parser = crate::cli::parse_rate)]
+    #[arg(long, default_value_t = 1_000_000.0, value_parser = coordbench_results::parse::parse_rate)]
     pub max_rate: f64,
 
     /// Bisect until the lowest failing rate is within this of the highest passing one.
@@ -70,15 +72,21 @@ pub struct CapacityArgs {
 /// Search windows: long enough for a p99.9 and a backlog to show, short enough for a
 /// search of a dozen windows to take a few minutes.
 const PROBE_WINDOW: &str = "5s";
+/// `run` options a search cannot take ([`check`] refuses them in one line).
+const REFUSED_RUN_OPTIONS: [&str; 5] = ["rate", "ops", "fault", "fault_every", "fault_duration"];
 /// Open-loop clients: enough in flight for tens of thousands of ops/s at a few ms each.
 const CLIENTS: &str = "64";
 
 impl Args for CapacityArgs {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        let cmd = RunArgs::augment_args(cmd)
+        // The search's options first, so `capacity --help` opens with --slo.
+        let cmd = RunArgs::augment_args(SearchArgs::augment_args(cmd))
             .mut_arg("duration", |a| a.default_value(PROBE_WINDOW))
             .mut_arg("clients", |a| a.default_value(CLIENTS));
-        SearchArgs::augment_args(cmd)
+        // Still parsed, so that [`check`] says why each is refused, but not offered.
+        REFUSED_RUN_OPTIONS
+            .iter()
+            .fold(cmd, |cmd, id| cmd.mut_arg(*id, |a| a.hide(true)))
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
@@ -117,22 +125,22 @@ const CONFIRMATIONS: usize = 6;
 pub async fn run(args: CapacityArgs) -> Result<Outcome, UsageError> {
     let unit = check(&args.run)?;
     let config = RunConfig::from_args(&args.run)?;
-    let stop = crate::signals::stop_on_signals()?;
-    let out = match &args.run.out {
+    let stop = coordbench_lab::signals::stop_on_signals()?;
+    let out = match &args.run.generator.out {
         Some(out) => out.clone(),
-        None => crate::results::default_out_dir(
-            &format!("capacity-{}", config.target),
-            &config.workload,
+        None => coordbench_results::time::default_out_dir(
+            &format!("capacity-{}", value_name(config.target)),
+            &value_name(config.workload),
         ),
     };
-    let out = app::results_dir(Some(&out), &config)?;
+    let out = bench::results_dir(Some(&out), &config)?;
     let search = Searching {
         options: &args.search,
         config: &config,
         out: &out,
         stop: &stop,
         unit,
-        console: if args.run.quiet {
+        console: if args.run.generator.quiet {
             Console::Silent
         } else {
             Console::Full
@@ -162,7 +170,7 @@ pub fn check(args: &RunArgs) -> Result<&'static str, UsageError> {
         ),
         (args.ops.is_some(), "--ops (every window lasts --duration)"),
         (
-            !args.fault.is_empty(),
+            !args.faults.fault.is_empty(),
             "--fault (a window with faults measures failover, not capacity)",
         ),
     ];
@@ -191,7 +199,7 @@ struct Live {
 
 /// Runs a search into `s.out`: capacity.json after every window, summary.csv at the end.
 pub async fn search_into(s: &Searching<'_>) -> Result<(Outcome, CapacityRecord), UsageError> {
-    let workload = s.config.workload_kind;
+    let workload = s.config.workload;
     let default_start = if probe::rate_unit(workload) == Some("ops/s") {
         500.0
     } else {
@@ -208,7 +216,7 @@ pub async fn search_into(s: &Searching<'_>) -> Result<(Outcome, CapacityRecord),
         s.config,
         &s.options.slos,
         s.unit,
-        crate::sweep::now_rfc3339(),
+        coordbench_results::time::now_rfc3339(),
     );
     let mut live: Option<Live> = None;
     let mut next = Next::Fresh;
@@ -269,7 +277,7 @@ pub async fn search_into(s: &Searching<'_>) -> Result<(Outcome, CapacityRecord),
     }
     record.limited_by = search.limited_by();
     record.note_unconfirmed();
-    record.finished_at = crate::sweep::now_rfc3339();
+    record.finished_at = coordbench_results::time::now_rfc3339();
     record.write_json(s.out)?;
     record.write_summary(s.out)?;
     Ok((outcome, record))
@@ -297,7 +305,7 @@ async fn prepare(
     if let Some(old) = live.take() {
         old.started.stop().await;
     }
-    let mut record = app::new_record(s.config);
+    let mut record = bench::new_record(s.config);
     let window = Window {
         config: s.config,
         out: s.out,
@@ -305,7 +313,7 @@ async fn prepare(
         quiet: s.console != Console::Full,
         console: s.console,
     };
-    match app::start(&window, &mut record).await? {
+    match bench::start(&window, &mut record).await? {
         Some(started) => {
             *live = Some(Live { started, record });
             Ok(Some(true))
@@ -327,10 +335,10 @@ async fn run_probe(
         probe::warm_up_for(&mut config, s.options.fresh_warmup);
     }
     let name = probe::dir_name(index, rate);
-    let dir = app::results_dir(Some(&s.out.join(&name)), &config)?;
+    let dir = bench::results_dir(Some(&s.out.join(&name)), &config)?;
     let mut record = cluster.record.clone();
-    record.config = config.clone();
-    record.started_at = crate::sweep::now_rfc3339();
+    record.config = config.record();
+    record.started_at = coordbench_results::time::now_rfc3339();
     let window = Window {
         config: &config,
         out: &dir,
@@ -338,7 +346,7 @@ async fn run_probe(
         quiet: true,
         console: Console::Silent,
     };
-    let (_, record) = app::measure(&window, &mut cluster.started.target, record).await?;
+    let (_, record) = bench::measure(&window, &mut cluster.started.target, record).await?;
     let (failed, limited_by) = probe::verdict(&s.options.slos, &record, rate);
     let probe = Probe {
         kind,

@@ -3,6 +3,7 @@
 //! search ends) and summary.csv (one row: the capacity columns, then the confirming
 //! window's own summary.csv columns), and the lines it prints.
 
+use coordbench_results::schema::CAPACITY_SCHEMA;
 use std::path::Path;
 
 use anyhow::Context;
@@ -10,11 +11,10 @@ use serde::Serialize;
 
 use crate::capacity::probe::Probe;
 use crate::capacity::search::Limit;
-use crate::capacity::slo::{Figures, Slo};
-use crate::config::RunConfig;
-use crate::results::RunRecord;
-
-pub const CAPACITY_SCHEMA: &str = "coordbench.capacity/1";
+use coordbench_analysis::slo::{Figures, Slo};
+use coordbench_bench::config::RunConfig;
+use coordbench_bench::outputs::RunRecord;
+use coordbench_results::kinds::value_name;
 
 /// capacity.json.
 #[derive(Debug, Clone, Serialize)]
@@ -44,7 +44,7 @@ pub struct CapacityRecord {
     pub fresh_cluster_rule: &'static str,
     pub probes: Vec<Probe>,
     /// The run configuration every window shares (its rate and duration aside).
-    pub config: RunConfig,
+    pub config: coordbench_bench::config::record::ConfigRecord,
 }
 
 /// The figures of the window that confirmed the answer.
@@ -85,8 +85,8 @@ impl CapacityRecord {
             error: None,
             started_at: now,
             finished_at: String::new(),
-            target: config.target.clone(),
-            workload: config.workload.clone(),
+            target: value_name(config.target),
+            workload: value_name(config.workload),
             rate_unit,
             slos: slos.iter().map(Slo::to_string).collect(),
             max_rate_ops_s: None,
@@ -95,7 +95,7 @@ impl CapacityRecord {
             at_max_rate: None,
             fresh_cluster_rule: FRESH_CLUSTER_RULE,
             probes: Vec::new(),
-            config: config.clone(),
+            config: config.record(),
         }
     }
 

@@ -1,5 +1,5 @@
 //! One window of a capacity search: the run configuration at the probed rate, the window
-//! run through [`crate::app::measure`] on the search's cluster into its own directory, and
+//! run through [`coordbench_bench::run::measure`] on the search's cluster into its own directory, and
 //! its verdict against the objectives (which failed, and whether the limit was the
 //! target's, the generator's or the clients').
 
@@ -9,11 +9,11 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::capacity::search::Limit;
-use crate::capacity::slo::{Figures, Slo};
-use crate::cli::WorkloadKind;
-use crate::config::RunConfig;
-use crate::results::{LatencySummary, RunRecord};
-use crate::runner::LoadMode;
+use coordbench_analysis::slo::{Figures, Slo};
+use coordbench_bench::config::RunConfig;
+use coordbench_bench::outputs::{LatencySummary, RunRecord};
+use coordbench_bench::runner::LoadMode;
+use coordbench_results::kinds::WorkloadKind;
 
 /// A window in which more than this fraction of the intended starts was never sent did
 /// not offer its rate: every client was kept busy. (A loaded machine's stalls of the
@@ -45,9 +45,6 @@ pub struct Probe {
 /// The run configuration of a window at `rate` lasting `duration`.
 pub fn at_rate(base: &RunConfig, rate: f64, duration: Duration) -> RunConfig {
     let mut config = base.clone();
-    config.rate = Some(rate);
-    config.mode = "open".into();
-    config.duration_s = duration.as_secs_f64();
     config.plan.mode = LoadMode::Open { rate };
     config.plan.duration = duration;
     config
@@ -57,7 +54,6 @@ pub fn at_rate(base: &RunConfig, rate: f64, duration: Duration) -> RunConfig {
 pub fn warm_up_for(config: &mut RunConfig, warmup: Duration) {
     if warmup > config.plan.warmup {
         config.plan.warmup = warmup;
-        config.warmup_s = warmup.as_secs_f64();
     }
 }
 

@@ -4,10 +4,10 @@
 //! log grown past its snapshot point, a snapshot or compaction under way, a member behind.
 //! One fast read after it does not show that (a Raft cluster pushed to twice its capacity
 //! answered a read within the objective, then failed every later window down to half the
-//! rate it had passed before: RESULTS.md), so the next window runs on a fresh cluster.
+//! rate it had passed before: docs/reference.md, "Capacity searches"), so the next window runs on a fresh cluster.
 //! Attached clusters (`--endpoints`) cannot be replaced: every window runs on them.
 
-use crate::results::RunRecord;
+use coordbench_bench::outputs::RunRecord;
 
 /// What the next window needs after a window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, Event};
 use quick_xml::Writer;
 
-use crate::compare::checks::{Check, CheckOutcome};
+use coordbench_analysis::compare::checks::{Check, CheckOutcome};
 
 /// The document for `checks` of the gate `name`, run for `seconds`.
 pub fn document(name: &str, checks: &[Check], seconds: f64) -> Result<String, std::io::Error> {

@@ -1,7 +1,7 @@
 //! `coordbench gate SPEC.toml`: a regression gate. It runs a baseline side and a candidate
 //! side of the same points interleaved in one session ([`schedule`]), each side written as
 //! a sweep directory (`DIR/baseline/`, `DIR/candidate/`, with charts), compares them
-//! ([`crate::compare`]) and holds the candidate to the spec's thresholds: gate.md, gate.json
+//! ([`coordbench_analysis::compare`]) and holds the candidate to the spec's thresholds: gate.md, gate.json
 //! and junit.xml ([`outputs`], [`junit`]).
 //!
 //! Exit codes: 0 every threshold held; 3 a threshold was breached; 2 bad input; 1 a run
@@ -13,21 +13,51 @@ pub mod outputs;
 pub mod schedule;
 pub mod spec;
 
+use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::app::{Outcome, UsageError};
-use crate::cli::GateArgs;
-use crate::compare::{self, checks};
-use crate::results::compact_utc;
+use crate::sweep as sweeps;
 use crate::sweep::plan::{self, Point};
 use crate::sweep::progress::Progress;
 use crate::sweep::record::SweepRecord;
-use crate::sweep::{self as sweeps, now_rfc3339};
-use crate::{report, signals};
+use coordbench_analysis::compare::{self, checks};
+use coordbench_analysis::report;
+use coordbench_lab::signals;
+use coordbench_results::outcome::{Outcome, UsageError};
+use coordbench_results::time::compact_utc;
+use coordbench_results::time::now_rfc3339;
 
 use schedule::Side;
 use spec::GateSpec;
+
+#[derive(Debug, Clone, Args)]
+pub struct GateArgs {
+    /// The gate spec (TOML; see workloads/gate.toml).
+    pub spec: PathBuf,
+
+    /// Gate directory; rerunning into it runs only the missing runs (default:
+    /// results/<UTC time>-gate-<spec name>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+
+    /// Use the spec's [quick] overrides.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Repeats per side instead of the spec's (more repeats detect smaller changes).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeats: Option<u32>,
+
+    /// Set a run option on the baseline side, as in the spec's [baseline] table
+    /// (e.g. engine_bin=/path/to/coordbench); repeatable.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub baseline: Vec<String>,
+
+    /// Set a run option on the candidate side, as in the spec's [candidate] table.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub candidate: Vec<String>,
+}
 
 /// One side as the gate runs it.
 struct SideRun {
@@ -70,7 +100,7 @@ pub async fn run(args: GateArgs) -> Result<Outcome, UsageError> {
         s.record.write(&s.dir)?;
     }
     let window = sides[0].points.first().map_or(Duration::ZERO, |p| {
-        Duration::from_secs_f64(p.config.warmup_s + p.config.duration_s)
+        p.config.plan.warmup + p.config.plan.duration
     });
     let mut progress = Progress::new(todo, window);
     progress.line(&format!(
@@ -184,14 +214,14 @@ fn judge(
         &[out.join(Side::Candidate.dir_name())],
         compare::DEFAULT_ALPHA,
     )
-    .map_err(|e| UsageError(crate::app::one_line(&e.to_string())))?;
+    .map_err(|e| UsageError(coordbench_results::outcome::one_line(&e.to_string())))?;
     let checks = checks::evaluate(&spec.thresholds, &comparison, spec.false_alarm);
     let breached = checks
         .iter()
         .filter(|c| c.outcome == checks::CheckOutcome::Breached)
         .count();
     let record = outputs::GateRecord {
-        schema: outputs::GATE_SCHEMA,
+        schema: coordbench_results::schema::GATE_SCHEMA,
         name: &spec.name,
         spec_file: spec.file.display().to_string(),
         quick: spec.quick,

@@ -9,13 +9,10 @@ use anyhow::Context;
 use serde::Serialize;
 
 use super::schedule::Side;
-use crate::compare::checks::{Check, CheckOutcome};
-use crate::compare::render;
-use crate::compare::thresholds::Threshold;
-use crate::compare::Comparison;
-
-/// Identifies the layout of gate.json.
-pub const GATE_SCHEMA: &str = "coordbench.gate/1";
+use coordbench_analysis::compare::checks::{Check, CheckOutcome};
+use coordbench_analysis::compare::render;
+use coordbench_analysis::compare::thresholds::Threshold;
+use coordbench_analysis::compare::Comparison;
 
 /// gate.json.
 #[derive(Debug, Serialize)]

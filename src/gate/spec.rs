@@ -1,14 +1,15 @@
 //! A gate spec: a sweep spec (targets, workload or workload axis, repeats, warm-up,
 //! duration, `[options]`, `[axes]`, `[quick]`) plus what makes it a gate: `[baseline]` and
 //! `[candidate]` (run options each side sets on top of the spec's, `target` included),
-//! `[thresholds]` ([`crate::compare::thresholds`]) and `false_alarm`. Each side becomes a sweep
+//! `[thresholds]` ([`coordbench_analysis::compare::thresholds`]) and `false_alarm`. Each side becomes a sweep
 //! spec of its own, so its points are planned and checked exactly as a sweep's are.
 
 use std::path::{Path, PathBuf};
 
-use crate::compare::checks;
-use crate::compare::thresholds::{self, Rule, Threshold};
-use crate::sweep::spec::{Location, Setting, SideTable, Spec, SpecError};
+use crate::sweep::spec::{Location, Setting, SideTable, Spec};
+use coordbench_analysis::compare::checks;
+use coordbench_analysis::compare::thresholds::{self, Rule, Threshold};
+use coordbench_results::spec_error::SpecError;
 
 /// What the command line changes in a gate spec.
 #[derive(Debug, Clone, Default)]

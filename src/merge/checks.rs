@@ -11,7 +11,7 @@ use coordbench_workloads::election::{observer_latencies, ElectionCheck};
 use coordbench_workloads::section_log::{self, OBSERVED_FILE, SECTIONS_FILE};
 use coordbench_workloads::{CheckReport, LockCheck, Section};
 
-use crate::cli::WorkloadKind;
+use coordbench_results::kinds::WorkloadKind;
 
 use super::shards::ShardRun;
 use super::MergeError;

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use coordbench_drivers::ClientCounters;
 
-use crate::generator::GeneratorUsage;
-use crate::runner::IntervalStats;
+use coordbench_bench::generator::GeneratorUsage;
+use coordbench_bench::runner::IntervalStats;
 
 use super::shards::ShardRun;
 

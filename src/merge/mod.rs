@@ -14,13 +14,12 @@ pub mod shards;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::app::{Outcome, UsageError};
-use crate::results::record::SCHEMA;
-use crate::results::{write_run, MeasuredResults, RunRecord};
-use crate::runner::RunOutcome;
-use crate::shard::intervals::{self, INTERVALS_FILE};
-
-pub use record::MergeRecord;
+use coordbench_bench::outputs::{write_run, MeasuredResults, RunRecord};
+use coordbench_bench::runner::RunOutcome;
+use coordbench_bench::shard::intervals::{self, INTERVALS_FILE};
+use coordbench_bench::shard::MergeRecord;
+use coordbench_results::outcome::{Outcome, UsageError};
+use coordbench_results::schema::RUN_SCHEMA;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct MergeArgs {
@@ -55,8 +54,9 @@ pub enum MergeError {
 }
 
 pub fn run(args: &MergeArgs) -> Result<Outcome, UsageError> {
-    let merged = merge(args).map_err(|e| UsageError(crate::app::one_line(&e.to_string())))?;
-    crate::console::print_summary(&merged, &args.out);
+    let merged = merge(args)
+        .map_err(|e| UsageError(coordbench_results::outcome::one_line(&e.to_string())))?;
+    coordbench_bench::console::print_summary(&merged, &args.out);
     if let Some(shards) = &merged.shards {
         println!(
             "merged {} shards of run {}: start skew {:.3} ms",
@@ -89,13 +89,7 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
         combined.origin_us + combined.window.as_micros() as u64,
     );
     let observers = config.workload_options.watchers.unwrap_or(0);
-    let check = checks::of_workload(
-        config.workload_kind,
-        observers,
-        &shards,
-        window_us,
-        uncertainty,
-    )?;
+    let check = checks::of_workload(config.workload, observers, &shards, window_us, uncertainty)?;
     let (end_reason, end_name) = record::end_reason(&shards);
     let outcome = RunOutcome {
         end_reason,
@@ -111,7 +105,7 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
     let generator = combine::generators(&shards, outcome.total.ops, outcome.window);
     let first = &shards[0];
     let record = RunRecord {
-        schema: SCHEMA,
+        schema: RUN_SCHEMA,
         complete: shards.iter().all(|s| s.complete),
         end_reason: end_name.into(),
         error: shards.iter().find_map(|s| s.error.clone()),
@@ -125,7 +119,7 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
             .map(|s| s.finished_at.clone())
             .max()
             .unwrap_or_default(),
-        config,
+        config: config.record(),
         environment: first.environment.clone(),
         server_version: first.server_version.clone(),
         cluster: first.cluster.clone(),
@@ -144,7 +138,7 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
             clock_uncertainty_ms: (outcome.check.lock.is_some()
                 || outcome.check.election.is_some())
             .then(|| uncertainty.as_secs_f64() * 1000.0),
-            parts: shards.iter().map(record::MergedShard::of).collect(),
+            parts: shards.iter().map(record::merged_shard).collect(),
         }),
     };
     std::fs::create_dir_all(&args.out)

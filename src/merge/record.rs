@@ -6,58 +6,28 @@
 use std::path::Path;
 use std::time::Duration;
 
-use clap::Parser;
-use serde::Serialize;
-
-use crate::cli::{Cli, Command};
-use crate::config::RunConfig;
-use crate::runner::EndReason;
+use coordbench_bench::args::parse_run_args;
+use coordbench_bench::config::RunConfig;
+use coordbench_bench::runner::EndReason;
+use coordbench_bench::shard::MergedShard;
 
 use super::shards::ShardRun;
 use super::MergeError;
 
-/// run.json `shards` of a merged run.
-#[derive(Debug, Clone, Serialize)]
-pub struct MergeRecord {
-    pub run_id: String,
-    pub count: usize,
-    /// Latest minus earliest shard's window start (each by its own wall clock), ms.
-    pub start_skew_ms: f64,
-    /// lock: how far the shards' clocks may disagree, as the cross-shard check allowed
-    /// (`--clock-uncertainty`, else the start skew, at least 1 ms), ms.
-    pub clock_uncertainty_ms: Option<f64>,
-    pub parts: Vec<MergedShard>,
-}
-
-/// One shard, as the merge saw it.
-#[derive(Debug, Clone, Serialize)]
-pub struct MergedShard {
-    pub index: usize,
-    pub dir: String,
-    pub hostname: Option<String>,
-    pub start: String,
-    pub measure_start_unix_us: Option<u64>,
-    pub start_wait_ms: Option<f64>,
-    pub ops: u64,
-    pub throughput_ops_s: f64,
-    pub complete: bool,
-}
-
-impl MergedShard {
-    pub fn of(shard: &ShardRun) -> Self {
-        let record = shard.shard();
-        let results = shard.results();
-        MergedShard {
-            index: record.index,
-            dir: shard.dir.display().to_string(),
-            hostname: shard.environment.hostname.clone(),
-            start: record.start.clone(),
-            measure_start_unix_us: record.measure_start_unix_us,
-            start_wait_ms: record.start_wait_ms,
-            ops: results.ops,
-            throughput_ops_s: results.throughput_ops_s,
-            complete: shard.complete,
-        }
+/// One shard as the merge saw it.
+pub fn merged_shard(shard: &ShardRun) -> MergedShard {
+    let record = shard.shard();
+    let results = shard.results();
+    MergedShard {
+        index: record.index,
+        dir: shard.dir.display().to_string(),
+        hostname: shard.environment.hostname.clone(),
+        start: record.start.clone(),
+        measure_start_unix_us: record.measure_start_unix_us,
+        start_wait_ms: record.start_wait_ms,
+        ops: results.ops,
+        throughput_ops_s: results.throughput_ops_s,
+        complete: shard.complete,
     }
 }
 
@@ -72,11 +42,12 @@ pub fn whole_config(shard: &ShardRun) -> Result<RunConfig, MergeError> {
             args.join(" ")
         ))
     };
-    let cli =
-        Cli::try_parse_from(args).map_err(|e| refused(crate::app::one_line(&e.to_string())))?;
-    let Command::Run(mut run) = cli.command else {
+    if args.get(1).map(String::as_str) != Some("run") {
         return Err(refused("not a `coordbench run`".into()));
-    };
+    }
+    let argv = args.iter().take(1).chain(args.iter().skip(2));
+    let mut run = parse_run_args(argv)
+        .map_err(|e| refused(coordbench_results::outcome::one_line(&e.to_string())))?;
     run.sharding.shard = None;
     run.sharding.run_id = None;
     run.sharding.rendezvous = false;
@@ -120,7 +91,7 @@ fn sampled(shard: &ShardRun) -> bool {
 }
 
 /// The resources of the shard that sampled the servers, if one did.
-pub fn resources(shards: &[ShardRun]) -> Option<crate::resources::ResourceSummary> {
+pub fn resources(shards: &[ShardRun]) -> Option<coordbench_lab::resources::ResourceSummary> {
     shards.iter().find(|s| sampled(s))?.resources.clone()
 }
 

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::environment::Environment;
-use crate::generator::GeneratorUsage;
-use crate::provision::ClusterInfo;
-use crate::resources::ResourceSummary;
-use crate::shard::ShardRecord;
+use coordbench_bench::generator::GeneratorUsage;
+use coordbench_bench::shard::ShardRecord;
+use coordbench_lab::environment::Environment;
+use coordbench_lab::provision::ClusterInfo;
+use coordbench_lab::resources::ResourceSummary;
 
 use super::MergeError;
 

@@ -1,31 +1,47 @@
 //! `coordbench sweep SPEC.toml`: runs every point of a spec (targets × axis values ×
-//! repeats) through the same path as `coordbench run` ([`crate::app::run_with`]), each on a
+//! repeats) through the same path as `coordbench run` ([`coordbench_bench::run::run_with`]), each on a
 //! fresh cluster in its own directory, then writes the sweep's summary.csv and run.json
-//! and the report ([`crate::report`]).
+//! and the report ([`coordbench_analysis::report`]).
 //!
 //! A sweep directory can be rerun: points whose run.json says complete are skipped, any
 //! other point's directory is removed and the point runs again. Ctrl-C ends the current
 //! point as it ends a run (written, marked incomplete) and stops the sweep (exit 130).
 
-pub mod axis;
 pub mod plan;
 pub mod progress;
 pub mod record;
 pub mod spec;
 pub mod summary;
 
+use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::app::{self, one_line, Console, Outcome, UsageError};
-use crate::cli::SweepArgs;
-use crate::results::compact_utc;
-use crate::{report, signals};
+use coordbench_analysis::report;
+use coordbench_bench::run::{self as bench, Console};
+use coordbench_lab::signals;
+use coordbench_results::outcome::{one_line, Outcome, UsageError};
+use coordbench_results::time::compact_utc;
 
 use plan::Point;
 use progress::{point_line, Progress};
 use record::{point_complete, SweepRecord};
 use spec::Spec;
+
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    /// The sweep spec (TOML; see workloads/*.toml).
+    pub spec: PathBuf,
+
+    /// Sweep directory; rerunning into it skips complete points (default:
+    /// results/<UTC time>-sweep-<spec name>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+
+    /// Use the spec's [quick] overrides (a variant that finishes in minutes).
+    #[arg(long)]
+    pub quick: bool,
+}
 
 pub async fn run(args: SweepArgs) -> Result<Outcome, UsageError> {
     let spec = Spec::load(&args.spec, args.quick).map_err(|e| UsageError(e.to_string()))?;
@@ -52,7 +68,7 @@ pub async fn run(args: SweepArgs) -> Result<Outcome, UsageError> {
     let todo = mark_skipped(&mut record, &points);
     record.write(&out)?;
     let window = points.first().map_or(Duration::ZERO, |p| {
-        Duration::from_secs_f64(p.config.warmup_s + p.config.duration_s)
+        p.config.plan.warmup + p.config.plan.duration
     });
     let mut progress = Progress::new(todo, window);
     let skipped = points.len() - todo;
@@ -170,7 +186,7 @@ pub async fn run_point(
     let result = match capacity {
         Some(options) => search_point(point, options, stop).await,
         None => {
-            app::run_with(
+            bench::run_with(
                 &point.args,
                 point.config.clone(),
                 stop.clone(),
@@ -209,7 +225,7 @@ async fn search_point(
     stop: &tokio_util::sync::CancellationToken,
 ) -> Result<Outcome, UsageError> {
     let unit = crate::capacity::check(&point.args)?;
-    let out = app::results_dir(Some(&point.dir), &point.config)?;
+    let out = bench::results_dir(Some(&point.dir), &point.config)?;
     let search = crate::capacity::Searching {
         options,
         config: &point.config,
@@ -259,4 +275,4 @@ pub fn mark_skipped(record: &mut SweepRecord, points: &[Point]) -> usize {
     todo
 }
 
-pub use crate::results::now_rfc3339;
+pub use coordbench_results::time::now_rfc3339;

@@ -7,12 +7,16 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::{Parser, ValueEnum};
+use clap::ValueEnum;
 
-use crate::cli::{Cli, Command, RunArgs, TargetKind};
-use crate::config::{family_of, RunConfig};
-use crate::sweep::axis::{Axis, NOT_APPLICABLE};
-use crate::sweep::spec::{clap_message, split_choice, Location, Spec, SpecError, HERD_FREE};
+use crate::sweep::spec::{clap_message, split_choice, Location, Spec};
+use coordbench_bench::args::parse_run_args;
+use coordbench_bench::args::RunArgs;
+use coordbench_bench::config::{family_of, RunConfig};
+use coordbench_results::axis::HERD_FREE;
+use coordbench_results::axis::{Axis, NOT_APPLICABLE};
+use coordbench_results::kinds::TargetKind;
+use coordbench_results::spec_error::SpecError;
 
 /// One run of the sweep.
 #[derive(Debug, Clone)]
@@ -163,7 +167,8 @@ fn point_run(
     let target = split_choice(entry).0;
     // (option, its value, where the spec sets it): what an error message can name.
     let mut flags: Vec<(String, String, Location)> = Vec::new();
-    let mut argv: Vec<String> = vec!["coordbench".into(), "run".into()];
+    // `run`'s options after the program name, as its own parser takes them.
+    let mut argv: Vec<String> = vec!["coordbench".into()];
     let target_location = spec
         .targets
         .iter()
@@ -205,11 +210,8 @@ fn point_run(
         }
         spec.error_at(location, format!("point {label}: {message}"))
     };
-    let args = match Cli::try_parse_from(&argv) {
-        Ok(Cli {
-            command: Command::Run(args),
-        }) => args,
-        Ok(_) => unreachable!("argv starts with `coordbench run`"),
+    let args = match parse_run_args(&argv) {
+        Ok(args) => args,
         Err(e) => return Err(point(clap_message(&e))),
     };
     let config = RunConfig::from_args(&args).map_err(|e| point(e.to_string()))?;
@@ -259,6 +261,7 @@ fn dir_name(target: &str, axes: &[(Axis, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use coordbench_results::kinds::value_name;
 
     fn spec(text: &str) -> Spec {
         Spec::parse(Path::new("t.toml"), text.to_string(), false).unwrap()
@@ -278,10 +281,13 @@ mod tests {
             Path::new("/tmp/sw/raft-clients=2-recipe=etcd-mutex-r1")
         );
         assert_eq!(
-            (first.config.clients, first.config.recipe.as_str()),
+            (
+                first.config.plan.clients,
+                first.config.record().recipe.as_str()
+            ),
             (2, "etcd-mutex")
         );
-        assert!(first.args.quiet);
+        assert!(first.args.generator.quiet);
         assert!(points
             .iter()
             .any(|p| p.name == "zab-clients=4-recipe=zk-recipe-r2"));
@@ -392,7 +398,10 @@ mod tests {
             .find(|p| p.name.starts_with("redis-clients=1-recipe=redlock"))
             .unwrap();
         assert_eq!(
-            (redlock.target.as_str(), redlock.config.recipe.as_str()),
+            (
+                redlock.target.as_str(),
+                redlock.config.record().recipe.as_str()
+            ),
             ("redis", "redlock")
         );
         let e = Spec::parse(
@@ -427,7 +436,7 @@ mod tests {
             // Parsed from one `--workload` (clap refuses it twice) set by the axis.
             let axis = &p.axes[0];
             assert_eq!(
-                (axis.0, p.config.workload.as_str()),
+                (axis.0, value_name(p.config.workload).as_str()),
                 (Axis::Workload, axis.1.as_str())
             );
         }
@@ -510,7 +519,7 @@ mod tests {
         for p in &points {
             let secure = p.name.contains("secure=true");
             assert_eq!(p.config.secure, secure, "{}", p.name);
-            if p.config.target != "zab" {
+            if p.config.target != TargetKind::Zab {
                 assert_eq!(p.config.etcd_access_record.etcd_tls, secure, "{}", p.name);
             }
         }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::console::format_us;
+use coordbench_results::format::format_us;
 
 pub struct Progress {
     bar: Option<ProgressBar>,

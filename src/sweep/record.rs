@@ -1,18 +1,16 @@
 //! The sweep's own `run.json` (the spec as written, what it expanded to, the machine, and
 //! every point's status) and what a point's `run.json` says about being complete.
 
+use coordbench_results::schema::SWEEP_SCHEMA;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::environment::Environment;
 use crate::sweep::plan::Point;
 use crate::sweep::spec::Spec;
-
-/// Identifies the layout of a sweep's run.json.
-pub const SWEEP_SCHEMA: &str = "coordbench.sweep/1";
+use coordbench_lab::environment::Environment;
 
 #[derive(Debug, Serialize)]
 pub struct SweepRecord {

@@ -6,42 +6,18 @@
 //! line naming the file, the line and the field. Values are checked by the `run` command
 //! line itself (clap), so a spec accepts exactly what `coordbench run` accepts.
 
+use coordbench_results::axis::HERD_FREE;
+use coordbench_results::spec_error::{line_of, SpecError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use clap::Parser;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::cli::Cli;
-use crate::compare::thresholds::RawThresholds;
-use crate::sweep::axis::Axis;
-
-/// A spec that cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum SpecError {
-    #[error("cannot read sweep spec {file}: {source}")]
-    Read {
-        file: String,
-        source: std::io::Error,
-    },
-    /// Line 0: set on the command line (`coordbench gate --candidate KEY=VALUE`).
-    #[error("{}", located(file, *line, field, message))]
-    Invalid {
-        file: String,
-        line: usize,
-        field: String,
-        message: String,
-    },
-}
-
-fn located(file: &str, line: usize, field: &str, message: &str) -> String {
-    if line == 0 {
-        format!("{file}: {field} (command line): {message}")
-    } else {
-        format!("{file}:{line}: {field}: {message}")
-    }
-}
+use crate::capacity::CapacityArgs;
+use coordbench_analysis::compare::thresholds::RawThresholds;
+use coordbench_bench::args::{parse_args, parse_run_args};
+use coordbench_results::axis::Axis;
 
 /// Where a value was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,7 +108,7 @@ pub struct GateTables {
     pub false_alarm: Option<(f64, Location)>,
     pub baseline: SideTable,
     pub candidate: SideTable,
-    /// `[thresholds]` as written; [`crate::compare::thresholds::parse`] checks it.
+    /// `[thresholds]` as written; [`coordbench_analysis::compare::thresholds::parse`] checks it.
     pub thresholds: Option<RawThresholds>,
     /// Where the first gate-only field is, if the spec has one.
     first: Option<Location>,
@@ -228,169 +204,42 @@ impl Spec {
         Ok((spec, gate))
     }
 
-    fn build(ctx: &Ctx, raw: RawSpec, quick: bool) -> Result<Spec, SpecError> {
-        let (file, text) = (ctx.file, ctx.text.to_string());
+    fn build(ctx: &Ctx, mut raw: RawSpec, quick: bool) -> Result<Spec, SpecError> {
+        let names = if quick {
+            apply_quick(ctx, &mut raw)?
+        } else {
+            FieldNames::default()
+        };
         let RawSpec {
             name,
             description,
-            mut targets,
+            targets,
             workload,
-            mut repeats,
+            repeats,
             interleave,
-            mut warmup,
-            mut duration,
-            mut options,
-            mut axes,
-            quick: quick_table,
-            mut capacity,
+            warmup,
+            duration,
+            options,
+            axes,
+            capacity,
             ..
         } = raw;
-        let mut prefix: BTreeMap<String, &str> = BTreeMap::new();
-        if quick {
-            let Some(q) = quick_table else {
-                return Err(ctx.invalid(
-                    1,
-                    "quick",
-                    "--quick needs a [quick] table in the spec".into(),
-                ));
-            };
-            let q = q.into_inner();
-            if let Some(t) = q.targets {
-                targets = t;
-                prefix.insert("targets".into(), "quick.");
-            }
-            for (field, over, value) in [
-                ("warmup", q.warmup, &mut warmup),
-                ("duration", q.duration, &mut duration),
-            ] {
-                if over.is_some() {
-                    *value = over;
-                    prefix.insert(field.into(), "quick.");
-                }
-            }
-            if q.repeats.is_some() {
-                repeats = q.repeats;
-                prefix.insert("repeats".into(), "quick.");
-            }
-            for (k, v) in q.options {
-                prefix.insert(format!("options.{k}"), "quick.");
-                options.insert(k, v);
-            }
-            for (k, v) in q.axes {
-                prefix.insert(format!("axes.{k}"), "quick.");
-                axes.insert(k, v);
-            }
-            if q.capacity.is_some() {
-                capacity = q.capacity;
-                prefix.insert("capacity".into(), "quick.");
-            }
-        }
-        let field = |name: &str| format!("{}{name}", prefix.get(name).copied().unwrap_or(""));
-
-        let targets_location = ctx.location(targets.span(), field("targets"));
-        if targets.get_ref().is_empty() {
-            return Err(ctx.at(&targets_location, "list at least one target".into()));
-        }
-        let targets: Vec<(String, Location)> = targets
-            .into_inner()
-            .into_iter()
-            .map(|t| {
-                let location = ctx.location(t.span(), field("targets"));
-                (t.into_inner(), location)
-            })
-            .collect();
-        for (t, location) in &targets {
-            let (name, recipe) = split_choice(t);
-            let mut args = vec!["--target".to_string(), name.to_string()];
-            if let Some(recipe) = recipe {
-                if !axes.contains_key("recipe") {
-                    return Err(ctx.at(
-                        location,
-                        format!("`{t}` pins a recipe, which needs a recipe axis (e.g. recipe = [\"herd-free\"]) for the others"),
-                    ));
-                }
-                args.extend(["--recipe".to_string(), recipe.to_string()]);
-            }
-            ctx.check(location, &args)?;
-        }
-        let workload = top_level_workload(ctx, workload, &axes, &field)?;
-
-        let repeats_location = repeats.as_ref().map_or(
-            Location {
-                line: 1,
-                field: "repeats".into(),
-            },
-            |r| ctx.location(r.span(), field("repeats")),
-        );
-        let repeats = match repeats {
-            Some(r) if *r.get_ref() == 0 => {
-                return Err(ctx.at(&repeats_location, "must be at least 1".into()));
-            }
-            Some(r) => r.into_inner(),
-            None => 1,
-        };
-
-        let mut settings = Vec::new();
-        for (name, value) in [("warmup", warmup), ("duration", duration)] {
-            if let Some(v) = value {
-                let location = ctx.location(v.span(), field(name));
-                let args = vec![format!("--{name}"), v.into_inner()];
-                ctx.check(&location, &args)?;
-                settings.push(Setting { location, args });
-            }
-        }
-        for (key, value) in options {
-            let location = ctx.location(value.span(), field(&format!("options.{key}")));
-            if Axis::from_name(&key.replace('-', "_")).is_some_and(|a| axes.contains_key(a.name()))
-            {
-                return Err(ctx.at(
-                    &location,
-                    format!("{key} is also an axis; set it in one place"),
-                ));
-            }
-            settings.push(ctx.setting(&key, value.get_ref(), location, "[options]")?);
-        }
-
-        let mut swept = Vec::new();
-        for (key, values) in axes {
-            let location = ctx.location(values.span(), field(&format!("axes.{key}")));
-            let Some(axis) = Axis::from_name(&key) else {
-                let known: Vec<&str> = Axis::ALL.iter().map(|a| a.name()).collect();
-                return Err(ctx.at(
-                    &location,
-                    format!("unknown axis; expected one of {}", known.join(", ")),
-                ));
-            };
-            if values.get_ref().is_empty() {
-                return Err(ctx.at(&location, "list at least one value".into()));
-            }
-            let mut texts = Vec::new();
-            for value in values.into_inner() {
-                let at = ctx.location(value.span(), location.field.clone());
-                let text = scalar_text(value.get_ref()).map_err(|m| ctx.at(&at, m))?;
-                // `herd-free` stands for each target's own herd-free recipe name.
-                // `etcd@3.6.16`: a release of one target, checked as the release it names.
-                let checked = match (axis, text.split_once('@')) {
-                    (Axis::ServerVersion, Some((_, release))) => release,
-                    _ => text.as_str(),
-                };
-                if !(axis == Axis::Recipe && text == HERD_FREE) {
-                    let args = axis.args(checked).map_err(|m| ctx.at(&at, m))?;
-                    ctx.check(&at, &args)?;
-                }
-                texts.push(text);
-            }
-            swept.push(AxisSpec {
-                axis,
-                values: texts,
-                location,
-            });
-        }
-        swept.sort_by_key(|a| a.axis);
+        let targets = checked_targets(ctx, targets, &axes, &names)?;
+        let workload = top_level_workload(ctx, workload, &axes, &names)?;
+        let (repeats, repeats_location) = checked_repeats(ctx, repeats, &names)?;
+        let settings = run_settings(
+            ctx,
+            [("warmup", warmup), ("duration", duration)],
+            options,
+            &axes,
+            &names,
+        )?;
+        let axes = swept_axes(ctx, axes, &names)?;
         let capacity = capacity
-            .map(|c| search_args(ctx, c, &field("capacity")))
+            .map(|c| search_args(ctx, c, &names.field("capacity")))
             .transpose()?;
 
+        let file = ctx.file;
         Ok(Spec {
             file: file.to_path_buf(),
             name: name.unwrap_or_else(|| {
@@ -405,9 +254,9 @@ impl Spec {
             repeats_location,
             interleave,
             settings,
-            axes: swept,
+            axes,
             capacity,
-            text,
+            text: ctx.text.to_string(),
         })
     }
 
@@ -491,13 +340,206 @@ impl Spec {
     }
 }
 
+/// The fields `[quick]` replaced, so that errors name where a value was written
+/// (`quick.options.clients` rather than `options.clients`).
+#[derive(Default)]
+struct FieldNames {
+    quick: std::collections::BTreeSet<String>,
+}
+
+impl FieldNames {
+    /// The dotted path of `name` as written.
+    fn field(&self, name: &str) -> String {
+        if self.quick.contains(name) {
+            format!("quick.{name}")
+        } else {
+            name.to_string()
+        }
+    }
+}
+
+/// Applies `[quick]` (`--quick`) to `raw`: its values replace the spec's, its options and
+/// axes are added to them. Returns which fields it replaced.
+fn apply_quick(ctx: &Ctx, raw: &mut RawSpec) -> Result<FieldNames, SpecError> {
+    let Some(q) = raw.quick.take() else {
+        return Err(ctx.invalid(
+            1,
+            "quick",
+            "--quick needs a [quick] table in the spec".into(),
+        ));
+    };
+    let q = q.into_inner();
+    let mut names = FieldNames::default();
+    let mut replaced = |field: &str| names.quick.insert(field.to_string());
+    if let Some(t) = q.targets {
+        raw.targets = t;
+        replaced("targets");
+    }
+    for (field, over, value) in [
+        ("warmup", q.warmup, &mut raw.warmup),
+        ("duration", q.duration, &mut raw.duration),
+    ] {
+        if over.is_some() {
+            *value = over;
+            replaced(field);
+        }
+    }
+    if q.repeats.is_some() {
+        raw.repeats = q.repeats;
+        replaced("repeats");
+    }
+    for (k, v) in q.options {
+        replaced(&format!("options.{k}"));
+        raw.options.insert(k, v);
+    }
+    for (k, v) in q.axes {
+        replaced(&format!("axes.{k}"));
+        raw.axes.insert(k, v);
+    }
+    if q.capacity.is_some() {
+        raw.capacity = q.capacity;
+        replaced("capacity");
+    }
+    Ok(names)
+}
+
+/// The checked `targets`: at least one, each a target `coordbench run` knows, and a
+/// `target:recipe` entry only beside a recipe axis.
+fn checked_targets(
+    ctx: &Ctx,
+    targets: Values,
+    axes: &Axes,
+    names: &FieldNames,
+) -> Result<Vec<(String, Location)>, SpecError> {
+    let targets_location = ctx.location(targets.span(), names.field("targets"));
+    if targets.get_ref().is_empty() {
+        return Err(ctx.at(&targets_location, "list at least one target".into()));
+    }
+    let targets: Vec<(String, Location)> = targets
+        .into_inner()
+        .into_iter()
+        .map(|t| {
+            let location = ctx.location(t.span(), names.field("targets"));
+            (t.into_inner(), location)
+        })
+        .collect();
+    for (t, location) in &targets {
+        let (name, recipe) = split_choice(t);
+        let mut args = vec!["--target".to_string(), name.to_string()];
+        if let Some(recipe) = recipe {
+            if !axes.contains_key("recipe") {
+                return Err(ctx.at(
+                    location,
+                    format!("`{t}` pins a recipe, which needs a recipe axis (e.g. recipe = [\"herd-free\"]) for the others"),
+                ));
+            }
+            args.extend(["--recipe".to_string(), recipe.to_string()]);
+        }
+        ctx.check(location, &args)?;
+    }
+    Ok(targets)
+}
+
+/// The checked `repeats` (1 when not set, and then located at line 1) and where it was set.
+fn checked_repeats(
+    ctx: &Ctx,
+    repeats: Option<Spanned<u32>>,
+    names: &FieldNames,
+) -> Result<(u32, Location), SpecError> {
+    let location = repeats.as_ref().map_or(
+        Location {
+            line: 1,
+            field: "repeats".into(),
+        },
+        |r| ctx.location(r.span(), names.field("repeats")),
+    );
+    match repeats {
+        Some(r) if *r.get_ref() == 0 => Err(ctx.at(&location, "must be at least 1".into())),
+        Some(r) => Ok((r.into_inner(), location)),
+        None => Ok((1, location)),
+    }
+}
+
+/// The settings every point shares: `warmup` and `duration` (`times`, by name), then
+/// `[options]`, each checked; an option that is also an axis is refused.
+fn run_settings(
+    ctx: &Ctx,
+    times: [(&str, Option<Spanned<String>>); 2],
+    options: Options,
+    axes: &Axes,
+    names: &FieldNames,
+) -> Result<Vec<Setting>, SpecError> {
+    let mut settings = Vec::new();
+    for (name, value) in times {
+        if let Some(v) = value {
+            let location = ctx.location(v.span(), names.field(name));
+            let args = vec![format!("--{name}"), v.into_inner()];
+            ctx.check(&location, &args)?;
+            settings.push(Setting { location, args });
+        }
+    }
+    for (key, value) in options {
+        let location = ctx.location(value.span(), names.field(&format!("options.{key}")));
+        if Axis::from_name(&key.replace('-', "_")).is_some_and(|a| axes.contains_key(a.name())) {
+            return Err(ctx.at(
+                &location,
+                format!("{key} is also an axis; set it in one place"),
+            ));
+        }
+        settings.push(ctx.setting(&key, value.get_ref(), location, "[options]")?);
+    }
+    Ok(settings)
+}
+
+/// The checked `[axes]`, in [`Axis::ALL`] order: known axes, each with at least one value
+/// that `coordbench run` accepts.
+fn swept_axes(ctx: &Ctx, axes: Axes, names: &FieldNames) -> Result<Vec<AxisSpec>, SpecError> {
+    let mut swept = Vec::new();
+    for (key, values) in axes {
+        let location = ctx.location(values.span(), names.field(&format!("axes.{key}")));
+        let Some(axis) = Axis::from_name(&key) else {
+            let known: Vec<&str> = Axis::ALL.iter().map(|a| a.name()).collect();
+            return Err(ctx.at(
+                &location,
+                format!("unknown axis; expected one of {}", known.join(", ")),
+            ));
+        };
+        if values.get_ref().is_empty() {
+            return Err(ctx.at(&location, "list at least one value".into()));
+        }
+        let mut texts = Vec::new();
+        for value in values.into_inner() {
+            let at = ctx.location(value.span(), location.field.clone());
+            let text = scalar_text(value.get_ref()).map_err(|m| ctx.at(&at, m))?;
+            // `herd-free` stands for each target's own herd-free recipe name.
+            // `etcd@3.6.16`: a release of one target, checked as the release it names.
+            let checked = match (axis, text.split_once('@')) {
+                (Axis::ServerVersion, Some((_, release))) => release,
+                _ => text.as_str(),
+            };
+            if !(axis == Axis::Recipe && text == HERD_FREE) {
+                let args = axis.args(checked).map_err(|m| ctx.at(&at, m))?;
+                ctx.check(&at, &args)?;
+            }
+            texts.push(text);
+        }
+        swept.push(AxisSpec {
+            axis,
+            values: texts,
+            location,
+        });
+    }
+    swept.sort_by_key(|a| a.axis);
+    Ok(swept)
+}
+
 /// The checked top-level `workload`: required unless the workload is an axis (whose
 /// values are checked with the other axes), refused if it is both.
 fn top_level_workload(
     ctx: &Ctx,
     workload: Option<Spanned<String>>,
     axes: &Axes,
-    field: &dyn Fn(&str) -> String,
+    names: &FieldNames,
 ) -> Result<Option<(String, Location)>, SpecError> {
     let axis = Axis::Workload.name();
     match (workload, axes.contains_key(axis)) {
@@ -507,7 +549,7 @@ fn top_level_workload(
                 &location,
                 format!(
                     "also swept in {}; set the workload in one place",
-                    field(&format!("axes.{axis}"))
+                    names.field(&format!("axes.{axis}"))
                 ),
             ))
         }
@@ -541,7 +583,7 @@ fn search_args(
             "list at least one objective, e.g. slo = [\"p99<20ms\"]".into(),
         ));
     }
-    let mut argv: Vec<String> = vec!["coordbench".into(), "capacity".into()];
+    let mut argv: Vec<String> = vec!["coordbench".into()];
     for slo in raw.slo {
         argv.extend(["--slo".into(), slo]);
     }
@@ -563,11 +605,8 @@ fn search_args(
             argv.extend([flag.to_string(), v]);
         }
     }
-    match Cli::try_parse_from(&argv) {
-        Ok(Cli {
-            command: crate::cli::Command::Capacity(c),
-        }) => Ok(c.search),
-        Ok(_) => unreachable!("argv starts with `coordbench capacity`"),
+    match parse_args::<CapacityArgs, _, _>(&argv) {
+        Ok(c) => Ok(c.search),
         Err(e) => Err(ctx.at(&location, clap_message(&e))),
     }
 }
@@ -580,9 +619,6 @@ pub fn split_choice(entry: &str) -> (&str, Option<&str>) {
         None => (entry, None),
     }
 }
-
-/// The recipe axis value meaning "the target's herd-free recipe" (etcd-mutex, zk-recipe).
-pub const HERD_FREE: &str = "herd-free";
 
 /// Context for errors: the file's name and text.
 struct Ctx<'a> {
@@ -607,7 +643,7 @@ impl Ctx<'_> {
             file: self.file.display().to_string(),
             line,
             field: field.to_string(),
-            message: crate::app::one_line(&message),
+            message: coordbench_results::outcome::one_line(&message),
         }
     }
 
@@ -723,23 +759,10 @@ fn side_entry(
     Ok(())
 }
 
-/// The 1-based line of byte `offset` in `text`.
-pub fn line_of(text: &str, offset: usize) -> usize {
-    let end = offset.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
-}
-
 /// Parses `coordbench run ARGS` (the command line only; combinations are checked per point).
 pub fn check_run_args(args: &[String]) -> Result<(), String> {
-    let argv = ["coordbench", "run"]
-        .into_iter()
-        .map(String::from)
-        .chain(args.iter().cloned());
-    match Cli::try_parse_from(argv) {
+    let argv = std::iter::once("coordbench".to_string()).chain(args.iter().cloned());
+    match parse_run_args(argv) {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == clap::error::ErrorKind::UnknownArgument => Err(format!(
             "`coordbench run` has no {} option in this build",

@@ -103,7 +103,10 @@ pub async fn kv_round_trip_and_put_workload(kind: TargetKind, size: usize) {
     .expect("kv workload");
     let plan = closed_plan(8, Duration::ZERO, Duration::from_secs(2));
     let outcome = run_plan(&plan, target.coordinator.clone(), Arc::new(workload), clock).await;
-    assert_eq!(outcome.end_reason, coordbench::runner::EndReason::Completed);
+    assert_eq!(
+        outcome.end_reason,
+        coordbench_bench::runner::EndReason::Completed
+    );
     assert_eq!(
         outcome.total.errors_total(),
         0,

@@ -26,13 +26,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use coordbench::provision::etcd::{self, EtcdOptions};
-use coordbench::provision::raft::{self, RaftOptions};
-use coordbench::provision::zab;
-use coordbench::provision::{Cluster, ClusterSpec, DiskKind};
-use coordbench::runner::{self, LoadMode, LoadPlan, RunOutcome};
+use coordbench_bench::runner::{self, LoadMode, LoadPlan, RunOutcome};
 use coordbench_drivers::etcd::{EtcdConfig, EtcdCoordinator};
 use coordbench_drivers::{Coordinator, Session, SessionOptions};
+use coordbench_lab::provision::etcd::{self, EtcdOptions};
+use coordbench_lab::provision::raft::{self, RaftOptions};
+use coordbench_lab::provision::zab;
+use coordbench_lab::provision::{Cluster, ClusterSpec, DiskKind};
 use coordbench_workloads::{RunClock, Workload};
 use hdrhistogram::Histogram;
 use tempfile::TempDir;
@@ -273,8 +273,8 @@ pub fn closed_plan(clients: usize, warmup: Duration, duration: Duration) -> Load
         op_timeout: Duration::from_secs(5),
         interval: Duration::from_secs(1),
         ttl: LONG_TTL,
-        part: coordbench::shard::Part::WHOLE,
-        start: coordbench::shard::StartRule::Now,
+        part: coordbench_bench::shard::Part::WHOLE,
+        start: coordbench_bench::shard::StartRule::Now,
     }
 }
 

@@ -123,6 +123,9 @@ fn describe(s: &Step) -> String {
         Request::GetChildren { req, .. } => watched(&req.path, req.watch),
         Request::GetAcl(p) => p.clone(),
         Request::Multi(ops) => format!("{} ops", ops.len()),
+        Request::AddWatch(r) | Request::RemoveWatches(r) | Request::CheckWatches(r) => {
+            format!("{} mode={}", r.path, r.mode)
+        }
         _ => String::new(),
     };
     format!("op {} {detail}", s.op)
@@ -475,9 +478,51 @@ pub fn read_and_watch_steps(root: &str) -> Vec<Step> {
         path_op(0, op::GET_ACL, "/"),
         path_op(0, op::GET_ACL, "/zookeeper"),
     ];
+    steps.extend(persistent_watch_steps(root));
     steps.push(step(0, 999, Request::Unsupported(999)));
     steps.push(path_op(0, op::EXISTS, root));
     steps
+}
+
+/// Persistent watches (addWatch: ZooKeeper answers with an ErrorResponse(0) body, which
+/// its Java client reads): a recursive one on `root`, fired by another connection's writes
+/// below it, and a plain one on a missing node; checked and removed with watcher type 3
+/// (any: 3.8 knows no types 4 and 5, and answers them with a marshalling error), after
+/// which the writes fire nothing.
+fn persistent_watch_steps(root: &str) -> Vec<Step> {
+    let p = |s: &str| format!("{root}/{s}");
+    let path_mode = |path: &str, mode: i32| PathMode {
+        path: path.into(),
+        mode,
+    };
+    vec![
+        step(1, op::ADD_WATCH, Request::AddWatch(path_mode(root, 1))),
+        step(
+            1,
+            op::ADD_WATCH,
+            Request::AddWatch(path_mode(&p("none"), 0)),
+        ),
+        plain(0, &p("pw"), None, 0),
+        set_data(0, &p("pw"), Some(b"1"), -1),
+        path_op(1, op::EXISTS, &p("pw")),
+        step(
+            1,
+            op::CHECK_WATCHES,
+            Request::CheckWatches(path_mode(&p("none"), 3)),
+        ),
+        step(
+            1,
+            op::REMOVE_WATCHES,
+            Request::RemoveWatches(path_mode(root, 3)),
+        ),
+        step(
+            1,
+            op::CHECK_WATCHES,
+            Request::CheckWatches(path_mode(root, 3)),
+        ),
+        set_data(0, &p("pw"), Some(b"2"), -1),
+        path_op(1, op::EXISTS, &p("pw")),
+    ]
 }
 
 /// Null and empty data through every write that carries data, read back.

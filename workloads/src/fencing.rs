@@ -1,5 +1,5 @@
 //! What holder pauses did: the record the lock workload keeps of every paused section and
-//! protected write, and the figures judged from it (RESULTS.md, "Holder pauses").
+//! protected write, and the figures judged from it (docs/reference.md, "Holder pauses").
 //!
 //! A paused section is **unsafe** when, by the time its holder resumed, another holder of
 //! the same lock had entered: the paused holder still believes it holds a lock someone else

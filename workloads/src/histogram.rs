@@ -1,5 +1,5 @@
 //! The one latency histogram shape used everywhere: microseconds from 1 µs to one hour,
-//! three significant digits (the resolution RESULTS.md's "Percentiles" defines).
+//! three significant digits (the resolution docs/reference.md's "Percentiles" defines).
 
 use hdrhistogram::Histogram;
 

@@ -10,8 +10,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use coordbench_kv::auth::{AuthError, AuthInfo};
 use coordbench_kv::txn;
 use coordbench_kv::{
-    Command, DeleteRangeRequest, DeleteRangeResponse, KvError, KvStore, PutRequest, PutResponse,
-    RangeRequest, RangeResponse, RequestOp, Response, TxnRequest, TxnResponse,
+    Command, DeleteRangeRequest, DeleteRangeResponse, KvError, KvStore, LeaseAnswer, LeaseQuery,
+    PutRequest, PutResponse, RangeRequest, RangeResponse, RequestOp, Response, TxnRequest,
+    TxnResponse,
 };
 use coordbench_node::{NodeError, Replicator};
 use tokio_util::sync::CancellationToken;
@@ -52,9 +53,8 @@ pub(crate) struct Core<R> {
     pub shutdown: CancellationToken,
 }
 
-/// Milliseconds on this member's wall clock: the time lease commands carry. Wall time (not
-/// a per-process monotonic clock) so that members in other processes roughly agree when
-/// they compute a lease's remaining TTL from the leader's deadline.
+/// Milliseconds on this member's wall clock, which lease commands carry for the log only:
+/// lease deadlines are on the leader's monotonic clock (see `KvStateMachine`).
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -157,6 +157,13 @@ impl<R: Replicator<KvStateMachine>> Core<R> {
         }
         let applied = self.replicator.propose(bytes).await??;
         Ok(applied.result?)
+    }
+
+    /// The leader's lease clock's answer to `query` (a follower forwards it to the leader).
+    pub async fn ask_leases(&self, query: &LeaseQuery) -> Result<LeaseAnswer, ApiError> {
+        let bytes = self.replicator.ask_leader(query.encode()).await?;
+        LeaseAnswer::decode(&bytes)
+            .map_err(|e| ApiError::Internal(format!("leader's lease answer: {e}")))
     }
 
     /// Current store revision (a local read).

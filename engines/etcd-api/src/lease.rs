@@ -1,12 +1,17 @@
-//! etcd's `Lease` service: Grant, Revoke, KeepAlive (a replicated renew per keep-alive),
-//! TimeToLive and Leases. Expiry runs apart, on the leader (`lease_expiry.rs`). With auth
-//! on, as etcd: revoking needs WRITE on the lease's keys (checked at apply), TimeToLive
-//! READ on them; grants and keep-alives need only a valid token.
+//! etcd's `Lease` service: Grant, Revoke, KeepAlive, TimeToLive and Leases. A keep-alive
+//! is answered by the leader from its lease clock, without a log entry (a follower forwards
+//! it, see [`coordbench_kv::lease_clock`]); TimeToLive answers with the leader's remaining
+//! time. Expiry and checkpoints run apart, on the leader (`lease_expiry.rs`). With auth on,
+//! as etcd: revoking needs WRITE on the lease's keys (checked at apply), TimeToLive READ
+//! on them; grants and keep-alives need only a valid token.
 
 use std::sync::Arc;
 
 use coordbench_kv::auth::Access;
-use coordbench_kv::{Command, KvError, LeaseTimeToLiveRequest, Response as KvResponse};
+use coordbench_kv::{
+    Command, KvError, LeaseAnswer, LeaseCheckpoint, LeaseQuery, LeaseTimeToLiveRequest,
+    Response as KvResponse,
+};
 use coordbench_node::Replicator;
 use etcd_client::proto::{
     PbLeaseGrantRequest, PbLeaseGrantResponse, PbLeaseKeepAliveRequest, PbLeaseKeepAliveResponse,
@@ -86,14 +91,21 @@ impl<R: Replicator<KvStateMachine>> PbLeaseService for LeaseService<R> {
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
-    /// Read after ReadIndex: the deadline is the leader's, the remaining time this
-    /// member's view of it.
+    /// The remaining time is the leader's; the rest is read here after a read barrier.
     async fn lease_time_to_live(
         &self,
         req: Request<PbLeaseTimeToLiveRequest>,
     ) -> Result<Response<PbLeaseTimeToLiveResponse>, Status> {
         let who = self.core.caller(req.metadata()).await?;
         let req = req.into_inner();
+        let remaining = match self
+            .core
+            .ask_leases(&LeaseQuery::TimeToLive { id: req.id })
+            .await?
+        {
+            LeaseAnswer::TimeToLive { remaining_secs } => remaining_secs,
+            _ => return Err(mismatch("lease time-to-live query")),
+        };
         self.core
             .replicator
             .read_barrier()
@@ -103,11 +115,10 @@ impl<R: Replicator<KvStateMachine>> PbLeaseService for LeaseService<R> {
             id: req.id,
             keys: req.keys,
         };
-        let now = now_ms();
         let r = self.core.replicator.read(|sm| {
             let store = sm.store();
             store.permit_lease(at_current(&who, store).as_ref(), q.id, Access::Read)?;
-            Ok::<_, ApiError>(store.lease_time_to_live(&q, now))
+            Ok::<_, ApiError>(store.lease_time_to_live(&q, remaining))
         })?;
         Ok(Response::new(PbLeaseTimeToLiveResponse {
             header: Some(self.core.stamp().header(r.header.revision)),
@@ -140,9 +151,42 @@ impl<R: Replicator<KvStateMachine>> PbLeaseService for LeaseService<R> {
     }
 }
 
-/// Serves one keep-alive stream: each request renews through the log and is answered
-/// with the lease's TTL, or TTL 0 for a lease that does not exist (as etcd answers). Any
-/// other error ends the stream with that status; clients open a new one.
+/// Rounds of clearing a lease's checkpoint before a renewal gives up (one is the rule; more
+/// only while the leader's own checkpoint of the lease is on its way).
+const CLEAR_ROUNDS: usize = 8;
+
+/// Renews lease `id` at the leader: its TTL, or 0 for a lease that does not exist or has
+/// expired (as etcd answers). A lease with a checkpointed remaining TTL has it cleared
+/// through the log first (etcd's rule), so that no later leader resumes from it.
+async fn renew<R: Replicator<KvStateMachine>>(core: &Core<R>, id: i64) -> Result<i64, Status> {
+    for _ in 0..CLEAR_ROUNDS {
+        match core.ask_leases(&LeaseQuery::Renew { id }).await? {
+            LeaseAnswer::Renewed { ttl } => return Ok(ttl),
+            LeaseAnswer::NotFound | LeaseAnswer::Expired => return Ok(0),
+            LeaseAnswer::ClearCheckpoint => {
+                let checkpoints = vec![LeaseCheckpoint {
+                    id,
+                    remaining_ms: 0,
+                }];
+                match core
+                    .propose(&None, Command::LeaseCheckpoint { checkpoints })
+                    .await
+                {
+                    Ok(_) | Err(ApiError::Kv(KvError::LeaseNotFound { .. })) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            _ => return Err(mismatch("lease renew query")),
+        }
+    }
+    Err(Status::unavailable(
+        "etcdserver: lease checkpoint still pending, retry the keep-alive",
+    ))
+}
+
+/// Serves one keep-alive stream: each request is renewed at the leader and answered with
+/// the lease's TTL (0: gone). Any error ends the stream with that status; clients open a
+/// new one.
 async fn keep_alive<R: Replicator<KvStateMachine>>(
     core: Arc<Core<R>>,
     mut input: Streaming<PbLeaseKeepAliveRequest>,
@@ -160,22 +204,12 @@ async fn keep_alive<R: Replicator<KvStateMachine>>(
                 Ok(None) | Err(_) => return,
             },
         };
-        let cmd = Command::LeaseRenew {
-            id,
-            now_ms: now_ms(),
-        };
-        let answer = match core.propose(&None, cmd).await {
-            Ok(KvResponse::LeaseRenew(r)) => Ok((r.header.revision, r.ttl)),
-            Ok(_) => Err(mismatch("lease renew")),
-            Err(ApiError::Kv(KvError::LeaseNotFound { .. })) => Ok((core.revision(), 0)),
-            Err(e) => Err(Status::from(e)),
-        };
-        let end = answer.is_err();
-        let answer = answer.map(|(revision, ttl)| PbLeaseKeepAliveResponse {
-            header: Some(core.stamp().header(revision)),
+        let answer = renew(&core, id).await.map(|ttl| PbLeaseKeepAliveResponse {
+            header: Some(core.stamp().header(core.revision())),
             id,
             ttl,
         });
+        let end = answer.is_err();
         let sent = tokio::select! {
             sent = out.send(answer) => sent.is_ok(),
             () = core.shutdown.cancelled() => false,

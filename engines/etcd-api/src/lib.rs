@@ -37,6 +37,7 @@ mod tls_incoming;
 pub mod tokens;
 mod watch;
 
+pub use coordbench_kv::LeaseTiming;
 pub use error::ApiError;
 pub use options::{MemberInfo, ServeOptions};
 pub use server::{serve, spawn, ServeError, ServerHandle};

@@ -22,7 +22,8 @@ pub struct ServeOptions {
     /// Requested lease TTLs are raised to at least this many seconds. etcd's minimum is
     /// 1.5 election timeouts rounded up: 2 s with its default 1 s election timeout.
     pub min_lease_ttl_secs: i64,
-    /// How often the leader looks for expired leases (etcd checks every 500 ms).
+    /// How often the leader looks for expired leases and checkpoints due (etcd: every
+    /// 500 ms).
     pub lease_tick: Duration,
     /// Batches of watch events queued per watch stream (per internal waiter) before the
     /// stream's watchers that receive more are canceled as too slow. Apply never waits.

@@ -1,10 +1,15 @@
 //! [`KvStateMachine`]: the kv store as the runtime's [`StateMachine`], with the watch
-//! fan-out fed from every apply, and the simple tokens of applied authentications.
+//! fan-out fed from every apply, the simple tokens of applied authentications, and the
+//! lease clock the leader answers keep-alives from ([`StateMachine::leader_query`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use coordbench_kv::auth::AuthCommand;
-use coordbench_kv::{Applied, CodecError, Command, KvStore, Response};
+use coordbench_kv::{
+    Applied, CodecError, Command, KvStore, LeaseAnswer, LeaseClock, LeaseQuery, LeaseTiming,
+    Response,
+};
 use coordbench_node::{SnapshotSync, StateMachine};
 
 use crate::fanout::WatchFanout;
@@ -14,8 +19,8 @@ use crate::tokens::SimpleTokens;
 /// entry that is not a kv command (identical on every replica).
 pub type ApplyOutput = Result<Applied, CodecError>;
 
-/// The etcd data model of one member: its [`KvStore`] and the watchers of its clients.
-#[derive(Default)]
+/// The etcd data model of one member: its [`KvStore`], the watchers of its clients, and
+/// the lease deadlines it keeps while it leads.
 pub struct KvStateMachine {
     store: KvStore,
     watches: Arc<WatchFanout>,
@@ -24,11 +29,66 @@ pub struct KvStateMachine {
     /// Bytes of commands applied since the last restore plus the snapshot restored: a
     /// stand-in for etcd's (append-only, never shrinking) database size.
     db_size: u64,
+    /// Lease deadlines on this member's clock, used while it leads. Locked by leader
+    /// queries, which run with the state machine shared; apply has it exclusively.
+    leases: Mutex<LeaseClock>,
+    /// The lease clock's zero: deadlines are on this monotonic clock, never the wall clock.
+    epoch: Instant,
+}
+
+impl Default for KvStateMachine {
+    fn default() -> Self {
+        KvStateMachine {
+            store: KvStore::default(),
+            watches: Arc::default(),
+            tokens: Arc::default(),
+            db_size: 0,
+            leases: Mutex::new(LeaseClock::new(LeaseTiming::default())),
+            epoch: Instant::now(),
+        }
+    }
 }
 
 impl KvStateMachine {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// This state machine with leases timed by `timing` (promotion extension, checkpoint
+    /// interval) instead of the defaults.
+    pub fn with_lease_timing(self, timing: LeaseTiming) -> Self {
+        KvStateMachine {
+            leases: Mutex::new(LeaseClock::new(timing)),
+            ..self
+        }
+    }
+
+    /// Milliseconds on the lease clock.
+    fn clock_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn lease_clock(&self) -> MutexGuard<'_, LeaseClock> {
+        self.leases.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lease_clock_mut(&mut self) -> &mut LeaseClock {
+        self.leases.get_mut().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The leader's answer to a lease query (see [`LeaseClock::answer`]).
+    fn answer_lease_query(&self, term: u64, query: &[u8]) -> LeaseAnswer {
+        match LeaseQuery::decode(query) {
+            Ok(q) => self
+                .lease_clock()
+                .answer(term, self.clock_ms(), &self.store, &q),
+            // Members run one build: a query this one cannot read is a bug, answered as
+            // nothing to renew rather than a crash of the leader.
+            Err(e) => {
+                tracing::warn!(error = %e, "undecodable lease query");
+                LeaseAnswer::NotFound
+            }
+        }
     }
 
     /// A state machine whose values live in an append-only file under `dir` (see
@@ -93,6 +153,8 @@ impl StateMachine for KvStateMachine {
         let command_bytes = command.len() as u64;
         let command = Command::decode(command)?;
         let applied = self.store.apply(index, &command);
+        let now = self.clock_ms();
+        self.lease_clock_mut().observe(&command, &applied, now);
         self.track_tokens(&command, &applied);
         self.db_size = self.db_size.saturating_add(command_bytes);
         // Dispatch never blocks: slow watchers are canceled instead (see fanout.rs).
@@ -114,6 +176,7 @@ impl StateMachine for KvStateMachine {
 
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
         self.store.restore(snapshot).map_err(|e| e.to_string())?;
+        self.lease_clock_mut().demote();
         self.db_size = snapshot.len() as u64;
         self.watches.resync(&self.store);
         Ok(())
@@ -127,5 +190,15 @@ impl StateMachine for KvStateMachine {
 
     fn failure(&self) -> Option<String> {
         self.store.failure().map(str::to_string)
+    }
+
+    /// Lease queries; the runtime's empty one of a new term promotes the lease clock.
+    fn leader_query(&self, term: u64, query: &[u8]) -> Vec<u8> {
+        if query.is_empty() {
+            let now = self.clock_ms();
+            self.lease_clock().lead(term, now, &self.store);
+            return Vec::new();
+        }
+        self.answer_lease_query(term, query).encode()
     }
 }

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{fast_options, within, Kind, TestServer};
+use common::{fast_options, watching, within, Kind, TestServer};
 use coordbench_etcd_api::ServeOptions;
 use etcd_client::{
     Client, Compare, CompareOp, DeleteOptions, Error, EventType, GetOptions, LockOptions,
@@ -349,11 +349,7 @@ async fn lease_expires_on_the_leader_clock(kind: Kind) {
     c.put("gone", "v", Some(PutOptions::new().with_lease(expiring)))
         .await
         .expect("put");
-    let mut w = c.watch("gone", None).await.expect("watch");
-    within("created", 5, w.message())
-        .await
-        .expect("msg")
-        .expect("created");
+    let mut w = watching(&mut c, "gone").await;
     let (mut keeper, mut answers) = c.lease_keep_alive(kept).await.expect("keep-alive");
     let started = tokio::time::Instant::now();
     let delete = within("expiry", 10, async {

@@ -107,6 +107,7 @@ impl KvStore {
             | Command::LeaseRenew { .. }
             | Command::LeaseRenewAll { .. }
             | Command::LeaseExpire { .. }
+            | Command::LeaseCheckpoint { .. }
             | Command::As { .. } => Ok(()),
         }
     }

@@ -13,8 +13,8 @@ use crate::error::{CodecError, KvError};
 use crate::txn;
 use crate::types::{
     CompactionRequest, CompactionResponse, DeleteRangeRequest, DeleteRangeResponse, Event,
-    LeaseExpireResponse, LeaseGrantResponse, LeaseKeepAliveResponse, LeaseRevokeResponse,
-    PutRequest, PutResponse, ResponseHeader, TxnRequest, TxnResponse,
+    LeaseCheckpoint, LeaseExpireResponse, LeaseGrantResponse, LeaseKeepAliveResponse,
+    LeaseRevokeResponse, PutRequest, PutResponse, ResponseHeader, TxnRequest, TxnResponse,
 };
 
 /// A replicated write (or a linearizable txn) proposed by the leader.
@@ -25,7 +25,8 @@ pub enum Command {
     Txn(TxnRequest),
     Compact(CompactionRequest),
     /// Grants lease `id` (0: the state machine picks a free id from the log
-    /// index) with `ttl` seconds, expiring at `now_ms + ttl * 1000`.
+    /// index) with `ttl` seconds. `now_ms` is the proposer's clock, kept for the log:
+    /// the leader starts the lease's deadline on its own clock when it applies the grant.
     LeaseGrant {
         id: i64,
         ttl: i64,
@@ -35,19 +36,20 @@ pub enum Command {
     LeaseRevoke {
         id: i64,
     },
-    /// Replicated keep-alive: the deadline becomes `now_ms + ttl * 1000`.
+    /// A keep-alive through the log, as older builds proposed one (keep-alives are
+    /// answered by the leader now, see [`crate::lease_clock`]). Still applied, as a
+    /// renewal does: it clears the lease's checkpointed remaining TTL.
     LeaseRenew {
         id: i64,
         now_ms: u64,
     },
-    /// Renews every lease; a new leader proposes it first, so that leases
-    /// do not expire for the time the cluster had no leader, and so that
-    /// deadlines move onto its own clock (etcd's lessor `Promote`).
+    /// Older builds' promotion of a new leader. Promotion is each leader's own now
+    /// ([`crate::lease_clock::LeaseClock`]); applying this changes nothing.
     LeaseRenewAll {
         now_ms: u64,
     },
-    /// Revokes each listed lease whose deadline is `<= now_ms`; others
-    /// (renewed since the leader decided, or gone) are skipped.
+    /// Revokes each listed lease that still exists (the leader found their deadlines
+    /// passed at `now_ms` on its clock); leases already gone are skipped.
     LeaseExpire {
         ids: Vec<i64>,
         now_ms: u64,
@@ -56,10 +58,16 @@ pub enum Command {
     Auth(AuthCommand),
     /// `command` sent by an authenticated user: apply checks its permissions while auth
     /// is enabled (a command without a user is refused then, unless it needs none:
-    /// lease grants, renewals and expiry, compaction). Not nested.
+    /// lease grants, renewals, checkpoints and expiry, compaction). Not nested.
     As {
         caller: AuthInfo,
         command: Box<Command>,
+    },
+    /// The leader's checkpoint of remaining TTLs (etcd's `LeaseCheckpoint`): each lease
+    /// listed that exists gets its [`crate::Lease::remaining_ms`] (0 clears it, as a
+    /// renewal must before it is answered). A new leader resumes from these.
+    LeaseCheckpoint {
+        checkpoints: Vec<LeaseCheckpoint>,
     },
 }
 
@@ -119,6 +127,7 @@ pub enum Response {
         header: ResponseHeader,
         token: String,
     },
+    LeaseCheckpoint(ResponseHeader),
 }
 
 impl Response {
@@ -135,6 +144,7 @@ impl Response {
             Response::LeaseRenewAll(h) => h,
             Response::LeaseExpire(r) => &mut r.header,
             Response::Auth { header, .. } => header,
+            Response::LeaseCheckpoint(h) => h,
         }
     }
 }
@@ -181,6 +191,18 @@ mod tests {
                 now_ms: u64::MAX,
             },
             Command::LeaseRenewAll { now_ms: 0 },
+            Command::LeaseCheckpoint {
+                checkpoints: vec![
+                    LeaseCheckpoint {
+                        id: 3,
+                        remaining_ms: 1_500,
+                    },
+                    LeaseCheckpoint {
+                        id: -1,
+                        remaining_ms: 0,
+                    },
+                ],
+            },
         ];
         for cmd in cmds {
             let bytes = cmd.encode();

@@ -1,13 +1,13 @@
-//! Leases: granted TTL, a leader-supplied deadline, and attached keys.
+//! Leases as every replica keeps them: id, granted TTL, the remaining TTL a leader last
+//! checkpointed, and the attached keys.
 //!
-//! Time never comes from a clock here. Commands that need it carry the
-//! leader's `now_ms`; the lease stores `deadline_ms = now_ms + ttl * 1000`.
-//! The leader runtime reads [`Lessor::expired`] with its own clock and
-//! proposes `LeaseExpire`, which revokes only leases whose stored deadline
-//! has passed at the command's `now_ms`: if a keep-alive committed first,
-//! the expiry is a no-op for that lease, identically on every replica.
-//! Attached keys are bookkeeping derived from the key space (see
-//! `store.rs`); they are rebuilt on snapshot restore.
+//! No deadline is replicated. The leader keeps each lease's deadline on its own clock
+//! ([`crate::lease_clock::LeaseClock`], etcd's primary lessor): keep-alives renew it there
+//! without a log entry, and the leader proposes `LeaseExpire` for the leases whose deadline
+//! passed. What the log carries about time is the checkpoint: `LeaseCheckpoint` sets a
+//! lease's remaining TTL ([`Lease::remaining_ms`]), so that a new leader resumes from it
+//! instead of granting the full TTL again. Attached keys are bookkeeping derived from the
+//! key space (see `store.rs`); they are rebuilt on snapshot restore.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -27,8 +27,32 @@ pub struct Lease {
     pub id: i64,
     /// Granted TTL in seconds.
     pub ttl: i64,
-    /// When the lease runs out, on the leader's clock (milliseconds).
-    pub deadline_ms: u64,
+    /// The remaining TTL in milliseconds as a leader last checkpointed it; 0: none (a
+    /// new leader gives the lease its full TTL), as etcd's `remainingTTL`. Never above the
+    /// TTL. (Snapshots keep this field where older builds kept a deadline on the leader's
+    /// wall clock; such a value exceeds the TTL and restores as 0.)
+    pub remaining_ms: u64,
+}
+
+impl Lease {
+    /// The granted TTL in milliseconds.
+    pub fn ttl_ms(&self) -> u64 {
+        ttl_ms(self.ttl)
+    }
+
+    /// What a new leader counts down from: the checkpointed remaining TTL, else the TTL.
+    pub fn resume_ms(&self) -> u64 {
+        if self.remaining_ms > 0 {
+            self.remaining_ms
+        } else {
+            self.ttl_ms()
+        }
+    }
+}
+
+/// `ttl` seconds in milliseconds (saturating; a negative TTL counts as 0).
+pub(crate) fn ttl_ms(ttl: i64) -> u64 {
+    u64::try_from(ttl).unwrap_or(0).saturating_mul(1000)
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,23 +60,18 @@ pub(crate) struct Lessor {
     leases: BTreeMap<i64, (Lease, BTreeSet<Vec<u8>>)>,
 }
 
-fn deadline(now_ms: u64, ttl: i64) -> u64 {
-    now_ms.saturating_add(u64::try_from(ttl).unwrap_or(0).saturating_mul(1000))
-}
-
 impl Lessor {
-    pub fn grant(&mut self, id: i64, ttl: i64, now_ms: u64) -> Result<Lease, KvError> {
+    pub fn grant(&mut self, id: i64, ttl: i64) -> Result<Lease, KvError> {
         if ttl > MAX_LEASE_TTL {
             return Err(KvError::LeaseTtlTooLarge { ttl });
         }
         if self.leases.contains_key(&id) {
             return Err(KvError::LeaseExists { id });
         }
-        let ttl = ttl.max(MIN_LEASE_TTL);
         let lease = Lease {
             id,
-            ttl,
-            deadline_ms: deadline(now_ms, ttl),
+            ttl: ttl.max(MIN_LEASE_TTL),
+            remaining_ms: 0,
         };
         self.leases.insert(id, (lease.clone(), BTreeSet::new()));
         Ok(lease)
@@ -68,21 +87,15 @@ impl Lessor {
         id
     }
 
-    /// Keep-alive: the deadline becomes `now_ms + ttl`. Returns the lease.
-    pub fn renew(&mut self, id: i64, now_ms: u64) -> Result<Lease, KvError> {
+    /// Records a leader's checkpoint of the remaining TTL (0 clears it), capped at the
+    /// TTL. Returns the lease.
+    pub fn checkpoint(&mut self, id: i64, remaining_ms: u64) -> Result<Lease, KvError> {
         let (lease, _) = self
             .leases
             .get_mut(&id)
             .ok_or(KvError::LeaseNotFound { id })?;
-        lease.deadline_ms = deadline(now_ms, lease.ttl);
+        lease.remaining_ms = remaining_ms.min(lease.ttl_ms());
         Ok(lease.clone())
-    }
-
-    /// Renews every lease, as a new leader does (etcd's `Promote`).
-    pub fn renew_all(&mut self, now_ms: u64) {
-        for (lease, _) in self.leases.values_mut() {
-            lease.deadline_ms = deadline(now_ms, lease.ttl);
-        }
     }
 
     pub fn get(&self, id: i64) -> Option<&Lease> {
@@ -115,31 +128,23 @@ impl Lessor {
         }
     }
 
-    /// Ids of leases whose deadline is at or before `now_ms`, ascending.
-    pub fn expired(&self, now_ms: u64) -> Vec<i64> {
-        self.leases
-            .values()
-            .filter(|(l, _)| l.deadline_ms <= now_ms)
-            .map(|(l, _)| l.id)
-            .collect()
-    }
-
     /// All leases, ascending by id.
     pub fn leases(&self) -> impl Iterator<Item = &Lease> {
         self.leases.values().map(|(l, _)| l)
     }
 
-    /// Whole seconds left at `now_ms`, never negative.
-    pub fn remaining_secs(lease: &Lease, now_ms: u64) -> i64 {
-        i64::try_from(lease.deadline_ms.saturating_sub(now_ms) / 1000).unwrap_or(i64::MAX)
-    }
-
-    /// Restores leases with no keys attached (the store re-attaches them).
+    /// Restores leases with no keys attached (the store re-attaches them). A remaining
+    /// TTL above the TTL (an older build's deadline) restores as none.
     pub fn from_leases(leases: impl IntoIterator<Item = Lease>) -> Self {
         Lessor {
             leases: leases
                 .into_iter()
-                .map(|l| (l.id, (l, BTreeSet::new())))
+                .map(|mut l| {
+                    if l.remaining_ms > l.ttl_ms() {
+                        l.remaining_ms = 0;
+                    }
+                    (l.id, (l, BTreeSet::new()))
+                })
                 .collect(),
         }
     }
@@ -150,33 +155,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn grant_renew_expire() {
+    fn grant_and_checkpoint() {
         let mut l = Lessor::default();
-        assert_eq!(l.grant(7, 10, 1_000).unwrap().deadline_ms, 11_000);
-        assert_eq!(l.grant(7, 10, 1_000), Err(KvError::LeaseExists { id: 7 }));
+        assert_eq!(l.grant(7, 10).unwrap().ttl, 10);
+        assert_eq!(l.grant(7, 10), Err(KvError::LeaseExists { id: 7 }));
         assert_eq!(
-            l.grant(8, MAX_LEASE_TTL + 1, 0),
+            l.grant(8, MAX_LEASE_TTL + 1),
             Err(KvError::LeaseTtlTooLarge {
                 ttl: MAX_LEASE_TTL + 1
             })
         );
-        assert_eq!(l.grant(9, 0, 0).unwrap().ttl, MIN_LEASE_TTL);
-        assert_eq!(l.expired(10_999), vec![9]);
-        assert_eq!(l.expired(11_000), vec![7, 9]);
-        l.renew(7, 5_000).unwrap();
-        assert_eq!(l.expired(11_000), vec![9]);
-        assert_eq!(Lessor::remaining_secs(l.get(7).unwrap(), 5_500), 9);
-        assert_eq!(Lessor::remaining_secs(l.get(7).unwrap(), 99_000), 0);
-        assert_eq!(l.renew(1, 0), Err(KvError::LeaseNotFound { id: 1 }));
-        l.renew_all(100_000);
-        assert!(l.expired(100_999).is_empty());
+        assert_eq!(l.grant(9, 0).unwrap().ttl, MIN_LEASE_TTL);
+        assert_eq!(
+            l.get(7).unwrap().resume_ms(),
+            10_000,
+            "no checkpoint: the TTL"
+        );
+        assert_eq!(l.checkpoint(7, 4_000).unwrap().resume_ms(), 4_000);
+        assert_eq!(
+            l.checkpoint(7, 99_000).unwrap().remaining_ms,
+            10_000,
+            "capped at the TTL"
+        );
+        assert_eq!(l.checkpoint(7, 0).unwrap().resume_ms(), 10_000, "cleared");
+        assert_eq!(l.checkpoint(1, 5), Err(KvError::LeaseNotFound { id: 1 }));
+        // An older build's deadline (wall-clock ms) in the remaining field restores as none.
+        let old = Lease {
+            id: 3,
+            ttl: 5,
+            remaining_ms: 1_700_000_000_000,
+        };
+        let kept = Lease {
+            id: 4,
+            ttl: 5,
+            remaining_ms: 2_500,
+        };
+        let r = Lessor::from_leases([old, kept]);
+        assert_eq!(r.get(3).unwrap().remaining_ms, 0);
+        assert_eq!(r.get(4).unwrap().remaining_ms, 2_500);
     }
 
     #[test]
     fn keys_and_ids() {
         let mut l = Lessor::default();
-        l.grant(1, 5, 0).unwrap();
-        l.grant(2, 5, 0).unwrap();
+        l.grant(1, 5).unwrap();
+        l.grant(2, 5).unwrap();
         assert_eq!(l.free_id(1), 3);
         assert_eq!(l.free_id(-4), 3);
         assert_eq!(l.free_id(10), 10);
@@ -190,8 +213,9 @@ mod tests {
         );
         assert!(l.remove(1).is_none());
         assert_eq!(l.leases().map(|x| x.id).collect::<Vec<_>>(), vec![2]);
-        // Deadlines saturate instead of overflowing.
-        l.grant(3, MAX_LEASE_TTL, u64::MAX - 1).unwrap();
-        assert_eq!(l.get(3).unwrap().deadline_ms, u64::MAX);
+        // TTLs in milliseconds saturate instead of overflowing.
+        l.grant(3, MAX_LEASE_TTL).unwrap();
+        assert_eq!(l.get(3).unwrap().ttl_ms(), MAX_LEASE_TTL as u64 * 1000);
+        assert_eq!(ttl_ms(i64::MAX), u64::MAX);
     }
 }

@@ -15,18 +15,15 @@
 //! rolled back whole).
 //!
 //! # Lease time
-//! Time is an input. `LeaseGrant`, `LeaseRenew` (a replicated keep-alive)
-//! and `LeaseRenewAll` carry the leader's `now_ms`; each lease stores its
-//! granted TTL and `deadline_ms = now_ms + ttl * 1000`. Replicas never
-//! decide expiry: the leader runtime asks [`KvStore::expired_leases`] with
-//! its own clock and proposes `LeaseExpire { ids, now_ms }`, which revokes
-//! (deleting attached keys) only the listed leases whose stored deadline is
-//! `<= now_ms`, so a keep-alive committed in between wins on every replica.
-//! A new leader proposes `LeaseRenewAll` first, as etcd's lessor extends
-//! leases on promotion: no lease expires for the leaderless interval, and
-//! deadlines move onto the new leader's clock (clocks of different nodes
-//! need not agree). A runtime that prefers etcd's unreplicated keep-alives
-//! may keep its own deadlines and propose `LeaseRevoke` instead.
+//! Time is an input, and only the leader's clock counts, as in etcd: no deadline is
+//! replicated. The leader's [`LeaseClock`] (outside the store, fed every applied command
+//! and the leader's `now_ms`) keeps each lease's deadline, renews it on a keep-alive
+//! without a log entry, and says which leases expired (the leader proposes
+//! `LeaseExpire { ids, .. }`, which revokes them on every replica) and which remaining
+//! TTLs to checkpoint (`LeaseCheckpoint`, kept in each [`Lease`] and in snapshots). A new
+//! leader's clock resumes every lease from its checkpointed remaining TTL, else its full
+//! TTL, plus one election timeout, so a leader change neither revokes a lease early nor
+//! (for checkpointed leases) gives it its whole TTL again.
 //!
 //! # Reads and watches
 //! [`KvStore::range`] and [`KvStore::txn_read_only`] answer locally
@@ -47,6 +44,7 @@ pub mod error;
 mod history;
 pub mod key_range;
 pub mod lease;
+pub mod lease_clock;
 mod mvcc;
 mod range;
 mod snapshot;
@@ -60,6 +58,7 @@ pub use command::{Applied, Command, Response};
 pub use error::{CodecError, GrpcCode, KvError};
 pub use key_range::{prefix_end, KeyRange};
 pub use lease::{Lease, MAX_LEASE_TTL, MIN_LEASE_TTL};
+pub use lease_clock::{LeaseAnswer, LeaseClock, LeaseQuery, LeaseTiming};
 pub use store::KvStore;
 pub use types::*;
 pub use values::{PendingSync, MAX_VALUE_LEN};

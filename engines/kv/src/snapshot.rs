@@ -2,7 +2,8 @@
 //!
 //! Two layouts, both the magic `CBKV` and a format version byte, then postcard:
 //! - **format 1, self-contained**: applied index, revision, compact revision, every key's
-//!   uncompacted history with its values inline (key order) and the leases (id order).
+//!   uncompacted history with its values inline (key order) and the leases (id order, each
+//!   with the remaining TTL last checkpointed: [`Lease::remaining_ms`]).
 //!   Equal states give byte-identical snapshots. A store that keeps its values in memory
 //!   snapshots this way, and a leader sends it to a follower ([`KvStore::transfer_snapshot`]).
 //! - **format 2, index**: the same but each put names its value's slot in the member's
@@ -481,6 +482,12 @@ mod tests {
             put_cmd(b"a", 5),
             put_cmd(b"b", 0),
             put_cmd(b"a", 5),
+            Command::LeaseCheckpoint {
+                checkpoints: vec![crate::types::LeaseCheckpoint {
+                    id: 5,
+                    remaining_ms: 7_250,
+                }],
+            },
         ]
     }
 
@@ -500,6 +507,11 @@ mod tests {
         assert_eq!(r, s);
         assert_eq!(r.snapshot(), bytes);
         assert_eq!(r.lease_keys(5), Some(vec![b"a".to_vec()]));
+        assert_eq!(
+            r.lease(5).map(|l| l.remaining_ms),
+            Some(7_250),
+            "snapshots carry the checkpointed remaining TTL"
+        );
         assert_eq!(
             KvStore::from_snapshot(&KvStore::new().snapshot()).unwrap(),
             KvStore::new()

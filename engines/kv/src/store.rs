@@ -126,7 +126,7 @@ impl KvStore {
                 .map(Response::DeleteRange),
             Command::Txn(t) => self.apply_txn(t, events).map(Response::Txn),
             Command::Compact(c) => self.compact(c).map(Response::Compact),
-            Command::LeaseGrant { id, ttl, now_ms } => {
+            Command::LeaseGrant { id, ttl, .. } => {
                 // A free id derived from the log index: the same on every replica.
                 let id = if *id == 0 {
                     self.lessor
@@ -134,7 +134,7 @@ impl KvStore {
                 } else {
                     *id
                 };
-                self.lessor.grant(id, *ttl, *now_ms).map(|l| {
+                self.lessor.grant(id, *ttl).map(|l| {
                     Response::LeaseGrant(LeaseGrantResponse {
                         id: l.id,
                         ttl: l.ttl,
@@ -145,33 +145,31 @@ impl KvStore {
             Command::LeaseRevoke { id } => self
                 .revoke(*id, events)
                 .map(|()| Response::LeaseRevoke(LeaseRevokeResponse::default())),
-            Command::LeaseRenew { id, now_ms } => self.lessor.renew(*id, *now_ms).map(|l| {
+            Command::LeaseRenew { id, .. } => self.lessor.checkpoint(*id, 0).map(|l| {
                 Response::LeaseRenew(LeaseKeepAliveResponse {
                     id: l.id,
                     ttl: l.ttl,
                     ..Default::default()
                 })
             }),
-            Command::LeaseRenewAll { now_ms } => {
-                self.lessor.renew_all(*now_ms);
-                Ok(Response::LeaseRenewAll(ResponseHeader::default()))
-            }
-            Command::LeaseExpire { ids, now_ms } => {
-                let mut expired = Vec::new();
-                for &id in ids {
-                    if self
-                        .lessor
-                        .get(id)
-                        .is_some_and(|l| l.deadline_ms <= *now_ms)
-                        && self.revoke(id, events).is_ok()
-                    {
-                        expired.push(id);
-                    }
-                }
+            Command::LeaseRenewAll { .. } => Ok(Response::LeaseRenewAll(ResponseHeader::default())),
+            Command::LeaseExpire { ids, .. } => {
+                let expired = ids
+                    .iter()
+                    .copied()
+                    .filter(|&id| self.revoke(id, events).is_ok())
+                    .collect();
                 Ok(Response::LeaseExpire(LeaseExpireResponse {
                     expired,
                     ..Default::default()
                 }))
+            }
+            Command::LeaseCheckpoint { checkpoints } => {
+                for c in checkpoints {
+                    // A lease revoked meanwhile has nothing left to checkpoint.
+                    let _ = self.lessor.checkpoint(c.id, c.remaining_ms);
+                }
+                Ok(Response::LeaseCheckpoint(ResponseHeader::default()))
             }
             Command::Auth(a) => {
                 let token = self.auth.apply(index, a)?;
@@ -216,12 +214,13 @@ impl KvStore {
         self.mvcc.events_since(start_revision, range)
     }
 
-    /// etcd's LeaseTimeToLive at the caller's `now_ms`; TTL -1 for an
-    /// unknown lease, as etcd answers. Keys come in key order.
+    /// etcd's LeaseTimeToLive with `remaining_secs` as the leader counts them (see
+    /// [`crate::lease_clock::LeaseClock`]); TTL -1 for a lease this store does not
+    /// have, as etcd answers. Keys come in key order.
     pub fn lease_time_to_live(
         &self,
         req: &LeaseTimeToLiveRequest,
-        now_ms: u64,
+        remaining_secs: i64,
     ) -> LeaseTimeToLiveResponse {
         let header = self.header();
         let Some(lease) = self.lessor.get(req.id) else {
@@ -239,7 +238,7 @@ impl KvStore {
         LeaseTimeToLiveResponse {
             header,
             id: req.id,
-            ttl: Lessor::remaining_secs(lease, now_ms),
+            ttl: remaining_secs,
             granted_ttl: lease.ttl,
             keys,
         }
@@ -266,10 +265,9 @@ impl KvStore {
         self.lessor.keys(id).map(|k| k.iter().cloned().collect())
     }
 
-    /// Leases whose deadline is at or before `now_ms` (the leader's clock),
-    /// ascending: what the leader runtime should propose in `LeaseExpire`.
-    pub fn expired_leases(&self, now_ms: u64) -> Vec<i64> {
-        self.lessor.expired(now_ms)
+    /// Every lease, ascending by id.
+    pub fn leases(&self) -> impl Iterator<Item = &Lease> {
+        self.lessor.leases()
     }
 
     /// Runs `f` as one write: commit on success, roll back on error.
@@ -483,7 +481,7 @@ fn set_headers(resp: &mut TxnResponse, revision: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{Compare, CompareResult, CompareTarget, EventKind};
+    use crate::types::{Compare, CompareResult, CompareTarget, EventKind, LeaseCheckpoint};
 
     struct T {
         s: KvStore,
@@ -845,7 +843,7 @@ mod tests {
         t.put(b"y", b"1", 1).unwrap();
         t.put(b"z", b"1", 50).unwrap();
         let ttl =
-            t.s.lease_time_to_live(&LeaseTimeToLiveRequest { id: 1, keys: true }, 4_500);
+            t.s.lease_time_to_live(&LeaseTimeToLiveRequest { id: 1, keys: true }, 6);
         assert_eq!((ttl.ttl, ttl.granted_ttl, ttl.keys.len()), (6, 10, 2));
         assert_eq!(
             t.s.lease_time_to_live(&LeaseTimeToLiveRequest { id: 2, keys: true }, 0)
@@ -860,10 +858,17 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![1, 50]
         );
-        assert_eq!(t.s.expired_leases(4_000), vec![50]);
-        assert_eq!(t.s.expired_leases(11_000), vec![1, 50]);
 
-        // Renewed after the leader decided: that lease survives the expiry.
+        // Checkpoints set (and clear) the remaining TTL a new leader resumes from; a lease
+        // that is gone is skipped.
+        let cp = |id, remaining_ms| LeaseCheckpoint { id, remaining_ms };
+        let a = t.apply(Command::LeaseCheckpoint {
+            checkpoints: vec![cp(1, 4_000), cp(50, 1_000), cp(3, 9)],
+        });
+        assert!(a.result.is_ok() && a.events.is_empty());
+        assert_eq!(t.s.lease(1).unwrap().resume_ms(), 4_000);
+        assert_eq!(t.s.lease(50).unwrap().remaining_ms, 1_000);
+        // An older build's replicated keep-alive clears the checkpoint, as a renewal does.
         let Ok(Response::LeaseRenew(k)) = t
             .apply(Command::LeaseRenew {
                 id: 1,
@@ -873,10 +878,11 @@ mod tests {
         else {
             panic!()
         };
-        assert_eq!(k.ttl, 10);
+        assert_eq!((k.ttl, t.s.lease(1).unwrap().resume_ms()), (10, 10_000));
+        // Expiry revokes what the leader listed and still exists, whatever `now_ms` says.
         let a = t.apply(Command::LeaseExpire {
-            ids: vec![1, 50, 3],
-            now_ms: 11_000,
+            ids: vec![50, 3],
+            now_ms: 0,
         });
         let Ok(Response::LeaseExpire(e)) = a.result else {
             panic!()
@@ -907,14 +913,12 @@ mod tests {
             t.apply(Command::LeaseRenew { id: 1, now_ms: 0 }).result,
             Err(KvError::LeaseNotFound { id: 1 })
         );
-
-        t.apply(Command::LeaseGrant {
-            id: 7,
-            ttl: 1,
-            now_ms: 0,
-        });
-        t.apply(Command::LeaseRenewAll { now_ms: 100_000 });
-        assert!(t.s.expired_leases(100_999).is_empty());
+        let before = t.s.revision();
+        assert!(t
+            .apply(Command::LeaseRenewAll { now_ms: 100_000 })
+            .result
+            .is_ok());
+        assert_eq!(t.s.revision(), before, "older builds' promotion: a no-op");
     }
 
     #[test]

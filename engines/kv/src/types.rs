@@ -219,13 +219,22 @@ pub struct LeaseRevokeResponse {
     pub header: ResponseHeader,
 }
 
-/// Answer to a replicated keep-alive (`Command::LeaseRenew`).
+/// Answer to a keep-alive (`Command::LeaseRenew` of older builds' logs).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeaseKeepAliveResponse {
     pub header: ResponseHeader,
     pub id: i64,
     /// The lease's granted TTL in seconds, as etcd answers a keep-alive.
     pub ttl: i64,
+}
+
+/// One lease's remaining TTL as the leader checkpoints it (`Command::LeaseCheckpoint`);
+/// etcd's `LeaseCheckpoint` counts whole seconds, this milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseCheckpoint {
+    pub id: i64,
+    /// 0 clears the lease's checkpoint.
+    pub remaining_ms: u64,
 }
 
 /// Answer to `Command::LeaseExpire` (no etcd counterpart: expiry is internal there).

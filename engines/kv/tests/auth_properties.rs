@@ -11,7 +11,7 @@ use common::*;
 use coordbench_kv::auth::{AuthCommand, AuthInfo, PermType, Permission, ROOT};
 use coordbench_kv::*;
 
-const SEEDS: u64 = 24;
+const SEEDS: u64 = 32;
 const STEPS: usize = 400;
 const USERS: &[&str] = &[ROOT, "u1", "u2"];
 const ROLES: &[&str] = &[ROOT, "r1", "r2"];

@@ -1,5 +1,6 @@
 //! What nodes send each other: the core's Raft (or Zab) messages plus the runtime's own requests
-//! (a follower forwarding a proposal or a ReadIndex request to the leader, and the answers).
+//! (a follower forwarding a proposal, a ReadIndex request or a leader query to the leader, and
+//! the answers).
 //! Encoded with postcard; the transport frames it.
 
 use coordbench_raft::{Message, NodeId};
@@ -54,6 +55,22 @@ pub enum Payload {
     /// Never sent: the TCP transport's note that the connection from `from` closed (its
     /// process died or the link broke), so a core may act before its timeouts do.
     Disconnected,
+    /// A follower asks the leader to answer a query from the leader's own state
+    /// ([`crate::StateMachine::leader_query`]) after a read barrier.
+    LeaderQuery {
+        request_id: u64,
+        #[serde(with = "serde_bytes")]
+        query: Vec<u8>,
+    },
+    LeaderAnswer {
+        request_id: u64,
+        #[serde(with = "serde_bytes")]
+        answer: Vec<u8>,
+    },
+    LeaderQueryRejected {
+        request_id: u64,
+        reason: Refusal,
+    },
 }
 
 /// Why a leader refused a forwarded request.
@@ -89,6 +106,9 @@ impl Envelope {
             Payload::ReadIndexReply { .. } => "ReadIndexReply",
             Payload::ReadIndexRejected { .. } => "ReadIndexRejected",
             Payload::Disconnected => "Disconnected",
+            Payload::LeaderQuery { .. } => "LeaderQuery",
+            Payload::LeaderAnswer { .. } => "LeaderAnswer",
+            Payload::LeaderQueryRejected { .. } => "LeaderQueryRejected",
         }
     }
 }
@@ -128,6 +148,22 @@ mod tests {
                 payload: Payload::ForwardRejected {
                     request_id: 9,
                     reason: Refusal::NotLeader { hint: Some(3) },
+                },
+            },
+            Envelope {
+                from: 2,
+                to: 1,
+                payload: Payload::LeaderQuery {
+                    request_id: 10,
+                    query: b"renew 7".to_vec(),
+                },
+            },
+            Envelope {
+                from: 1,
+                to: 2,
+                payload: Payload::LeaderAnswer {
+                    request_id: 10,
+                    answer: b"ttl 5".to_vec(),
                 },
             },
         ];

@@ -134,25 +134,30 @@ impl<S: StateMachine> NodeHandle<S> {
     }
 
     async fn read_index(&self, deadline: Instant) -> Result<u64, NodeError> {
-        let mut last = NodeError::NoLeader;
+        self.until_answered(deadline, |reply| Request::ReadIndex { reply })
+            .await
+    }
+
+    /// Submits the request `make` builds and waits for its answer, again (after a pause)
+    /// while no leader could answer it: reads and leader queries are safe to repeat.
+    async fn until_answered<T>(
+        &self,
+        deadline: Instant,
+        make: impl Fn(oneshot::Sender<Result<T, NodeError>>) -> Request<S>,
+    ) -> Result<T, NodeError> {
         for _ in 0..MAX_ATTEMPTS {
             self.wait_for_leader(deadline).await?;
             let (tx, rx) = oneshot::channel();
-            self.submit(Request::ReadIndex { reply: tx }, deadline)
-                .await?;
+            self.submit(make(tx), deadline).await?;
             match timeout_at(deadline, rx).await {
                 Err(_) => return Err(NodeError::Timeout),
                 Ok(Err(_)) => return Err(NodeError::Stopped),
-                Ok(Ok(Ok(index))) => return Ok(index),
-                // Reads are side-effect free: retry when leadership moved.
-                Ok(Ok(Err(NodeError::NoLeader))) => {
-                    last = NodeError::NoLeader;
-                    self.pause(deadline).await?;
-                }
+                Ok(Ok(Ok(answer))) => return Ok(answer),
+                Ok(Ok(Err(NodeError::NoLeader))) => self.pause(deadline).await?,
                 Ok(Ok(Err(e))) => return Err(e),
             }
         }
-        Err(last)
+        Err(NodeError::NoLeader)
     }
 }
 
@@ -187,6 +192,15 @@ impl<S: StateMachine> Replicator<S> for NodeHandle<S> {
         let deadline = Instant::now() + self.inner.request_timeout;
         let index = self.read_index(deadline).await?;
         self.wait_applied_until(index, deadline).await
+    }
+
+    async fn ask_leader(&self, query: Vec<u8>) -> Result<Vec<u8>, NodeError> {
+        let deadline = Instant::now() + self.inner.request_timeout;
+        self.until_answered(deadline, |reply| Request::LeaderQuery {
+            query: query.clone(),
+            reply,
+        })
+        .await
     }
 
     fn read<R>(&self, f: impl FnOnce(&S) -> R) -> R {

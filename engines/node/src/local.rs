@@ -10,6 +10,9 @@ use async_trait::async_trait;
 
 use crate::seam::{NodeError, NodeRole, NodeStatus, Replicator, StateMachine};
 
+/// The one member's term: it leads from the start and never loses an election.
+const TERM: u64 = 1;
+
 pub struct LocalReplicator<S> {
     inner: Arc<Inner<S>>,
 }
@@ -70,6 +73,14 @@ impl<S: StateMachine> Replicator<S> for LocalReplicator<S> {
         Ok(())
     }
 
+    async fn ask_leader(&self, query: Vec<u8>) -> Result<Vec<u8>, NodeError> {
+        if self.leaderless() {
+            return Err(NodeError::NoLeader);
+        }
+        let state = self.inner.state.read().map_err(|_| NodeError::Stopped)?;
+        Ok(state.1.leader_query(TERM, &query))
+    }
+
     fn read<R>(&self, f: impl FnOnce(&S) -> R) -> R {
         let state = self.inner.state.read().unwrap_or_else(|e| e.into_inner());
         f(&state.1)
@@ -86,7 +97,7 @@ impl<S: StateMachine> Replicator<S> for LocalReplicator<S> {
                 NodeRole::Leader
             },
             leader: (!leaderless).then_some(self.inner.id),
-            term: 1,
+            term: TERM,
             commit_index: index,
             applied_index: index,
         }

@@ -15,7 +15,8 @@
 //! So the loop keeps stepping the core while a sync is in flight, and everything queued
 //! meanwhile shares the next sync (group commit). Proposals made on a follower are
 //! forwarded to the leader; read barriers go through the core (Raft's ReadIndex, Zab's
-//! sync), a Raft follower's through its leader.
+//! sync), a Raft follower's through its leader; leader queries join the leader's read
+//! rounds (`leader_query`).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, RwLock};
@@ -34,6 +35,10 @@ use crate::persist::{Durable, Job, Report, WalWriter, Written};
 use crate::seam::{NodeError, NodeRole, NodeStatus, StateMachine};
 use crate::transport::Transport;
 use crate::wal::{LogFormat, Snapshot, Wal, WalError};
+
+mod leader_query;
+
+use leader_query::{Parked, Query, QueryReply, RemoteQueries};
 
 /// Queued inputs handled per turn at most, per source (bounds one turn's latency).
 const DRAIN: usize = 4096;
@@ -76,11 +81,15 @@ pub(crate) enum Request<S: StateMachine> {
     },
     /// Answered with the index the local state machine must reach before a read.
     ReadIndex { reply: ReadReply },
+    /// Answered by the leader's state machine (see `leader_query`).
+    LeaderQuery { query: Vec<u8>, reply: QueryReply },
 }
 
+/// What waits for a read round of the core.
 enum ReadWaiter {
     Local(ReadReply),
     Remote { from: NodeId, request_id: u64 },
+    Query(Query),
 }
 
 /// The second half of a taken `Ready`, waiting for its write (`seq`; none: nothing to
@@ -163,6 +172,10 @@ pub(crate) struct Runtime<C: Core, S: StateMachine> {
     reads: HashMap<u64, Vec<ReadWaiter>>,
     remote_batch: Vec<ReadReply>,
     remote_reads: HashMap<u64, RemoteRead>,
+    remote_queries: RemoteQueries,
+    parked_queries: Parked,
+    /// The last term in which this member started leading.
+    led_term: Option<u64>,
     next_id: u64,
     ticks: u64,
     leader: Option<NodeId>,
@@ -209,6 +222,9 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
             reads: HashMap::new(),
             remote_batch: Vec::new(),
             remote_reads: HashMap::new(),
+            remote_queries: HashMap::new(),
+            parked_queries: Vec::new(),
+            led_term: None,
             next_id: 0,
             ticks: 0,
             leader: None,
@@ -360,6 +376,9 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
                 }
             }
             Payload::Disconnected => self.core.peer_disconnected(from),
+            p @ (Payload::LeaderQuery { .. }
+            | Payload::LeaderAnswer { .. }
+            | Payload::LeaderQueryRejected { .. }) => self.on_query_payload(from, p),
             Payload::ReadIndexRejected { request_id, reason } => {
                 if let Some(r) = self.remote_reads.remove(&request_id) {
                     for reply in r.replies {
@@ -415,6 +434,7 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
                     fail(reply, NodeError::NoLeader, Some(command));
                 }
             }
+            Request::LeaderQuery { query, reply } => self.on_query_request(query, reply),
             Request::ReadIndex { reply } => {
                 let st = self.core.status();
                 if !C::READS_VIA_LEADER || st.role == NodeRole::Leader {
@@ -522,6 +542,7 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
                 ReadWaiter::Remote { from, request_id } => {
                     self.send(from, Payload::ReadIndexRejected { request_id, reason });
                 }
+                ReadWaiter::Query(q) => self.refuse_query(q, reason),
             }
         }
     }
@@ -541,6 +562,7 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
         for reply in expired.into_iter().flat_map(|r| r.replies) {
             let _ = reply.send(Err(NodeError::Timeout));
         }
+        self.sweep_remote_queries(now);
         self.waiters.retain(|_, reply| !reply.is_closed());
     }
 
@@ -555,6 +577,7 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
         for reply in stale.into_iter().flat_map(|r| r.replies) {
             let _ = reply.send(Err(NodeError::NoLeader));
         }
+        self.drop_queries_to_old_leader(leader);
     }
 
     fn publish_status(&mut self) {
@@ -563,6 +586,7 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
             self.leader = st.leader;
             self.on_leader_change(st.leader);
         }
+        self.on_leading(st.role, st.term);
         let s = NodeStatus {
             id: self.id,
             role: st.role,
@@ -648,17 +672,17 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
         }
         // 3. Apply (only entries already durable here), then serve reads.
         self.apply(&committed);
+        self.serve_parked_queries();
         for (ctx, index) in read_states {
-            if let Some(waiters) = self.reads.remove(&ctx) {
-                for w in waiters {
-                    match w {
-                        ReadWaiter::Local(reply) => {
-                            let _ = reply.send(Ok(index));
-                        }
-                        ReadWaiter::Remote { from, request_id } => {
-                            self.send(from, Payload::ReadIndexReply { request_id, index });
-                        }
+            for w in self.reads.remove(&ctx).unwrap_or_default() {
+                match w {
+                    ReadWaiter::Local(reply) => {
+                        let _ = reply.send(Ok(index));
                     }
+                    ReadWaiter::Remote { from, request_id } => {
+                        self.send(from, Payload::ReadIndexReply { request_id, index });
+                    }
+                    ReadWaiter::Query(q) => self.on_query_confirmed(index, q),
                 }
             }
         }

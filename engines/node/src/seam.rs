@@ -39,6 +39,17 @@ pub trait StateMachine: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Answers `query` from state only the leader keeps, outside the log (etcd-api: its
+    /// lease deadlines). The runtime calls it on the leader of `term` once that leader
+    /// has confirmed its leadership and applied everything committed before the query
+    /// reached it (a ReadIndex, as for a linearizable read), and hands the answer to the
+    /// member that asked ([`Replicator::ask_leader`]). An empty `query` is the runtime's
+    /// own, asked once per term as soon as a new leader may answer queries: the moment
+    /// to take up leader duties (its answer is dropped). The default answers nothing.
+    fn leader_query(&self, _term: u64, _query: &[u8]) -> Vec<u8> {
+        Vec::new()
+    }
+
     /// Why the state machine can no longer be trusted (an I/O error of storage it keeps
     /// beside the log), if so: the member stops rather than serve wrong data.
     fn failure(&self) -> Option<String> {
@@ -100,6 +111,11 @@ pub trait Replicator<S: StateMachine>: Clone + Send + Sync + 'static {
     /// confirmed by the leader with a heartbeat round), so a following local read is
     /// linearizable.
     async fn read_barrier(&self) -> Result<(), NodeError>;
+
+    /// Has the leader answer `query` ([`StateMachine::leader_query`]), forwarding it from a
+    /// follower as proposals are. Retried while leadership moves, so a query may run more
+    /// than once: it must be safe to repeat.
+    async fn ask_leader(&self, query: Vec<u8>) -> Result<Vec<u8>, NodeError>;
 
     /// Runs `f` on the local state (a serializable read; after `read_barrier`, linearizable).
     fn read<R>(&self, f: impl FnOnce(&S) -> R) -> R;

@@ -301,7 +301,19 @@ impl Raft {
 
     // ---- messages -----------------------------------------------------------
 
+    /// Takes in a message from a peer: checks its envelope, applies the term rules, then
+    /// hands it to the handler of its kind.
     pub(crate) fn step(&mut self, m: Message) -> Result<(), Error> {
+        self.check_envelope(&m)?;
+        if !self.step_term(&m) {
+            return Ok(());
+        }
+        self.step_body(m.from, m.term, m.body)
+    }
+
+    /// Refuses a message that is not for us, not from another voter, or whose term no
+    /// election could reach.
+    fn check_envelope(&self, m: &Message) -> Result<(), Error> {
         if m.to != self.id {
             return Err(Error::WrongRecipient {
                 to: m.to,
@@ -315,7 +327,14 @@ impl Raft {
         if m.term >= u64::MAX / 2 {
             return Err(Error::Malformed("term out of range"));
         }
+        Ok(())
+    }
 
+    /// The term rules: a newer term makes us follow it (but for the exceptions below), an
+    /// older one is answered where that helps its sender catch up. Returns whether the
+    /// message goes on to its handler: it is of our (possibly just adopted) term, or a
+    /// PreVote (grant) of a prospective one.
+    fn step_term(&mut self, m: &Message) -> bool {
         if m.term > self.term {
             let is_vote_request = matches!(
                 m.body,
@@ -329,7 +348,7 @@ impl Raft {
                 && self.leader.is_some()
                 && self.election_elapsed < self.cfg.election_ticks_min;
             if is_vote_request && in_lease && !forced {
-                return Ok(());
+                return false;
             }
             match m.body {
                 // PreVote and its grants carry a prospective term: adopting
@@ -354,34 +373,39 @@ impl Raft {
                 }
                 _ => {}
             }
-            return Ok(());
+            return false;
         }
+        true
+    }
 
-        match m.body {
+    /// Hands a message that passed the term rules to the handler of its kind, if our
+    /// role is the one it is meant for.
+    fn step_body(&mut self, from: NodeId, term: u64, body: MessageBody) -> Result<(), Error> {
+        match body {
             MessageBody::RequestVote {
                 last_index,
                 last_term,
                 ..
-            } => self.handle_vote_request(m.from, m.term, last_index, last_term, false),
+            } => self.handle_vote_request(from, term, last_index, last_term, false),
             MessageBody::PreVote {
                 last_index,
                 last_term,
-            } => self.handle_vote_request(m.from, m.term, last_index, last_term, true),
+            } => self.handle_vote_request(from, term, last_index, last_term, true),
             MessageBody::VoteResponse { granted } => {
                 if self.role == Role::Candidate {
-                    self.handle_vote_response(m.from, granted);
+                    self.handle_vote_response(from, granted);
                 }
             }
             MessageBody::PreVoteResponse { granted } => {
                 // A grant echoes term + 1; a refusal carries the voter's
                 // (equal) term. Anything else answers an older round.
                 let current = if granted {
-                    m.term == self.term + 1
+                    term == self.term + 1
                 } else {
-                    m.term == self.term
+                    term == self.term
                 };
                 if self.role == Role::PreCandidate && current {
-                    self.handle_vote_response(m.from, granted);
+                    self.handle_vote_response(from, granted);
                 }
             }
             MessageBody::AppendEntries {
@@ -390,37 +414,37 @@ impl Raft {
                 entries,
                 commit,
             } => {
-                if self.accept_leader(m.from, m.term) {
-                    self.handle_append(m.from, m.term, prev_index, prev_term, entries, commit)?;
+                if self.accept_leader(from, term) {
+                    self.handle_append(from, term, prev_index, prev_term, entries, commit)?;
                 }
             }
             MessageBody::Heartbeat { commit, read_seq } => {
-                if self.accept_leader(m.from, m.term) {
-                    self.handle_heartbeat(m.from, commit, read_seq);
+                if self.accept_leader(from, term) {
+                    self.handle_heartbeat(from, commit, read_seq);
                 }
             }
             MessageBody::InstallSnapshot { snapshot } => {
-                if self.accept_leader(m.from, m.term) {
-                    self.handle_snapshot(m.from, m.term, snapshot)?;
+                if self.accept_leader(from, term) {
+                    self.handle_snapshot(from, term, snapshot)?;
                 }
             }
             MessageBody::AppendResponse { index, reject } => {
                 if self.role == Role::Leader {
-                    self.handle_append_response(m.from, index, reject);
+                    self.handle_append_response(from, index, reject);
                 }
             }
             MessageBody::HeartbeatResponse { read_seq } => {
                 if self.role == Role::Leader {
-                    self.handle_heartbeat_response(m.from, read_seq);
+                    self.handle_heartbeat_response(from, read_seq);
                 }
             }
             MessageBody::SnapshotResponse { index } => {
                 if self.role == Role::Leader {
-                    self.handle_snapshot_response(m.from, index);
+                    self.handle_snapshot_response(from, index);
                 }
             }
             MessageBody::TimeoutNow => {
-                if self.role != Role::Leader && self.leader == Some(m.from) {
+                if self.role != Role::Leader && self.leader == Some(from) {
                     self.campaign(Campaign::Transfer);
                 }
             }

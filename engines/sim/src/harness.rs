@@ -67,8 +67,8 @@ impl<S: Summary> Harness<S> {
     }
 
     /// Runs every seed (or `<PREFIX>_SEEDS` seeds from `seeds.start`) and
-    /// fails listing the seeds that failed.
-    pub fn sweep(&self, nodes: u64, seeds: Range<u64>) {
+    /// fails listing the seeds that failed; returns the summed statistics.
+    pub fn sweep(&self, nodes: u64, seeds: Range<u64>) -> S {
         let seeds = match self.env_u64("SEEDS") {
             Some(n) => seeds.start..seeds.start + n,
             None => seeds,
@@ -99,6 +99,7 @@ impl<S: Summary> Harness<S> {
             failures.is_empty(),
             "failing seeds: {failures:?} (see stderr for how to reproduce)"
         );
+        total
     }
 
     /// Runs pinned `(seed, nodes)` pairs, panicking at the first failure.

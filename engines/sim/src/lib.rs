@@ -16,16 +16,30 @@
 //! [`TimedCluster`] is the timed counterpart for measurements (`coordbench simulate`): a
 //! virtual clock in microseconds, per-node tick phases and a link latency with jitter.
 
+//!
+//! Only [`SimRng`] and the timed cluster are built by default; the test support (the
+//! deterministic harness, fuzzing, property-test generators, external tools) is behind the
+//! `test-support` feature, which the engines' dev-dependencies enable, so the release
+//! binary links neither proptest nor the harness.
+
+#[cfg(feature = "test-support")]
 pub mod fuzz;
+#[cfg(feature = "test-support")]
 mod harness;
+#[cfg(feature = "test-support")]
 mod prop_rng;
 mod rng;
+#[cfg(feature = "test-support")]
 mod sim;
-pub mod tools;
 mod timed;
+#[cfg(feature = "test-support")]
+pub mod tools;
 
+#[cfg(feature = "test-support")]
 pub use harness::{Harness, Summary};
+#[cfg(feature = "test-support")]
 pub use prop_rng::PropRng;
 pub use rng::SimRng;
+#[cfg(feature = "test-support")]
 pub use sim::{Core, Faults, Node, Sim, SimOptions};
 pub use timed::{LinkModel, TimedCluster, TimedNode, TimedStats};

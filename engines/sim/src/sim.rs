@@ -110,6 +110,14 @@ pub trait Core: Sized {
     fn on_send(_sim: &mut Sim<Self>, _m: &Self::Msg) {}
     /// Random client operations of one fault-phase tick.
     fn client_ops(sim: &mut Sim<Self>) -> Result<(), String>;
+    /// What the nodes do on their own every tick, in both phases (a leader's periodic
+    /// work); the default: nothing. Must draw no random numbers unless the core's own
+    /// tests opt in, or pinned seeds would change.
+    fn background(_sim: &mut Sim<Self>) -> Result<(), String> {
+        Ok(())
+    }
+    /// The fault phase ended: no more faults or client operations.
+    fn on_heal(_sim: &mut Sim<Self>) {}
     /// Node `id` is about to lose its volatile state.
     fn on_crash(sim: &mut Sim<Self>, id: u64);
     /// Node `id` restarted with the state machine in `sim.nodes`.
@@ -285,6 +293,7 @@ impl<C: Core> Sim<C> {
             self.random_faults()?;
             C::client_ops(self)?;
         }
+        C::background(self)?;
         for id in self.up_ids() {
             // Skipped ticks model clock drift between nodes.
             if !faults || self.rng.chance(950) {
@@ -416,6 +425,7 @@ impl<C: Core> Sim<C> {
             }
         }
         self.trace(|| "---- heal: no more faults ----".to_string());
+        C::on_heal(self);
         Ok(())
     }
 

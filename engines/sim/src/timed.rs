@@ -231,11 +231,7 @@ impl<N: TimedNode> TimedCluster<N> {
     /// Handles every event up to and including `until_us`, or until `stop` (asked after
     /// each event with the index of the node it touched) says so. The clock ends at
     /// `until_us`, or at the stopping event. Returns whether `stop` ended it.
-    pub fn run_until(
-        &mut self,
-        until_us: u64,
-        mut stop: impl FnMut(&Self, usize) -> bool,
-    ) -> bool {
+    pub fn run_until(&mut self, until_us: u64, mut stop: impl FnMut(&Self, usize) -> bool) -> bool {
         loop {
             let (tick_node, tick_at) = self.next_tick();
             let msg_at = self.queue.peek().map_or(u64::MAX, |m| m.at_us);

@@ -1,17 +1,22 @@
-//! External tools some tests drive (Debian's etcdctl, ZooKeeper's zkCli.sh): a test whose
-//! tool is missing is skipped with a note on a developer's machine, but fails under CI
-//! (the `CI` environment variable set, as CI runners do), so CI can never pass without
-//! running it.
+//! External tools some tests drive (Debian's etcdctl, ZooKeeper's zkCli.sh, the reference
+//! client programs scripts/build-interop.sh builds): a test whose tool is missing is
+//! skipped with a note on a developer's machine, but fails under CI (the `CI` environment
+//! variable set, as CI runners do), so CI can never pass without running it.
 
 use std::path::Path;
 
 /// Whether the tool at `path` is installed. Missing: prints "skipped" and returns false,
 /// or panics when `CI` is set.
 pub fn installed(path: &str) -> bool {
+    installed_by(path, "scripts/install-deps.sh installs it")
+}
+
+/// [`installed`] with what provides the tool (`hint`, in the note or the panic).
+pub fn installed_by(path: &str, hint: &str) -> bool {
     if Path::new(path).exists() {
         return true;
     }
-    let why = format!("{path} not installed (scripts/install-deps.sh installs it)");
+    let why = format!("{path} not installed ({hint})");
     if in_ci() {
         panic!("{why}; CI is set, so this test may not be skipped");
     }

@@ -68,7 +68,7 @@ pub enum ReplyBody {
     },
     Multi(Vec<MultiResult>),
     MultiRead(Vec<ReadResult>),
-    /// GetAllChildrenNumberResponse.
+    /// GetAllChildrenNumberResponse; ErrorResponse (addWatch's answer, always 0).
     Int(i32),
     /// WhoAmIResponse: (auth scheme, user) pairs.
     WhoAmI(Vec<(String, String)>),
@@ -167,7 +167,7 @@ impl ReplyBody {
             },
             op::MULTI => ReplyBody::Multi(decode_multi(r)?),
             op::MULTI_READ => ReplyBody::MultiRead(decode_multi_read(r)?),
-            op::GET_ALL_CHILDREN_NUMBER => ReplyBody::Int(r.i32()?),
+            op::GET_ALL_CHILDREN_NUMBER | op::ADD_WATCH => ReplyBody::Int(r.i32()?),
             op::WHO_AM_I => ReplyBody::WhoAmI(r.vector(8, |r| Ok((r.string()?, r.string()?)))?),
             _ => ReplyBody::Empty,
         };

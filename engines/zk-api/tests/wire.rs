@@ -11,8 +11,8 @@ use common::{four_letter, TestServer};
 use coordbench_zk_api::client::{ClientError, Frame, RawClient};
 use coordbench_zk_api::jute::{Reader, Writer};
 use coordbench_zk_api::proto::{
-    op, xid, ConnectRequest, ConnectResponse, PathVersion, PathWatch, ReplyHeader, RequestHeader,
-    SetDataRequest, SetWatches,
+    op, xid, ConnectRequest, ConnectResponse, PathMode, PathVersion, PathWatch, ReplyHeader,
+    RequestHeader, SetDataRequest, SetWatches,
 };
 use coordbench_zk_api::reply::ReplyBody;
 use coordbench_zk_api::request::{self, Request};
@@ -191,6 +191,36 @@ async fn four_letter_words() {
         "unknown words get nothing"
     );
     server.stop().await;
+}
+
+/// addWatch is answered as ZooKeeper answers it, with an ErrorResponse(0) body after the
+/// header: ZooKeeper's Java client reads those four bytes (Curator's CuratorCache and
+/// PersistentWatcher add such watches), and drops the connection without them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_watch_is_answered_with_an_error_response() {
+    let server = TestServer::start(common::fast_options()).await;
+    let (mut raw, _) = Raw::session(server.addr()).await;
+    for mode in [0, 1] {
+        let req = Request::AddWatch(PathMode {
+            path: "/".into(),
+            mode,
+        });
+        let (h, body) = raw.c.call_raw(op::ADD_WATCH, &req).await.expect("reply");
+        assert_eq!(h.err, 0, "mode {mode}");
+        assert_eq!(body, 0i32.to_be_bytes(), "mode {mode}: ErrorResponse(0)");
+    }
+    // Both are set and fire before the reply to the write below them, in ZooKeeper's
+    // order: the recursive one (NodeCreated of the child), then the plain one
+    // (NodeChildrenChanged of "/").
+    let (h, _) = raw.c.call(op::CREATE, &create("/pw")).await.expect("reply");
+    assert_eq!(h.err, 0);
+    let events: Vec<(i32, String)> = raw
+        .c
+        .take_events()
+        .into_iter()
+        .map(|(_, e)| (e.kind, e.path))
+        .collect();
+    assert_eq!(events, [(1, "/pw".to_string()), (4, "/".to_string())]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

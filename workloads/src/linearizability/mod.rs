@@ -80,7 +80,7 @@ pub struct Checked {
     /// Indeterminate ops the pruning dropped before the search.
     pub pruned: usize,
     /// Reads that returned a value v although a write of another value, invoked after v's
-    /// writer completed, had completed before the read began (`stale.rs`; RESULTS.md).
+    /// writer completed, had completed before the read began (`stale.rs`; docs/reference.md).
     pub stale_reads: u64,
     pub elapsed: Duration,
 }

@@ -11,7 +11,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coordbench_etcd_api::{spawn, KvStateMachine, MemberInfo, ServeOptions, ServerHandle};
+use coordbench_etcd_api::{
+    spawn, KvStateMachine, LeaseTiming, MemberInfo, ServeOptions, ServerHandle,
+};
 use coordbench_node::{
     InProcNetwork, MemDisk, NodeConfig, NodeRole, NodeStatus, NodeTask, RaftHandle, RaftNode,
     Replicator,
@@ -37,6 +39,13 @@ pub fn fast_options() -> ServeOptions {
         ..ServeOptions::default()
     }
 }
+
+/// Lease timing of the Raft test members: a new leader extends leases by one election
+/// timeout (300 ms), and leases longer than 1 s are checkpointed every second.
+pub const LEASE_TIMING: LeaseTiming = LeaseTiming {
+    promote_extension_ms: 300,
+    checkpoint_interval_ms: 1_000,
+};
 
 /// Raft test timing: 10 ms ticks, heartbeat 50 ms, election timeout 300–600 ms.
 fn raft_config(id: u64, peers: &BTreeMap<u64, SocketAddr>) -> NodeConfig {
@@ -119,7 +128,7 @@ impl TestServer {
             let (transport, inbox) = net.join(id, 4096);
             let (handle, task) = RaftNode::start_with(
                 raft_config(id, &peers),
-                KvStateMachine::new(),
+                KvStateMachine::new().with_lease_timing(LEASE_TIMING),
                 Arc::new(MemDisk::new()),
                 transport,
                 inbox,
@@ -223,6 +232,56 @@ impl TestServer {
         }
     }
 
+    /// The leader of a Raft cluster, once every member agrees on it.
+    pub async fn leader(&self) -> u64 {
+        let Backend::Raft { handles, .. } = &self.backend else {
+            return MEMBER_ID;
+        };
+        within("a leader all members agree on", 10, async {
+            loop {
+                let leaders: Vec<Option<u64>> =
+                    handles.values().map(|h| h.status().leader).collect();
+                if leaders[0].is_some() && leaders.iter().all(|l| *l == leaders[0]) {
+                    break leaders[0].unwrap_or_default();
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+    }
+
+    /// Cuts the Raft leader off the network until the other two elect a new leader;
+    /// returns (old leader, new leader). Clients keep talking to the target member, a
+    /// follower of both.
+    pub async fn isolate_leader(&self) -> (u64, u64) {
+        let Backend::Raft { net, handles, .. } = &self.backend else {
+            panic!("only a Raft cluster changes leaders");
+        };
+        let old = self.leader().await;
+        net.isolate(old, true);
+        let new = within("a new leader", 10, async {
+            loop {
+                let elected = handles
+                    .iter()
+                    .filter(|(&id, _)| id != old)
+                    .find(|(_, h)| h.status().role == NodeRole::Leader);
+                if let Some((&id, _)) = elected {
+                    break id;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        (old, new)
+    }
+
+    /// Reconnects member `id` (Raft).
+    pub fn reconnect(&self, id: u64) {
+        if let Backend::Raft { net, .. } = &self.backend {
+            net.isolate(id, false);
+        }
+    }
+
     pub async fn stop(self) {
         for (_, server) in self.servers {
             server.shutdown().await.expect("graceful shutdown");
@@ -239,6 +298,7 @@ impl TestServer {
 
 /// Generates, for each named `async fn name(kind: Kind)`, one test per backend:
 /// `local::name` and `raft::name` (use with `#[macro_use] mod common;`).
+#[allow(unused_macros)]
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
         mod local {
@@ -258,6 +318,16 @@ macro_rules! on_both_backends {
             )*
         }
     };
+}
+
+/// A watch on `key` from now, once the server confirmed its creation.
+pub async fn watching(c: &mut etcd_client::Client, key: &str) -> etcd_client::WatchStream {
+    let mut w = c.watch(key, None).await.expect("watch");
+    within("created", 5, w.message())
+        .await
+        .expect("msg")
+        .expect("created");
+    w
 }
 
 /// Bounds a test step.

@@ -199,8 +199,18 @@ pub fn command(rng: &mut Rng, store: &KvStore, now_ms: &mut u64) -> Command {
             now_ms: now,
         },
         92 => Command::LeaseRenewAll { now_ms: now },
+        93..=95 => Command::LeaseCheckpoint {
+            checkpoints: (0..rng.below(3))
+                .map(|_| LeaseCheckpoint {
+                    id: lease_id(rng, store),
+                    remaining_ms: if rng.chance(30) { 0 } else { rng.below(9_000) },
+                })
+                .collect(),
+        },
         _ => {
-            let mut ids = store.expired_leases(now);
+            // What a leader would list: leases its clock found expired (here: every other
+            // one), sometimes one more.
+            let mut ids: Vec<i64> = store.leases().map(|l| l.id).step_by(2).collect();
             if rng.chance(30) {
                 ids.push(lease_id(rng, store));
             }

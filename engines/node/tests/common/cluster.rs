@@ -259,6 +259,8 @@ pub async fn replicates_and_reads(engine: Engine, tcp: bool) {
         );
     }
 
+    leader_queries(&c, leader, term).await;
+
     let burst = Instant::now();
     let mut set = JoinSet::new();
     for k in 0..1000u64 {
@@ -281,6 +283,32 @@ pub async fn replicates_and_reads(engine: Engine, tcp: bool) {
         "{engine:?} (tcp: {tcp}): elected in {elected:?}; 1000 concurrent proposals in {burst:?}"
     );
     c.stop_all().await;
+}
+
+/// Leader queries are answered by the leader in its term, after everything acknowledged
+/// before (22 commands here), whichever member asks; the runtime asked its own empty one
+/// as the leader took over.
+async fn leader_queries(c: &Cluster, leader: u64, term: u64) {
+    for id in 1..=3 {
+        let answer = c
+            .handle(id)
+            .ask_leader(format!("from {id}").into_bytes())
+            .await;
+        let answer = answer.unwrap_or_else(|e| panic!("leader query on member {id}: {e}"));
+        let answer = String::from_utf8(answer).expect("text");
+        let applied: usize = answer
+            .split(' ')
+            .nth(3)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("answer {answer:?}"));
+        assert!(
+            answer.starts_with(&format!("term {term} applied ")) && applied >= 22,
+            "member {id} got {answer:?}"
+        );
+        assert!(answer.ends_with(&format!(" from {id}")), "{answer:?}");
+    }
+    let leading = c.handle(leader).read(|l| l.leading.lock().unwrap().clone());
+    assert_eq!(leading.last(), Some(&term), "terms led: {leading:?}");
 }
 
 /// The leader's disk stalls every sync for three election timeouts while a write is in

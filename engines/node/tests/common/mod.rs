@@ -50,11 +50,14 @@ impl Engine {
 }
 
 /// An append-only list of commands. The output of a command is the log index it was
-/// applied at. `restores` counts snapshot installs (not part of the state).
+/// applied at. `restores` counts snapshot installs and `leading` the terms of the runtime's
+/// empty leader queries (neither is part of the state). A leader query is answered with
+/// the term it is answered in, how many commands were applied, and the query.
 #[derive(Debug, Default)]
 pub struct Log {
     pub items: Vec<(u64, Vec<u8>)>,
     pub restores: u64,
+    pub leading: std::sync::Mutex<Vec<u64>>,
 }
 
 impl Log {
@@ -109,6 +112,18 @@ impl StateMachine for Log {
         self.items = items;
         self.restores += 1;
         Ok(())
+    }
+
+    fn leader_query(&self, term: u64, query: &[u8]) -> Vec<u8> {
+        if query.is_empty() {
+            self.leading
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(term);
+        }
+        let mut answer = format!("term {term} applied {} ", self.items.len()).into_bytes();
+        answer.extend_from_slice(query);
+        answer
     }
 }
 

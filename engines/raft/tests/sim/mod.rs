@@ -13,6 +13,7 @@
 //! what Raft's Readies, disk, clients and invariants are.
 
 pub mod checker;
+pub mod leases;
 pub mod state_machine;
 
 use std::collections::HashMap;
@@ -23,6 +24,7 @@ use coordbench_raft::{
 use coordbench_sim::{Core, Faults, Node, Sim, SimOptions, SimRng, Summary};
 
 use checker::{Checker, LeaderView};
+use leases::{LeaseStats, Leases};
 use state_machine::AppliedLog;
 
 pub const HEARTBEAT_TICKS: u32 = 2;
@@ -42,6 +44,7 @@ pub struct Stats {
     pub transfers: u64,
     pub delivered: u64,
     pub converge_ticks: u64,
+    pub leases: LeaseStats,
 }
 
 impl Summary for Stats {
@@ -55,13 +58,32 @@ impl Summary for Stats {
         self.transfers += s.transfers;
         self.delivered += s.delivered;
         self.converge_ticks = self.converge_ticks.max(s.converge_ticks);
+        self.leases.add(&s.leases);
     }
 
     fn summary(&self) -> String {
+        let l = &self.leases;
+        let leases = if l.granted == 0 {
+            String::new()
+        } else {
+            format!(
+                "; leases: {} granted, {} renewals ({} across leader changes), {} checkpoint \
+                 clears, {} checkpoints, {} revoked ({} that their clients kept alive, lost \
+                 to faults), {} promotions",
+                l.granted,
+                l.renewed,
+                l.renewed_across_leaders,
+                l.clears,
+                l.checkpoints,
+                l.revoked,
+                l.lost,
+                l.promotions
+            )
+        };
         format!(
             "{} leader terms, {} entries committed, \
              {} writes acked, {} reads, {} snapshots installed, {} crashes, {} transfers, \
-             {} messages delivered, slowest convergence {} ticks",
+             {} messages delivered, slowest convergence {} ticks{leases}",
             self.elections,
             self.committed,
             self.acked,
@@ -165,6 +187,8 @@ pub struct Raft {
     reads: HashMap<u64, (u64, u64)>,
     next_ctx: u64,
     stats: Stats,
+    /// The lease layer, in lease runs only ([`run_leases`]).
+    leases: Option<Leases>,
 }
 
 pub type Cluster = Sim<Raft>;
@@ -204,6 +228,7 @@ impl Core for Raft {
             reads: HashMap::new(),
             next_ctx: 0,
             stats: Stats::default(),
+            leases: None,
         }
     }
 
@@ -306,7 +331,24 @@ impl Core for Raft {
                 Self::observe(sim)?;
             }
         }
+        if sim.core.leases.is_some() {
+            leases::client_ops(sim)?;
+        }
         Ok(())
+    }
+
+    fn background(sim: &mut Cluster) -> Result<(), String> {
+        if sim.core.leases.is_some() {
+            leases::background(sim)?;
+        }
+        Ok(())
+    }
+
+    fn on_heal(sim: &mut Cluster) {
+        let now = sim.now * leases::MS_PER_TICK;
+        if let Some(l) = sim.core.leases.as_mut() {
+            l.on_heal(now);
+        }
     }
 
     fn on_crash(sim: &mut Cluster, id: u64) {
@@ -315,9 +357,11 @@ impl Core for Raft {
     }
 
     fn on_restart(sim: &mut Cluster, id: u64) -> Result<(), String> {
-        sim.core
-            .checker
-            .on_restore(id, &sim.nodes[id as usize - 1].sm)
+        let sm = &sim.nodes[id as usize - 1].sm;
+        if let Some(l) = sim.core.leases.as_mut() {
+            l.reset_node(id, sm);
+        }
+        sim.core.checker.on_restore(id, sm)
     }
 
     fn take_ready(raw: &mut RawNode) -> Option<Ready> {
@@ -384,7 +428,7 @@ impl Core for Raft {
         if ls.commit != ls.last_index {
             return false;
         }
-        sim.nodes.iter().all(|n| {
+        let applied = sim.nodes.iter().all(|n| {
             n.raw.as_ref().is_some_and(|r| {
                 let st = r.status();
                 st.term == ls.term
@@ -392,7 +436,8 @@ impl Core for Raft {
                     && st.applied == ls.last_index
                     && n.sm.len() == ls.last_index
             })
-        })
+        });
+        applied && sim.core.leases.as_ref().is_none_or(Leases::settled)
     }
 
     fn finish(sim: Cluster, converge_ticks: u64) -> Result<Stats, String> {
@@ -406,6 +451,10 @@ impl Core for Raft {
         core.stats.elections = core.checker.elections();
         core.stats.committed = core.checker.committed_max;
         core.stats.acked = core.checker.acked.len();
+        if let Some(l) = &core.leases {
+            l.finish()?;
+            core.stats.leases = l.stats.clone();
+        }
         Ok(core.stats)
     }
 }
@@ -413,10 +462,16 @@ impl Core for Raft {
 fn propose(sim: &mut Cluster, id: u64) -> Result<(), String> {
     sim.core.next_cmd += 1;
     let data = format!("s{}-c{}", sim.opts.seed, sim.core.next_cmd).into_bytes();
+    propose_data(sim, id, data).map(|_| ())
+}
+
+/// Proposes `data` on node `id`; the index it went to, if the node accepted it.
+pub fn propose_data(sim: &mut Cluster, id: u64, data: Vec<u8>) -> Result<Option<u64>, String> {
     let Some(r) = sim.node(id).raw.as_mut() else {
-        return Ok(());
+        return Ok(None);
     };
-    if let Ok(index) = r.propose(data.clone()) {
+    let accepted = r.propose(data.clone()).ok();
+    if let Some(index) = accepted {
         let term = r.status().term;
         sim.trace(|| format!("node {id} accepted proposal at {index} term {term}"));
         sim.core.proposals.push(Proposal {
@@ -426,18 +481,42 @@ fn propose(sim: &mut Cluster, id: u64) -> Result<(), String> {
             data,
         });
     }
-    Raft::observe(sim)
+    Raft::observe(sim)?;
+    Ok(accepted)
+}
+
+/// The kv commands node `id` proposed in its current term that it has not applied yet (one
+/// of an earlier term was applied or dropped, as far as the runtime is concerned: its
+/// waiter failed when the leadership changed).
+pub fn proposed(sim: &Cluster, id: u64) -> Vec<coordbench_kv::Command> {
+    let Some(term) = sim.nodes[id as usize - 1]
+        .raw
+        .as_ref()
+        .map(|r| r.status().term)
+    else {
+        return Vec::new();
+    };
+    sim.core
+        .proposals
+        .iter()
+        .filter(|p| p.node == id && p.term == term)
+        .filter_map(|p| coordbench_kv::Command::decode(&p.data).ok())
+        .collect()
 }
 
 fn read(sim: &mut Cluster, id: u64) {
+    read_at(sim, id);
+}
+
+/// Starts a linearizable read on node `id`; its context, if the node took it.
+pub fn read_at(sim: &mut Cluster, id: u64) -> Option<u64> {
     sim.core.next_ctx += 1;
     let ctx = sim.core.next_ctx;
     let must_see = sim.core.checker.committed_max;
-    if let Some(r) = sim.node(id).raw.as_mut() {
-        if r.read_index(ctx).is_ok() {
-            sim.core.reads.insert(ctx, (id, must_see));
-        }
-    }
+    let r = sim.node(id).raw.as_mut()?;
+    r.read_index(ctx).ok()?;
+    sim.core.reads.insert(ctx, (id, must_see));
+    Some(ctx)
 }
 
 fn compact(sim: &mut Cluster, id: u64) -> Result<(), String> {
@@ -473,8 +552,11 @@ fn apply_and_read(sim: &mut Cluster, id: u64, rd: &mut Ready) -> Result<(), Stri
     for e in &committed {
         let node = &mut sim.nodes[id as usize - 1];
         node.sm.apply(e).map_err(|m| format!("node {id}: {m}"))?;
+        sim.core.checker.on_apply(id, &node.sm)?;
+        if sim.core.leases.is_some() {
+            leases::on_apply(sim, id, e)?;
+        }
         let core = &mut sim.core;
-        core.checker.on_apply(id, &node.sm)?;
         // A proposal is acknowledged when the node that accepted it
         // applies it at the promised index and term.
         let mut acked = None;
@@ -489,7 +571,10 @@ fn apply_and_read(sim: &mut Cluster, id: u64, rd: &mut Ready) -> Result<(), Stri
             false
         });
         if let Some(data) = acked {
-            core.checker.ack(e.index, data);
+            if core.leases.is_some() {
+                leases::on_acked(sim, &data);
+            }
+            sim.core.checker.ack(e.index, data);
         }
     }
     let applied = sim.node(id).sm.len();
@@ -505,6 +590,9 @@ fn apply_and_read(sim: &mut Cluster, id: u64, rd: &mut Ready) -> Result<(), Stri
             ));
         }
         sim.core.stats.reads_served += 1;
+        if sim.core.leases.is_some() {
+            leases::on_read(sim, id, rs.ctx)?;
+        }
     }
     for ctx in &rd.dropped_reads {
         sim.core.reads.remove(ctx);
@@ -527,6 +615,9 @@ fn persist(sim: &mut Cluster, id: u64, mut rd: Ready) -> Result<(), String> {
             return err(format!("snapshot at {} holds {} items", s.index, sm.len()));
         }
         sim.core.checker.on_restore(id, &sm)?;
+        if let Some(l) = sim.core.leases.as_mut() {
+            l.reset_node(id, &sm);
+        }
         sim.node(id).sm = sm;
         sim.core.stats.snapshots_installed += 1;
         sim.trace(|| format!("node {id} installed snapshot at {}", s.index));
@@ -542,4 +633,11 @@ fn persist(sim: &mut Cluster, id: u64, mut rd: Ready) -> Result<(), String> {
 /// Runs one seed end to end.
 pub fn run(opts: SimOptions) -> Result<Stats, String> {
     Cluster::new(opts)?.run()
+}
+
+/// Runs one seed end to end with leases on top (see `leases`).
+pub fn run_leases(opts: SimOptions) -> Result<Stats, String> {
+    let mut sim = Cluster::new(opts)?;
+    sim.core.leases = Some(Leases::new(sim.opts.nodes));
+    sim.run()
 }

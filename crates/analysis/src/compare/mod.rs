@@ -1,0 +1,203 @@
+//! `coordbench compare BASE CAND`: judges whether a candidate's figures differ from a
+//! baseline's beyond noise, point by point, using repeats as samples (as Go's benchstat
+//! does): exact Mann-Whitney U, Hodges–Lehmann ratio with a distribution-free confidence
+//! interval, and "no verdict" when there are too few repeats to decide. docs/reference.md
+//! ("Comparing runs") states the method, its alpha and its minimum repeats.
+//!
+//! Each side is any mix of run, sweep and gate-side directories ([`load`]); runs are paired
+//! by configuration ([`points`]); every figure that matters is judged ([`figures`],
+//! [`verdict`]), and so is the whole latency distribution ([`distribution`]). [`thresholds`]
+//! turns a comparison into pass/fail lines for `--thresholds` and `coordbench gate`.
+
+pub mod args;
+pub mod checks;
+pub mod distribution;
+pub mod figures;
+pub mod load;
+pub mod points;
+pub mod render;
+pub mod stats;
+pub mod thresholds;
+pub mod verdict;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+pub use args::{CompareArgs, CompareFormat};
+use coordbench_results::outcome::{Outcome, UsageError};
+
+/// The default significance level: each direction at 0.05 (see docs/reference.md).
+pub const DEFAULT_ALPHA: f64 = 0.10;
+
+/// The method, as every output states it.
+pub const METHOD: &str = "exact Mann-Whitney U over repeats (two-sided); Hodges-Lehmann ratio with distribution-free confidence interval";
+
+/// A whole comparison: what `compare` prints and `gate` judges.
+#[derive(Debug, Serialize)]
+pub struct Comparison {
+    pub method: &'static str,
+    pub alpha: f64,
+    /// Repeats per side below which no verdict is given.
+    pub min_repeats: usize,
+    pub base: SideInfo,
+    pub cand: SideInfo,
+    /// Configuration fields the sides differ in (the change under test).
+    pub differences: Vec<Difference>,
+    pub points: Vec<PointComparison>,
+    /// Points only one side measured.
+    pub only_base: Vec<String>,
+    pub only_cand: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SideInfo {
+    pub paths: Vec<String>,
+    pub runs: usize,
+    /// Run directories left out because they did not complete.
+    pub incomplete: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Difference {
+    pub field: String,
+    pub base: String,
+    pub cand: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PointComparison {
+    pub label: String,
+    pub key: BTreeMap<String, String>,
+    pub base_dirs: Vec<String>,
+    pub cand_dirs: Vec<String>,
+    pub figures: Vec<verdict::Judged>,
+    /// Latency percentiles of the merged latency.hlog of each side.
+    pub distribution: Option<Vec<distribution::Percentile>>,
+}
+
+/// A comparison that cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error(transparent)]
+    Load(#[from] load::LoadError),
+    #[error("{0}")]
+    Unmatched(String),
+}
+
+/// Compares the runs under `base` with those under `cand`.
+pub fn compare(base: &[PathBuf], cand: &[PathBuf], alpha: f64) -> Result<Comparison, CompareError> {
+    let base_side = load::side(base)?;
+    let cand_side = load::side(cand)?;
+    let matching = points::match_sides(&base_side.runs, &cand_side.runs);
+    if matching.points.is_empty() {
+        return Err(CompareError::Unmatched(format!(
+            "no point of the baseline ({} complete runs) matches one of the candidate ({}); baseline has {}, candidate has {}",
+            base_side.runs.len(),
+            cand_side.runs.len(),
+            list(&matching.only_base),
+            list(&matching.only_cand),
+        )));
+    }
+    let points = matching.points.iter().map(|p| point(p, alpha)).collect();
+    Ok(Comparison {
+        method: METHOD,
+        alpha,
+        min_repeats: stats::min_samples(alpha),
+        base: side_info(base, &base_side),
+        cand: side_info(cand, &cand_side),
+        differences: matching
+            .differences
+            .iter()
+            .map(|(field, b, c)| Difference {
+                field: field.clone(),
+                base: b.clone(),
+                cand: c.clone(),
+            })
+            .collect(),
+        points,
+        only_base: matching.only_base,
+        only_cand: matching.only_cand,
+    })
+}
+
+fn point(p: &points::Point, alpha: f64) -> PointComparison {
+    let figures = figures::present(&p.base, &p.cand)
+        .iter()
+        .filter_map(|f| {
+            let base: Vec<f64> = p.base.iter().filter_map(|r| f.value(r)).collect();
+            let cand: Vec<f64> = p.cand.iter().filter_map(|r| f.value(r)).collect();
+            (!base.is_empty() && !cand.is_empty()).then(|| verdict::judge(f, base, cand, alpha))
+        })
+        .collect();
+    let dirs = |runs: &[&load::Run]| runs.iter().map(|r| r.dir.display().to_string()).collect();
+    PointComparison {
+        label: p.label.clone(),
+        key: p.key.iter().cloned().collect(),
+        base_dirs: dirs(&p.base),
+        cand_dirs: dirs(&p.cand),
+        figures,
+        distribution: distribution::compare(&p.base, &p.cand, alpha),
+    }
+}
+
+fn side_info(paths: &[PathBuf], side: &load::Side) -> SideInfo {
+    SideInfo {
+        paths: paths.iter().map(|p| p.display().to_string()).collect(),
+        runs: side.runs.len(),
+        incomplete: side
+            .incomplete
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+    }
+}
+
+fn list(labels: &[String]) -> String {
+    if labels.is_empty() {
+        "nothing else".into()
+    } else {
+        labels.join("; ")
+    }
+}
+
+/// `coordbench compare BASE CAND`.
+pub fn run(args: &CompareArgs) -> Result<Outcome, UsageError> {
+    let comparison = compare(&args.base_paths(), &args.cand_paths(), args.alpha)
+        .map_err(|e| UsageError(coordbench_results::outcome::one_line(&e.to_string())))?;
+    let checks = match &args.thresholds {
+        Some(file) => {
+            let (limits, false_alarm) =
+                thresholds::load(file).map_err(|e| UsageError(e.to_string()))?;
+            Some(checks::evaluate(&limits, &comparison, false_alarm))
+        }
+        None => None,
+    };
+    let text = match args.format {
+        CompareFormat::Table => render::table(&comparison, checks.as_deref()),
+        CompareFormat::Markdown => render::markdown(&comparison, checks.as_deref()),
+        CompareFormat::Json => render::json(&comparison, checks.as_deref()),
+    };
+    print!("{text}");
+    let Some(checks) = checks else {
+        return Ok(Outcome::Complete);
+    };
+    let unjudged = checks
+        .iter()
+        .filter(|c| c.outcome == checks::CheckOutcome::NoVerdict)
+        .count();
+    if checks
+        .iter()
+        .any(|c| c.outcome == checks::CheckOutcome::Breached)
+    {
+        return Ok(Outcome::Breached);
+    }
+    if unjudged > 0 {
+        return Err(UsageError(format!(
+            "{unjudged} threshold checks could not be judged: too few repeats (need {} per side)",
+            comparison.min_repeats
+        )));
+    }
+    Ok(Outcome::Complete)
+}

@@ -1,0 +1,180 @@
+//! report.md's text around the charts: the header (what ran, where, when), the table of
+//! figures per point, and the published figures beside ours.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::chart::number;
+use super::document::Document;
+use super::groups::{mean, Series, XAxis};
+use super::table::Table;
+
+/// The report, built section by section: the header, then the charts, then the figures.
+pub struct Sections<'a> {
+    table: &'a Table,
+    /// The report's name (the sweep's, or the directory).
+    pub name: String,
+    header: String,
+    charts: Document,
+    tail: String,
+}
+
+impl<'a> Sections<'a> {
+    pub fn new(
+        dir: &Path,
+        meta: Option<&serde_json::Value>,
+        table: &'a Table,
+        rows: &[usize],
+    ) -> Self {
+        let name = meta
+            .and_then(|m| m.get("name")?.as_str().map(String::from))
+            .unwrap_or_else(|| dir.display().to_string());
+        let mut text = format!("# coordbench report: {name}\n\n");
+        if let Some(m) = meta {
+            if let Some(d) = m.get("description").and_then(|d| d.as_str()) {
+                let _ = writeln!(text, "{d}\n");
+            }
+            let spec = m.get("spec_file").and_then(|s| s.as_str()).unwrap_or("?");
+            let quick = m.get("quick").and_then(|q| q.as_bool()).unwrap_or(false);
+            let _ = writeln!(
+                text,
+                "Spec: `{spec}`{}. Started {}, finished {}.\n",
+                if quick { " (--quick)" } else { "" },
+                m.get("started_at").and_then(|s| s.as_str()).unwrap_or("?"),
+                m.get("finished_at").and_then(|s| s.as_str()).unwrap_or("?"),
+            );
+            if let Some(env) = m.get("environment") {
+                let _ = writeln!(
+                    text,
+                    "Machine: {}, {} cores, {} GiB memory, kernel {}; coordbench {} ({}).\n",
+                    env.get("cpu_model").and_then(|v| v.as_str()).unwrap_or("?"),
+                    env.get("cores").and_then(|v| v.as_u64()).unwrap_or(0),
+                    env.get("memory_bytes")
+                        .and_then(|v| v.as_u64())
+                        .unwrap_or(0)
+                        >> 30,
+                    env.get("kernel").and_then(|v| v.as_str()).unwrap_or("?"),
+                    env.get("coordbench_version")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("?"),
+                    env.get("git_commit")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("?"),
+                );
+            }
+        }
+        let _ = writeln!(
+            text,
+            "{} of {} runs complete; incomplete runs are left out of the charts and figures. \
+             Points repeated more than once show the mean of their repeats, with bars from \
+             the lowest to the highest repeat. Definitions of every figure: docs/reference.md; \
+             published figures and their sources: docs/published-figures.md.\n",
+            rows.len(),
+            table.rows.len()
+        );
+        Sections {
+            table,
+            name,
+            header: text,
+            charts: Document::default(),
+            tail: String::new(),
+        }
+    }
+
+    pub fn chart(&mut self, title: &str, stem: &str) {
+        self.charts.chart(title, stem);
+    }
+
+    pub fn figures(&mut self, x: &XAxis, series: &[Series]) {
+        let extra: Vec<(&str, &str, f64)> = [
+            ("notifications_per_release", "notifications / release", 1.0),
+            ("requests_per_release", "requests / release", 1.0),
+            ("sync_p99_us", "sync p99 (ms)", 1e-3),
+            ("server_peak_rss_mb", "server peak RSS (MB)", 1.0),
+            ("server_cpu_us_per_op", "server CPU (µs / op)", 1.0),
+            ("client_cpu_us_per_op", "generator CPU (µs / op)", 1.0),
+        ]
+        .into_iter()
+        // Only columns some charted row has a value in.
+        .filter(|(c, _, _)| {
+            series
+                .iter()
+                .flat_map(|s| &s.points)
+                .flat_map(|p| &p.rows)
+                .any(|&r| self.table.rows[r].get(c).is_some())
+        })
+        .collect();
+        let mut s = format!(
+            "| target | series | {} | runs | throughput (ops/s) | p50 (ms) | p99 (ms) | errors |",
+            x.label
+        );
+        let mut rule = "|---|---|---|---|---|---|---|---|".to_string();
+        for (_, title, _) in &extra {
+            let _ = write!(s, " {title} |");
+            rule.push_str("---|");
+        }
+        let _ = writeln!(s, "\n{rule}");
+        let mut any_saturated = false;
+        for se in series {
+            for p in &se.points {
+                let m = |c: &str, scale: f64| {
+                    mean(self.table, &p.rows, c).map_or("–".into(), |v| number(v * scale))
+                };
+                let saturated = p
+                    .rows
+                    .iter()
+                    .any(|&r| self.table.rows[r].get("generator_saturated") == Some("true"));
+                any_saturated |= saturated;
+                let _ = write!(
+                    s,
+                    "| {} | {} | {}{} | {} | {} | {} | {} | {} |",
+                    se.target,
+                    if se.key.is_empty() { "–" } else { &se.key },
+                    p.x_text,
+                    if saturated { " ⚠ saturated" } else { "" },
+                    p.rows.len(),
+                    m("throughput_ops_s", 1.0),
+                    m("p50_us", 1e-3),
+                    m("p99_us", 1e-3),
+                    m("errors", 1.0),
+                );
+                for (c, _, scale) in &extra {
+                    let _ = write!(s, " {} |", m(c, *scale));
+                }
+                s.push('\n');
+            }
+        }
+        if any_saturated {
+            let _ = writeln!(
+                s,
+                "\n⚠ saturated: the load generator of at least one run of the point was \
+                 saturated or starved of CPU (`generator_saturated` in summary.csv, docs/reference.md), \
+                 so its figures understate the target."
+            );
+        }
+        let _ = writeln!(self.tail, "## Figures\n\n{s}");
+    }
+
+    /// A section of its own (nothing when `body` is empty).
+    pub fn section(&mut self, title: &str, body: &str) {
+        if !body.is_empty() {
+            let _ = writeln!(self.tail, "## {title}\n\n{body}");
+        }
+    }
+
+    pub fn published(&mut self, sections: &str) {
+        if !sections.is_empty() {
+            let _ = writeln!(self.tail, "## Published figures beside ours\n\n{sections}");
+        }
+    }
+
+    /// The whole report: header, charts, figures.
+    pub fn finish(self) -> Document {
+        let mut doc = Document::default();
+        doc.text(self.header);
+        doc.text("## Charts\n\n");
+        doc.extend(self.charts);
+        doc.text(self.tail);
+        doc
+    }
+}

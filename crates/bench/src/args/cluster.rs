@@ -1,0 +1,224 @@
+//! The cluster coordbench starts: its size, where members keep their data, the network
+//! between them, election timing, which server binary or release runs, ports and pinning;
+//! with their checks (each applies only to members coordbench starts).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use coordbench_lab::affinity::CpuList;
+use coordbench_lab::election_timing::ElectionTiming;
+use coordbench_lab::netdelay::NetDelay;
+use coordbench_lab::provision::{self, DiskKind};
+use coordbench_results::kinds::TargetKind;
+use coordbench_results::parse::parse_positive_duration;
+use coordbench_results::timeout_range::TimeoutRange;
+use coordbench_results::version::Version;
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Cluster")]
+pub struct ClusterOptions {
+    /// Members of the cluster coordbench starts (default 3; postgres: 1). redis: N
+    /// independent instances (no replication), which Redlock locks a majority of.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=9))]
+    pub cluster_size: Option<u32>,
+
+    /// Where started members keep their data: tmpfs (/dev/shm), disk (the local
+    /// filesystem, synced), nofsync (local filesystem, syncs skipped), or an emulated disk
+    /// (tmpfs + a delay per sync): hdd, ssd, nvme.
+    #[arg(long, value_enum, default_value = "disk")]
+    pub disk: DiskKind,
+
+    /// With --disk hdd|ssd|nvme: the delay added to every sync instead of the profile's
+    /// (hdd 8ms, ssd 750us, nvme 75us).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub sync_delay: Option<Duration>,
+
+    /// One-way delay between started members, through a TCP proxy: DELAY or DELAY,JITTER
+    /// (e.g. 5ms or 5ms,1ms).
+    #[arg(long, value_parser = parse_net_delay, value_name = "DELAY[,JITTER]")]
+    pub net_delay: Option<NetDelay>,
+
+    /// Also delay traffic between clients and members (with --net-delay).
+    #[arg(long)]
+    pub net_delay_clients: bool,
+
+    /// Started clusters: the election timeout range, MIN-MAX in ms (150-300 or 150ms-300ms),
+    /// mapped onto each target's own settings; what a target cannot meet exactly is noted in
+    /// run.json (docs/reference.md, Election timing).
+    #[arg(long, value_name = "MIN-MAX", value_parser = parse_timeout_range)]
+    pub election_timeout: Option<TimeoutRange>,
+
+    /// Started clusters: the leader's heartbeat interval, whole ms (default with
+    /// --election-timeout: MIN / 10; else the target's own).
+    #[arg(long, value_parser = parse_positive_duration)]
+    pub heartbeat: Option<Duration>,
+
+    /// etcd, zookeeper: the server release to start, installed by `coordbench install` or
+    /// Debian's (default: $COORDBENCH_ETCD_VERSION or $COORDBENCH_ZOOKEEPER_VERSION, else
+    /// the newest installed; `coordbench install --list` shows them).
+    #[arg(long, value_name = "VERSION", value_parser = parse_server_version)]
+    pub server_version: Option<Version>,
+
+    /// The etcd binary to start (default: the installed etcd --server-version picks).
+    #[arg(long, conflicts_with = "server_version")]
+    pub etcd_bin: Option<PathBuf>,
+
+    /// The ZooKeeper server classpath to start (default: the installed ZooKeeper
+    /// --server-version picks).
+    #[arg(long, conflicts_with = "server_version")]
+    pub zk_classpath: Option<String>,
+
+    /// raft, zab: the coordbench binary that runs the members (`serve raft|zab`), e.g. another
+    /// version to compare (default: this one).
+    #[arg(long)]
+    pub engine_bin: Option<PathBuf>,
+
+    /// First port for started members (default: free ports).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1024..))]
+    pub base_port: Option<u16>,
+
+    /// Pin every member coordbench starts to these CPUs (not with --endpoints).
+    #[arg(long, value_name = "CPUS")]
+    pub pin_servers: Option<CpuList>,
+}
+
+/// Where the cluster's members run, as the checks need it.
+#[derive(Debug, Clone, Copy)]
+pub struct Placement {
+    pub target: TargetKind,
+    /// coordbench starts the members (not attached, not null).
+    pub starts_servers: bool,
+    /// `--endpoints`: a cluster the user runs.
+    pub attached: bool,
+}
+
+impl ClusterOptions {
+    /// `--cluster-size`, or the target's default.
+    pub fn size(&self, target: TargetKind) -> usize {
+        self.cluster_size.map_or(
+            crate::targets::descriptor(target).default_cluster_size,
+            |n| n as usize,
+        )
+    }
+
+    /// Emulated disks: the delay each sync gets (`--sync-delay`, else the profile's).
+    pub fn emulated_sync_delay(&self) -> Option<Duration> {
+        self.disk
+            .is_emulated()
+            .then(|| self.sync_delay.unwrap_or(self.disk.sync_delay()))
+    }
+
+    /// Every check of the group; the election timing asked for when they pass.
+    pub fn check(&self, at: Placement) -> Result<ElectionTiming, String> {
+        self.check_emulation(at)?;
+        self.check_binaries(at)?;
+        if let Some(list) = &self.pin_servers {
+            list.check_available()
+                .map_err(|e| format!("--pin-servers: {e}"))?;
+            if !at.starts_servers {
+                return Err("--pin-servers applies only to members coordbench starts; omit it with --endpoints or --target null".into());
+            }
+        }
+        if at.target != TargetKind::Zookeeper && self.zk_classpath.is_some() {
+            return Err("--zk-classpath applies only to --target zookeeper".into());
+        }
+        self.election_timing(at)
+    }
+
+    /// `--sync-delay` and `--net-delay` shape clusters coordbench starts, and only where
+    /// they mean something.
+    fn check_emulation(&self, at: Placement) -> Result<(), String> {
+        if self.sync_delay.is_some() && !self.disk.is_emulated() {
+            return Err("--sync-delay applies only to --disk hdd, ssd or nvme".into());
+        }
+        if self.sync_delay.is_some_and(|d| d > Duration::from_secs(1)) {
+            return Err("--sync-delay must be at most 1s".into());
+        }
+        if self.net_delay.is_some() && !at.starts_servers {
+            return Err("--net-delay applies only to clusters coordbench starts; omit it with --endpoints or --target null".into());
+        }
+        if self.net_delay_clients && self.net_delay.is_none() {
+            return Err("--net-delay-clients needs --net-delay DELAY".into());
+        }
+        Ok(())
+    }
+
+    /// `--election-timeout` and `--heartbeat`, mapped onto the target's own settings.
+    fn election_timing(&self, at: Placement) -> Result<ElectionTiming, String> {
+        let timing = ElectionTiming::new(self.election_timeout, self.heartbeat)?;
+        if timing.is_default() {
+            return Ok(timing);
+        }
+        if !at.starts_servers {
+            return Err("--election-timeout and --heartbeat apply to clusters coordbench starts; omit them with --endpoints or --target null".into());
+        }
+        crate::targets::check_election_timing(at.target, &timing)?;
+        Ok(timing)
+    }
+
+    /// `--engine-bin` applies to raft or zab members coordbench starts. An explicit server
+    /// binary that will be started (`--engine-bin`, `--etcd-bin`) must be an executable, so
+    /// a bad path is refused before anything starts (in a sweep: before its first point).
+    fn check_binaries(&self, at: Placement) -> Result<(), String> {
+        if self.engine_bin.is_some() && at.attached {
+            return Err(
+                "--engine-bin applies only to members coordbench starts; omit it with --endpoints"
+                    .into(),
+            );
+        }
+        if at.attached {
+            if self.server_version.is_some() {
+                return Err(
+                    "--server-version picks a server coordbench starts; omit it with --endpoints"
+                        .into(),
+                );
+            }
+            return Ok(());
+        }
+        self.check_server_version(at.target)?;
+        let found = match (at.target, &self.engine_bin, &self.etcd_bin) {
+            (kind, Some(bin), _) if crate::targets::descriptor(kind).engine => {
+                provision::raft::resolve_binary(Some(bin)).map(drop)
+            }
+            (TargetKind::Etcd, _, Some(bin)) => {
+                provision::etcd::resolve_binary(Some(bin)).map(drop)
+            }
+            _ => Ok(()),
+        };
+        found.map_err(|e| e.to_string())
+    }
+
+    /// `--server-version` names a release of etcd or ZooKeeper that is installed; refused
+    /// before anything starts otherwise, with the install command in the message.
+    fn check_server_version(&self, target: TargetKind) -> Result<(), String> {
+        let Some(version) = &self.server_version else {
+            return Ok(());
+        };
+        let kind = match target {
+            TargetKind::Etcd => coordbench_lab::install::ServerKind::Etcd,
+            TargetKind::Zookeeper => coordbench_lab::install::ServerKind::Zookeeper,
+            other => {
+                return Err(format!(
+                    "--server-version applies to --target etcd or zookeeper, not {}",
+                    crate::targets::descriptor(other).name
+                ))
+            }
+        };
+        coordbench_lab::install::choose(kind, Some(version))
+            .map(drop)
+            .map_err(|e| format!("--server-version {version}: {e}"))
+    }
+}
+
+fn parse_net_delay(s: &str) -> Result<NetDelay, String> {
+    s.parse()
+}
+
+fn parse_timeout_range(s: &str) -> Result<TimeoutRange, String> {
+    TimeoutRange::parse(s)
+}
+
+fn parse_server_version(text: &str) -> Result<Version, String> {
+    text.parse()
+}

@@ -1,0 +1,41 @@
+//! The load generator's own options: where the run writes its results, the CPUs and
+//! worker threads it runs on, and whether it shows a live status line.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use coordbench_lab::affinity::CpuList;
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Generator")]
+pub struct GeneratorOptions {
+    /// Results directory (default: results/<UTC time>-<target>-<workload>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+
+    /// Pin the load generator to these CPUs (like taskset -c: 0, 0-1, 0,2).
+    #[arg(long, value_name = "CPUS")]
+    pub pin_client: Option<CpuList>,
+
+    /// Worker threads of the load generator's runtime (default: one per CPU it may use,
+    /// after --pin-client). One worker spends less CPU per operation (no wake-ups between
+    /// workers; RESULTS.md, the generator's own cost) but caps the generator at one core.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub client_threads: Option<u16>,
+
+    /// No live status line.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl GeneratorOptions {
+    /// `--pin-client` must name CPUs this process may use.
+    pub fn check(&self) -> Result<(), String> {
+        match &self.pin_client {
+            Some(list) => list
+                .check_available()
+                .map_err(|e| format!("--pin-client: {e}")),
+            None => Ok(()),
+        }
+    }
+}
