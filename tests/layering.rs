@@ -53,6 +53,7 @@ const MODULE_LAYERS: &[ModuleLayers] = &[
         src: "crates/results/src",
         layers: &[
             &[
+                "files",
                 "format",
                 "kinds",
                 "outcome",
@@ -63,7 +64,7 @@ const MODULE_LAYERS: &[ModuleLayers] = &[
                 "timeout_range",
                 "version",
             ],
-            &["axis"],
+            &["axis", "record"],
         ],
     },
     ModuleLayers {

@@ -24,6 +24,8 @@ use coordbench_bench::outputs::RunRecord;
 use coordbench_bench::run::{self as bench, Console, Started, Window};
 use coordbench_results::kinds::value_name;
 use coordbench_results::outcome::{Outcome, UsageError};
+use coordbench_results::record::{EndReason, RecordHeader};
+use coordbench_results::schema::RUN_SCHEMA;
 use output::{answer_line, probe_line, AtMaxRate, CapacityRecord};
 use probe::Probe;
 use search::{Search, SearchPlan, Step};
@@ -226,23 +228,21 @@ pub async fn search_into(s: &Searching<'_>) -> Result<(Outcome, CapacityRecord),
             Step::Confirm(r) => (r, s.options.confirm_duration, "confirm"),
             Step::Done(answer) => {
                 record.max_rate_ops_s = answer;
-                record.complete = true;
-                record.end_reason = "completed".into();
                 break Outcome::Complete;
             }
         };
         let fresh = match prepare(s, &mut live, next).await {
             Ok(Some(fresh)) => fresh,
-            Ok(None) => break interrupted(&mut record),
+            Ok(None) => break Outcome::Interrupted,
             // The first cluster not starting is the environment's problem (exit 2); a
             // later one fails a search that has measured windows.
             Err(e) if record.probes.is_empty() => {
-                record.error = Some(e.0.clone());
+                record.header.error = Some(e.0.clone());
                 record.write_json(s.out)?;
                 return Err(e);
             }
             Err(e) => {
-                record.error = Some(e.0.clone());
+                record.header.error = Some(e.0.clone());
                 break Outcome::Failed;
             }
         };
@@ -254,9 +254,9 @@ pub async fn search_into(s: &Searching<'_>) -> Result<(Outcome, CapacityRecord),
         if s.console == Console::Full {
             println!("{}", probe_line(index, &probe, s.unit));
         }
-        if !window.complete && window.end_reason == "interrupted" {
+        if window.header.end_reason == EndReason::Interrupted {
             record.probes.push(probe);
-            break interrupted(&mut record);
+            break Outcome::Interrupted;
         }
         next = settle::after(probe.passed, &window);
         let failed = probe.limited_by;
@@ -277,15 +277,10 @@ pub async fn search_into(s: &Searching<'_>) -> Result<(Outcome, CapacityRecord),
     }
     record.limited_by = search.limited_by();
     record.note_unconfirmed();
-    record.finished_at = coordbench_results::time::now_rfc3339();
+    record.end(outcome);
     record.write_json(s.out)?;
     record.write_summary(s.out)?;
     Ok((outcome, record))
-}
-
-fn interrupted(record: &mut CapacityRecord) -> Outcome {
-    record.end_reason = "interrupted".into();
-    Outcome::Interrupted
 }
 
 /// Makes the cluster ready for the next window as the rule says; whether it is fresh.
@@ -338,7 +333,7 @@ async fn run_probe(
     let dir = bench::results_dir(Some(&s.out.join(&name)), &config)?;
     let mut record = cluster.record.clone();
     record.config = config.record();
-    record.started_at = coordbench_results::time::now_rfc3339();
+    record.header = RecordHeader::begin(RUN_SCHEMA, coordbench_results::time::now_rfc3339());
     let window = Window {
         config: &config,
         out: &dir,

@@ -3,6 +3,9 @@
 //! search ends) and summary.csv (one row: the capacity columns, then the confirming
 //! window's own summary.csv columns), and the lines it prints.
 
+use coordbench_results::files::{self, FileError};
+use coordbench_results::outcome::Outcome;
+use coordbench_results::record::{EndReason, RecordHeader};
 use coordbench_results::schema::CAPACITY_SCHEMA;
 use std::path::Path;
 
@@ -19,14 +22,10 @@ use coordbench_results::kinds::value_name;
 /// capacity.json.
 #[derive(Debug, Clone, Serialize)]
 pub struct CapacityRecord {
-    pub schema: &'static str,
-    /// True when the search ran to its answer (or found that no rate passes).
-    pub complete: bool,
+    /// Complete when the search ran to its answer (or found that no rate passes);
     /// `completed`, `interrupted` or `failed`.
-    pub end_reason: String,
-    pub error: Option<String>,
-    pub started_at: String,
-    pub finished_at: String,
+    #[serde(flatten)]
+    pub header: RecordHeader,
     pub target: String,
     pub workload: String,
     /// What the rate counts (`ops/s`, `acquisitions/s`, `updates/s`).
@@ -79,12 +78,7 @@ snapshot under way that one fast read does not reveal; attached clusters are nev
 impl CapacityRecord {
     pub fn new(config: &RunConfig, slos: &[Slo], rate_unit: &'static str, now: String) -> Self {
         CapacityRecord {
-            schema: CAPACITY_SCHEMA,
-            complete: false,
-            end_reason: "failed".into(),
-            error: None,
-            started_at: now,
-            finished_at: String::new(),
+            header: RecordHeader::begin(CAPACITY_SCHEMA, now),
             target: value_name(config.target),
             workload: value_name(config.workload),
             rate_unit,
@@ -112,10 +106,19 @@ impl CapacityRecord {
         };
     }
 
-    pub fn write_json(&self, dir: &Path) -> anyhow::Result<()> {
-        let path = dir.join("capacity.json");
-        let json = serde_json::to_string_pretty(self).context("encoding capacity.json")?;
-        std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))
+    /// Ends the search's record as `outcome` says (keeping the error it recorded).
+    pub fn end(&mut self, outcome: Outcome) {
+        let reason = match outcome {
+            Outcome::Complete => EndReason::Completed,
+            Outcome::Interrupted => EndReason::Interrupted,
+            Outcome::Failed | Outcome::Breached => EndReason::Failed,
+        };
+        let error = self.header.error.take();
+        self.header.end(reason, error);
+    }
+
+    pub fn write_json(&self, dir: &Path) -> Result<(), FileError> {
+        files::write_json(&dir.join("capacity.json"), self)
     }
 
     /// `500:pass;1000:fail(p99<20ms)`: every probe in one cell.
@@ -165,13 +168,11 @@ impl CapacityRecord {
                 row.extend([self.target.clone(), self.workload.clone(), "false".into()]);
             }
         }
-        let path = dir.join("summary.csv");
-        let mut w = csv::Writer::from_path(&path)
-            .with_context(|| format!("creating {}", path.display()))?;
-        w.write_record(&header)?;
-        w.write_record(&row)?;
-        w.flush()
-            .with_context(|| format!("writing {}", path.display()))
+        Ok(files::write_csv_table(
+            &dir.join("summary.csv"),
+            &header,
+            [&row],
+        )?)
     }
 }
 

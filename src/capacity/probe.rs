@@ -93,8 +93,9 @@ fn latency_figures(l: &LatencySummary) -> Figures {
 pub fn verdict(slos: &[Slo], record: &RunRecord, rate: f64) -> (Vec<String>, Option<Limit>) {
     let f = figures(record);
     let mut failed: Vec<String> = Vec::new();
-    if !record.complete {
-        let why = record.error.as_deref().unwrap_or(&record.end_reason);
+    if !record.header.complete {
+        let header = &record.header;
+        let why = header.error.as_deref().unwrap_or(header.end_reason.name());
         failed.push(format!("window incomplete: {why}"));
     }
     for slo in slos.iter().filter(|s| !s.met(&f)) {

@@ -20,7 +20,7 @@ pub enum Next {
 
 /// The rule: what follows a window that `passed` (or not) with `record`.
 pub fn after(passed: bool, record: &RunRecord) -> Next {
-    if passed && record.complete {
+    if passed && record.header.complete {
         Next::Continue
     } else {
         Next::Fresh

@@ -25,6 +25,7 @@ use coordbench_analysis::compare::{self, checks};
 use coordbench_analysis::report;
 use coordbench_lab::signals;
 use coordbench_results::outcome::{Outcome, UsageError};
+use coordbench_results::record::{EndReason, RecordHeader};
 use coordbench_results::time::compact_utc;
 use coordbench_results::time::now_rfc3339;
 
@@ -221,7 +222,7 @@ fn judge(
         .filter(|c| c.outcome == checks::CheckOutcome::Breached)
         .count();
     let record = outputs::GateRecord {
-        schema: coordbench_results::schema::GATE_SCHEMA,
+        header: gate_header(started_at),
         name: &spec.name,
         spec_file: spec.file.display().to_string(),
         quick: spec.quick,
@@ -230,8 +231,6 @@ fn judge(
                 .iter()
                 .all(|c| c.outcome == checks::CheckOutcome::Passed),
         breached,
-        started_at: started_at.to_string(),
-        finished_at: now_rfc3339(),
         duration_s: took.as_secs_f64(),
         baseline_options: spec.baseline_options.clone(),
         candidate_options: spec.candidate_options.clone(),
@@ -250,4 +249,14 @@ fn judge(
     } else {
         Outcome::Complete
     })
+}
+
+/// gate.json's header: a gate is judged only once both sides ran to their end.
+fn gate_header(started_at: &str) -> RecordHeader {
+    let mut header = RecordHeader::begin(
+        coordbench_results::schema::GATE_SCHEMA,
+        started_at.to_string(),
+    );
+    header.end(EndReason::Completed, None);
+    header
 }

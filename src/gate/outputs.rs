@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Serialize;
 
+use coordbench_results::files;
+use coordbench_results::record::RecordHeader;
+
 use super::schedule::Side;
 use coordbench_analysis::compare::checks::{Check, CheckOutcome};
 use coordbench_analysis::compare::render;
@@ -17,15 +20,15 @@ use coordbench_analysis::compare::Comparison;
 /// gate.json.
 #[derive(Debug, Serialize)]
 pub struct GateRecord<'a> {
-    pub schema: &'static str,
+    /// Written once both sides have run: complete, with the gate's times.
+    #[serde(flatten)]
+    pub header: RecordHeader,
     pub name: &'a str,
     pub spec_file: String,
     pub quick: bool,
     /// True when no threshold was breached and every check could be judged.
     pub passed: bool,
     pub breached: usize,
-    pub started_at: String,
-    pub finished_at: String,
     pub duration_s: f64,
     /// Options each side adds to the spec's, as `coordbench run` arguments.
     pub baseline_options: Vec<String>,
@@ -43,8 +46,7 @@ pub fn write(dir: &Path, record: &GateRecord) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::write(&md, markdown(dir, record))
         .with_context(|| format!("writing {}", md.display()))?;
     let json = dir.join("gate.json");
-    let text = serde_json::to_string_pretty(record).context("encoding gate.json")? + "\n";
-    std::fs::write(&json, text).with_context(|| format!("writing {}", json.display()))?;
+    files::write_json(&json, record)?;
     let junit = dir.join("junit.xml");
     let xml = super::junit::document(record.name, record.checks, record.duration_s)
         .context("encoding junit.xml")?;

@@ -19,6 +19,7 @@ use coordbench_bench::runner::RunOutcome;
 use coordbench_bench::shard::intervals::{self, INTERVALS_FILE};
 use coordbench_bench::shard::MergeRecord;
 use coordbench_results::outcome::{Outcome, UsageError};
+use coordbench_results::record::RecordHeader;
 use coordbench_results::schema::RUN_SCHEMA;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -63,7 +64,7 @@ pub fn run(args: &MergeArgs) -> Result<Outcome, UsageError> {
             shards.count, shards.run_id, shards.start_skew_ms
         );
     }
-    Ok(if merged.complete {
+    Ok(if merged.header.complete {
         Outcome::Complete
     } else {
         Outcome::Failed
@@ -90,9 +91,9 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
     );
     let observers = config.workload_options.watchers.unwrap_or(0);
     let check = checks::of_workload(config.workload, observers, &shards, window_us, uncertainty)?;
-    let (end_reason, end_name) = record::end_reason(&shards);
+    let end_reason = record::end_reason(&shards);
     let outcome = RunOutcome {
-        end_reason,
+        end_reason: record::window_end(end_reason),
         window: combined.window,
         total: combined.total,
         intervals: combined.intervals,
@@ -105,20 +106,22 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
     let generator = combine::generators(&shards, outcome.total.ops, outcome.window);
     let first = &shards[0];
     let record = RunRecord {
-        schema: RUN_SCHEMA,
-        complete: shards.iter().all(|s| s.complete),
-        end_reason: end_name.into(),
-        error: shards.iter().find_map(|s| s.error.clone()),
-        started_at: shards
-            .iter()
-            .map(|s| s.started_at.clone())
-            .min()
-            .unwrap_or_default(),
-        finished_at: shards
-            .iter()
-            .map(|s| s.finished_at.clone())
-            .max()
-            .unwrap_or_default(),
+        header: RecordHeader {
+            complete: shards.iter().all(|s| s.header.complete),
+            end_reason,
+            error: shards.iter().find_map(|s| s.header.error.clone()),
+            started_at: shards
+                .iter()
+                .map(|s| s.header.started_at.clone())
+                .min()
+                .unwrap_or_default(),
+            finished_at: shards
+                .iter()
+                .map(|s| s.header.finished_at.clone())
+                .max()
+                .unwrap_or_default(),
+            ..RecordHeader::begin(RUN_SCHEMA, String::new())
+        },
         config: config.record(),
         environment: first.environment.clone(),
         server_version: first.server_version.clone(),

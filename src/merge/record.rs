@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use coordbench_bench::args::parse_run_args;
 use coordbench_bench::config::RunConfig;
-use coordbench_bench::runner::EndReason;
+use coordbench_bench::runner::EndReason as WindowEnd;
 use coordbench_bench::shard::MergedShard;
+use coordbench_results::record::EndReason;
 
 use super::shards::ShardRun;
 use super::MergeError;
@@ -27,7 +28,7 @@ pub fn merged_shard(shard: &ShardRun) -> MergedShard {
         start_wait_ms: record.start_wait_ms,
         ops: results.ops,
         throughput_ops_s: results.throughput_ops_s,
-        complete: shard.complete,
+        complete: shard.header.complete,
     }
 }
 
@@ -55,18 +56,26 @@ pub fn whole_config(shard: &ShardRun) -> Result<RunConfig, MergeError> {
     RunConfig::from_args(&run).map_err(|e| refused(e.to_string()))
 }
 
-/// The run's end: interrupted or failed if any shard was, else completed only if every
-/// shard ran its full window.
-pub fn end_reason(shards: &[ShardRun]) -> (EndReason, &'static str) {
-    let any = |name: &str| shards.iter().any(|s| s.end_reason == name);
-    if any("interrupted") {
-        (EndReason::Interrupted, "interrupted")
-    } else if any("failed") {
-        (EndReason::Completed, "failed")
-    } else if any("ops_reached") {
-        (EndReason::OpsReached, "ops_reached")
-    } else {
-        (EndReason::Completed, "completed")
+/// The run's end: interrupted or failed if any shard was, else ops_reached if any shard
+/// spent its budget first, else completed.
+pub fn end_reason(shards: &[ShardRun]) -> EndReason {
+    let any = |reason: EndReason| shards.iter().any(|s| s.header.end_reason == reason);
+    [
+        EndReason::Interrupted,
+        EndReason::Failed,
+        EndReason::OpsReached,
+    ]
+    .into_iter()
+    .find(|&reason| any(reason))
+    .unwrap_or(EndReason::Completed)
+}
+
+/// The merged window's end as the runner names it (a failed shard's window ran on).
+pub fn window_end(reason: EndReason) -> WindowEnd {
+    match reason {
+        EndReason::Interrupted => WindowEnd::Interrupted,
+        EndReason::OpsReached => WindowEnd::OpsReached,
+        EndReason::Completed | EndReason::Failed => WindowEnd::Completed,
     }
 }
 

@@ -10,6 +10,7 @@ use coordbench_bench::shard::ShardRecord;
 use coordbench_lab::environment::Environment;
 use coordbench_lab::provision::ClusterInfo;
 use coordbench_lab::resources::ResourceSummary;
+use coordbench_results::record::RecordHeader;
 
 use super::MergeError;
 
@@ -18,11 +19,8 @@ use super::MergeError;
 pub struct ShardRun {
     #[serde(skip)]
     pub dir: PathBuf,
-    pub complete: bool,
-    pub end_reason: String,
-    pub error: Option<String>,
-    pub started_at: String,
-    pub finished_at: String,
+    #[serde(flatten)]
+    pub header: RecordHeader,
     pub config: serde_json::Value,
     pub environment: Environment,
     pub server_version: Option<String>,
@@ -107,7 +105,10 @@ fn read_one(dir: &Path) -> Result<ShardRun, MergeError> {
         return Err(MergeError::Incomplete(format!(
             "{} measured nothing (its run.json has no results: {}); rerun that shard",
             dir.display(),
-            run.error.as_deref().unwrap_or(&run.end_reason)
+            run.header
+                .error
+                .as_deref()
+                .unwrap_or(run.header.end_reason.name())
         )));
     }
     Ok(run)

@@ -246,17 +246,12 @@ pub fn finish(
     interrupted: bool,
 ) -> Result<usize, UsageError> {
     let rows = summary::write(out, points)?;
-    record.interrupted = interrupted;
-    record.complete = record
-        .points
-        .iter()
-        .all(|p| p.status == "complete" || p.status == "skipped");
-    record.finished_at = now_rfc3339();
+    record.end(interrupted);
     // The sweep ran from its first point's start to its last point's finish, whichever
     // invocations ran them (a rerun that skipped every point ran nothing).
     if let Some((started, finished)) = record::points_span(points) {
-        record.started_at = started;
-        record.finished_at = finished;
+        record.header.started_at = started;
+        record.header.finished_at = finished;
     }
     record.write(out)?;
     Ok(rows)

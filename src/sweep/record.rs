@@ -1,11 +1,12 @@
 //! The sweep's own `run.json` (the spec as written, what it expanded to, the machine, and
 //! every point's status) and what a point's `run.json` says about being complete.
 
+use coordbench_results::files::{self, FileError};
+use coordbench_results::record::{read_header, EndReason, RecordHeader};
 use coordbench_results::schema::SWEEP_SCHEMA;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::Context;
 use serde::Serialize;
 
 use crate::sweep::plan::Point;
@@ -14,14 +15,11 @@ use coordbench_lab::environment::Environment;
 
 #[derive(Debug, Serialize)]
 pub struct SweepRecord {
-    pub schema: &'static str,
-    /// True when every point's run is complete.
-    pub complete: bool,
+    /// Complete when every point's run is; its times are the first point's start and the
+    /// last point's finish (see [`points_span`]), or the invocation's own when no point ran.
+    #[serde(flatten)]
+    pub header: RecordHeader,
     pub interrupted: bool,
-    /// The first point's start and the last point's finish (see [`points_span`]); the
-    /// invocation's own times when no point ran.
-    pub started_at: String,
-    pub finished_at: String,
     pub spec_file: String,
     pub name: String,
     pub description: Option<String>,
@@ -55,11 +53,8 @@ pub struct PointStatus {
 impl SweepRecord {
     pub fn new(spec: &Spec, points: &[Point], started_at: String) -> Self {
         SweepRecord {
-            schema: SWEEP_SCHEMA,
-            complete: false,
+            header: RecordHeader::begin(SWEEP_SCHEMA, started_at),
             interrupted: false,
-            started_at,
-            finished_at: String::new(),
             spec_file: spec.file.display().to_string(),
             name: spec.name.clone(),
             description: spec.description.clone(),
@@ -93,23 +88,40 @@ impl SweepRecord {
         }
     }
 
-    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
-        let path = dir.join("run.json");
-        let json = serde_json::to_string_pretty(self).context("encoding run.json")?;
-        std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))
+    pub fn write(&self, dir: &Path) -> Result<(), FileError> {
+        files::write_json(&dir.join("run.json"), self)
+    }
+
+    /// Ends the record: complete when every point is, interrupted, or failed naming how
+    /// many points did not complete.
+    pub fn end(&mut self, interrupted: bool) {
+        self.interrupted = interrupted;
+        let unfinished = self
+            .points
+            .iter()
+            .filter(|p| p.status != "complete" && p.status != "skipped")
+            .count();
+        let (reason, error) = match (interrupted, unfinished) {
+            (true, _) => (EndReason::Interrupted, None),
+            (false, 0) => (EndReason::Completed, None),
+            (false, n) => (
+                EndReason::Failed,
+                Some(format!(
+                    "{n} of {} points did not complete",
+                    self.points.len()
+                )),
+            ),
+        };
+        self.header.end(reason, error);
     }
 }
 
 /// True when the point's directory holds a run.json that says the run is complete.
 pub fn point_complete(dir: &Path) -> bool {
     // A capacity sweep's point is a search: its capacity.json says whether it ended.
-    ["run.json", "capacity.json"].iter().any(|file| {
-        std::fs::read(dir.join(file))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
-            .and_then(|v| v.get("complete").and_then(serde_json::Value::as_bool))
-            .unwrap_or(false)
-    })
+    ["run.json", "capacity.json"]
+        .iter()
+        .any(|file| read_header(&dir.join(file)).is_ok_and(|h| h.complete))
 }
 
 /// When the sweep really ran: the earliest start and latest finish in its points' run.json
@@ -119,16 +131,13 @@ pub fn point_complete(dir: &Path) -> bool {
 pub fn points_span(points: &[Point]) -> Option<(String, String)> {
     let mut span: Option<(String, String)> = None;
     for point in points {
-        let Some(v) = std::fs::read(point.dir.join("run.json"))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
-        else {
+        let Ok(header) = read_header(&point.dir.join("run.json")) else {
             continue;
         };
-        let time = |k: &str| v.get(k).and_then(|t| t.as_str()).filter(|t| !t.is_empty());
-        let (Some(started), Some(finished)) = (time("started_at"), time("finished_at")) else {
+        let (started, finished) = (&header.started_at, &header.finished_at);
+        if started.is_empty() || finished.is_empty() {
             continue;
-        };
+        }
         span = Some(match span {
             None => (started.to_string(), finished.to_string()),
             Some((s, f)) => (s.min(started.to_string()), f.max(finished.to_string())),

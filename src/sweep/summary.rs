@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use anyhow::Context;
+use coordbench_results::files;
 
 use crate::sweep::plan::Point;
 
@@ -52,24 +53,16 @@ pub fn write(dir: &Path, points: &[Point]) -> anyhow::Result<usize> {
             rows.push((lead, values));
         }
     }
-    let path = dir.join("summary.csv");
-    let mut w =
-        csv::Writer::from_path(&path).with_context(|| format!("creating {}", path.display()))?;
-    let header: Vec<&String> = leading.iter().chain(run_columns.iter()).collect();
-    w.write_record(header)
-        .with_context(|| format!("writing {}", path.display()))?;
-    for (lead, values) in &rows {
+    let header = leading.iter().chain(run_columns.iter());
+    let records = rows.iter().map(|(lead, values)| {
         let rest = run_columns.iter().map(|c| {
             values
                 .iter()
                 .find(|(name, _)| name == c)
                 .map_or("", |(_, v)| v.as_str())
         });
-        let record: Vec<&str> = lead.iter().map(String::as_str).chain(rest).collect();
-        w.write_record(record)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    w.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
+        lead.iter().map(String::as_str).chain(rest)
+    });
+    files::write_csv_table(&dir.join("summary.csv"), header, records)?;
     Ok(rows.len())
 }

@@ -64,7 +64,7 @@ impl StatusLine {
 /// The end-of-run table, on stdout.
 pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
     let c = &record.config;
-    let status = if record.complete {
+    let status = if record.header.complete {
         "complete"
     } else {
         "INCOMPLETE"
@@ -162,7 +162,7 @@ pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
             }
         }
     }
-    if let Some(error) = &record.error {
+    if let Some(error) = &record.header.error {
         println!("  error: {error}");
     }
     println!("  results in {}", dir.display());

@@ -19,7 +19,6 @@ use crate::args::RunArgs;
 use crate::config::{family_of, RunConfig};
 use crate::console::{print_summary, StatusLine};
 use crate::generator::{GeneratorMonitor, GeneratorUsage};
-use crate::outputs::record::end_reason_name;
 use crate::outputs::{write_run, MeasuredResults, RunRecord};
 use crate::runner::{self, EndReason};
 use crate::shard::intervals as shard_intervals;
@@ -31,8 +30,10 @@ use coordbench_lab::environment::Environment;
 use coordbench_lab::provision::disk::{probe_engine_sync_latency, probe_sync_latency, SyncProbe};
 use coordbench_lab::provision::Cluster;
 use coordbench_lab::{resources, signals};
+use coordbench_results::files;
 use coordbench_results::kinds::{value_name, WorkloadKind};
 use coordbench_results::outcome::{one_line, Outcome, UsageError};
+use coordbench_results::record::{EndReason as RecordEnd, RecordHeader};
 use coordbench_results::schema::RUN_SCHEMA;
 use coordbench_results::time::default_out_dir;
 use coordbench_results::time::now_rfc3339;
@@ -99,7 +100,7 @@ pub async fn run_with(
     if console == Console::Full {
         print_summary(&record, &out);
         // The reason also goes to stderr, so that --quiet runs and scripts see why exit 1.
-        if let (Outcome::Failed, Some(error)) = (outcome, &record.error) {
+        if let (Outcome::Failed, Some(error)) = (outcome, &record.header.error) {
             eprintln!("error: run failed: {error} (results in {})", out.display());
         }
     }
@@ -126,12 +127,7 @@ pub fn results_dir(
 /// The record of a run that has not started yet: failed until it says otherwise.
 pub fn new_record(config: &RunConfig) -> RunRecord {
     RunRecord {
-        schema: RUN_SCHEMA,
-        complete: false,
-        end_reason: "failed".into(),
-        error: None,
-        started_at: now_rfc3339(),
-        finished_at: String::new(),
+        header: RecordHeader::begin(RUN_SCHEMA, now_rfc3339()),
         config: config.record(),
         environment: Environment::capture(),
         server_version: None,
@@ -213,8 +209,7 @@ fn interrupted_before_window(
     record: &mut RunRecord,
     console: Console,
 ) -> Result<Option<Started>, UsageError> {
-    record.end_reason = "interrupted".into();
-    record.finished_at = now_rfc3339();
+    record.header.end(RecordEnd::Interrupted, None);
     write_run(out, record, None)?;
     if console == Console::Full {
         print_summary(record, out);
@@ -225,8 +220,7 @@ fn interrupted_before_window(
 /// Records `error` in run.json (best effort: the error itself is what the user must see).
 fn failed_before_window(out: &Path, record: &mut RunRecord, error: anyhow::Error) -> UsageError {
     let error = UsageError::from(error);
-    record.error = Some(error.0.clone());
-    record.finished_at = now_rfc3339();
+    record.header.end(RecordEnd::Failed, Some(error.0.clone()));
     let _ = write_run(out, record, None);
     error
 }
@@ -304,7 +298,7 @@ pub async fn measure(
             record.resources = Some(resources::summarize(&samples, from, to, ops));
         }
         // Best effort: a missing resources.csv must not cost the run's other results.
-        let _ = resources::write_csv(&window.out.join("resources.csv"), &samples);
+        let _ = files::write_csv_rows(&window.out.join("resources.csv"), &samples);
     }
     if let (Some(before), Some(cluster)) = (counters_before, &target.cluster) {
         if let Some(after) = server_stats::scrape(config.target, cluster, zk_tls.as_ref()).await {
@@ -320,13 +314,12 @@ pub async fn measure(
     let member_failure = target.cluster.as_mut().and_then(|c| c.check_alive().err());
     errors.insert(0, member_failure.map(|f| f.to_string()));
     let outcome = judge(&mut record, &ran.measured, errors);
-    record.finished_at = now_rfc3339();
     write_run(window.out, &record, ran.measured.as_ref().ok())?;
     if let (Some(_), Ok(o)) = (&record.shard, &ran.measured) {
         shard_intervals::write(&window.out.join(INTERVALS_FILE), &o.intervals)?;
     }
     if start_refused {
-        return Err(UsageError(record.error.unwrap_or_default()));
+        return Err(UsageError(record.header.error.unwrap_or_default()));
     }
     Ok((outcome, record))
 }
@@ -408,7 +401,7 @@ async fn run_window(
     let mut fault_error = None;
     if let Some(injected) = injected {
         // Best effort: the summary in run.json keeps the figures if the file fails.
-        let _ = fault::write_csv(&window.out.join("failover.csv"), &injected.records);
+        let _ = files::write_csv_rows(&window.out.join("failover.csv"), &injected.records);
         let mut summary = fault::FaultSummary::of(&injected.records);
         summary.lost_writes = injected.lost_writes;
         record.faults = Some(summary);
@@ -430,32 +423,32 @@ fn judge(
     errors: Vec<Option<String>>,
 ) -> Outcome {
     let member_died = errors.first().is_some_and(Option::is_some);
-    let mut outcome = match measured {
+    let (reason, mut error, mut outcome) = match measured {
         Ok(o) => {
             record.results = Some(MeasuredResults::of(o));
-            record.end_reason = end_reason_name(o.end_reason).into();
-            match o.end_reason {
+            let outcome = match o.end_reason {
                 EndReason::Interrupted => Outcome::Interrupted,
                 _ if member_died => Outcome::Failed,
                 _ => Outcome::Complete,
-            }
+            };
+            (o.end_reason.into(), None, outcome)
         }
         Err(runner::RunError::InterruptedDuringSetup) => {
-            record.end_reason = "interrupted".into();
-            Outcome::Interrupted
+            (RecordEnd::Interrupted, None, Outcome::Interrupted)
         }
-        Err(e) => {
-            record.error = Some(one_line(&e.to_string()));
-            Outcome::Failed
-        }
+        Err(e) => (
+            RecordEnd::Failed,
+            Some(one_line(&e.to_string())),
+            Outcome::Failed,
+        ),
     };
     for e in errors.into_iter().flatten() {
-        record.error = Some(one_line(&e));
+        error = Some(one_line(&e));
         if outcome == Outcome::Complete {
             outcome = Outcome::Failed;
         }
     }
-    record.complete = outcome == Outcome::Complete;
+    record.header.end(reason, error);
     outcome
 }
 

@@ -3,12 +3,10 @@
 //! summary.csv: the largest RSS any member reached and the servers' CPU time per operation
 //! in the measured window.
 
-use std::path::Path;
 use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
@@ -139,19 +137,6 @@ pub fn summarize(samples: &[Sample], from: Instant, to: Instant, ops: u64) -> Re
         cpu_us_per_op: (ops > 0).then(|| cpu * 1e6 / ops as f64),
         disk_written_bytes: Some(written.round() as u64),
     }
-}
-
-/// Writes resources.csv: one row per member per sample.
-pub fn write_csv(path: &Path, samples: &[Sample]) -> anyhow::Result<()> {
-    let mut w =
-        csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
-    for s in samples {
-        w.serialize(s)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    w.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
 }
 
 #[cfg(test)]

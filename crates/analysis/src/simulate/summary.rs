@@ -1,10 +1,9 @@
 //! A line's figures: median, p99, max and mean of the election times, the share of trials
 //! with a split vote, the trials cut off; and election.csv, summary.csv and summary.json.
 
-use std::io::Write;
 use std::path::Path;
 
-use anyhow::Context;
+use coordbench_results::files;
 use serde::Serialize;
 
 use super::election::Trial;
@@ -94,8 +93,7 @@ pub fn write_election_csv(
     members: u64,
     lines: &[(TimeoutRange, Vec<Trial>)],
 ) -> anyhow::Result<()> {
-    let mut w = csv::Writer::from_path(path).with_context(|| format!("{}", path.display()))?;
-    w.write_record([
+    let header = [
         "core",
         "members",
         "timeout_range",
@@ -106,10 +104,10 @@ pub fn write_election_csv(
         "terms",
         "split_votes",
         "censored",
-    ])?;
-    for (range, trials) in lines {
-        for t in trials {
-            w.write_record([
+    ];
+    let records = lines.iter().flat_map(|(range, trials)| {
+        trials.iter().map(move |t| {
+            [
                 core.to_string(),
                 members.to_string(),
                 range.to_string(),
@@ -120,11 +118,10 @@ pub fn write_election_csv(
                 t.terms.to_string(),
                 t.split_votes.to_string(),
                 t.election_us.is_none().to_string(),
-            ])?;
-        }
-    }
-    w.flush().with_context(|| format!("{}", path.display()))?;
-    Ok(())
+            ]
+        })
+    });
+    Ok(files::write_csv_table(path, header, records)?)
 }
 
 /// summary.csv (a row per line) and summary.json (the lines plus the run's seed and speed).
@@ -133,18 +130,9 @@ pub fn write_summaries(
     summaries: &[LineSummary],
     meta: serde_json::Value,
 ) -> anyhow::Result<()> {
-    let csv_path = dir.join("summary.csv");
-    let mut w =
-        csv::Writer::from_path(&csv_path).with_context(|| format!("{}", csv_path.display()))?;
-    for s in summaries {
-        w.serialize(s)?;
-    }
-    w.flush()?;
+    files::write_csv_rows(&dir.join("summary.csv"), summaries)?;
     let json = serde_json::json!({ "run": meta, "lines": summaries });
-    let path = dir.join("summary.json");
-    let mut f = std::fs::File::create(&path).with_context(|| format!("{}", path.display()))?;
-    writeln!(f, "{}", serde_json::to_string_pretty(&json)?)?;
-    Ok(())
+    Ok(files::write_json(&dir.join("summary.json"), &json)?)
 }
 
 #[cfg(test)]

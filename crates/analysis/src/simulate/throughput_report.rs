@@ -8,6 +8,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use anyhow::Context;
+use coordbench_results::files;
 use serde::Serialize;
 
 use super::throughput::{saturated, Measured, OpCosts};
@@ -42,34 +43,29 @@ struct CostsFile<'a> {
 
 /// Writes the three files into `out`; returns summary.md's text.
 pub fn write(out: &Path, model: &Model) -> anyhow::Result<String> {
-    let csv_path = out.join("throughput.csv");
-    let mut csv = csv::Writer::from_path(&csv_path)
-        .with_context(|| format!("creating {}", csv_path.display()))?;
-    for (target, costs) in model.costs {
-        for &members in model.members {
-            for &read_ratio in model.read_ratios {
+    let rows = model.costs.iter().flat_map(|(target, costs)| {
+        model.members.iter().flat_map(move |&members| {
+            model.read_ratios.iter().map(move |&read_ratio| {
                 let s = saturated(costs, members, read_ratio, model.cores);
-                csv.serialize(Row {
+                Row {
                     target,
                     members,
                     read_ratio,
                     cores: model.cores,
                     ops_s: s.ops_s,
                     bottleneck: s.bottleneck.name(),
-                })?;
-            }
-        }
-    }
-    csv.flush()?;
+                }
+            })
+        })
+    });
+    files::write_csv_rows(&out.join("throughput.csv"), rows)?;
     let costs = CostsFile {
         model: "cpu: leader = ρ·r/N + (1−ρ)·(w_leader + (N−1)·w_send); follower = ρ·r/N + (1−ρ)·w_follower; ops/s = cores / max",
         cores_per_server: model.cores,
         costs_us: model.costs,
         calibrated_from: model.runs.iter().map(|r| r.dir.display().to_string()).collect(),
     };
-    let costs_path = out.join("costs.json");
-    std::fs::write(&costs_path, serde_json::to_string_pretty(&costs)?)
-        .with_context(|| format!("writing {}", costs_path.display()))?;
+    files::write_json(&out.join("costs.json"), &costs)?;
     let summary = summary_md(model);
     let md_path = out.join("summary.md");
     std::fs::write(&md_path, &summary).with_context(|| format!("writing {}", md_path.display()))?;

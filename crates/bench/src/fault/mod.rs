@@ -38,7 +38,7 @@ use coordbench_results::kinds::{FaultArg, TargetKind, ZkClientArg};
 pub use injector::{FaultFailure, FaultResult, Injector};
 pub use kinds::FaultOrder;
 pub use lost_writes::{read_back, LostWrites};
-pub use record::{write_csv, FaultRecord, FaultSummary};
+pub use record::{FaultRecord, FaultSummary};
 
 /// Why injection stopped before the run did.
 #[derive(Debug, thiserror::Error)]

@@ -3,9 +3,7 @@
 //! summary.csv). docs/reference.md ("failover.csv columns") defines every figure.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use anyhow::Context;
 use serde::Serialize;
 
 use coordbench_results::kinds::FaultArg;
@@ -138,18 +136,6 @@ fn nearest_rank(sorted: &[u64], q: f64) -> Option<u64> {
     }
     let rank = (q * sorted.len() as f64).ceil() as usize;
     Some(sorted[rank.clamp(1, sorted.len()) - 1])
-}
-
-/// Writes one row per fault.
-pub fn write_csv(path: &Path, records: &[FaultRecord]) -> anyhow::Result<()> {
-    let mut w =
-        csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
-    for r in records {
-        w.serialize(r)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    w.flush()
-        .with_context(|| format!("writing {}", path.display()))
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ pub mod timeseries;
 
 use std::path::Path;
 
-use anyhow::Context;
+use coordbench_results::files;
 
 pub use record::{LatencySummary, MeasuredResults, RunRecord};
 pub use summary::SummaryRow;
@@ -29,12 +29,9 @@ pub fn write_run(
     record: &RunRecord,
     outcome: Option<&RunOutcome>,
 ) -> anyhow::Result<()> {
-    let json = serde_json::to_string_pretty(record).context("encoding run.json")?;
-    std::fs::write(dir.join("run.json"), json + "\n")
-        .with_context(|| format!("writing {}", dir.join("run.json").display()))?;
+    files::write_json(&dir.join("run.json"), record)?;
     if let Some(outcome) = outcome {
-        let row = SummaryRow::new(record, outcome);
-        summary::write(&dir.join("summary.csv"), &[row])?;
+        files::write_csv_rows(&dir.join("summary.csv"), [SummaryRow::new(record, outcome)])?;
         timeseries::write(&dir.join("timeseries.csv"), outcome)?;
         hdrlog::write(&dir.join("latency.hlog"), record, outcome)?;
     }

@@ -21,19 +21,14 @@ use coordbench_lab::environment::Environment;
 use coordbench_lab::provision::disk::SyncProbe;
 use coordbench_lab::provision::ClusterInfo;
 use coordbench_lab::resources::ResourceSummary;
+use coordbench_results::record::RecordHeader;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RunRecord {
-    pub schema: &'static str,
-    /// True only if the measured window ran to its planned end (or operation budget)
-    /// without an interruption or a failure.
-    pub complete: bool,
-    /// "completed", "ops_reached", "interrupted", or "failed".
-    pub end_reason: String,
-    /// Why the run failed, if it did.
-    pub error: Option<String>,
-    pub started_at: String,
-    pub finished_at: String,
+    /// Schema, whether the measured window ran to its planned end (or operation budget)
+    /// without an interruption or a failure, why it ended, and when.
+    #[serde(flatten)]
+    pub header: RecordHeader,
     pub config: crate::config::record::ConfigRecord,
     pub environment: Environment,
     pub server_version: Option<String>,
@@ -225,11 +220,13 @@ impl MeasuredResults {
     }
 }
 
-/// The label of an end reason in results.
-pub fn end_reason_name(reason: EndReason) -> &'static str {
-    match reason {
-        EndReason::Completed => "completed",
-        EndReason::OpsReached => "ops_reached",
-        EndReason::Interrupted => "interrupted",
+/// How the window ended, as the record says it.
+impl From<EndReason> for coordbench_results::record::EndReason {
+    fn from(reason: EndReason) -> Self {
+        match reason {
+            EndReason::Completed => Self::Completed,
+            EndReason::OpsReached => Self::OpsReached,
+            EndReason::Interrupted => Self::Interrupted,
+        }
     }
 }

@@ -1,8 +1,5 @@
 //! `summary.csv`: one row per run, the figures people chart and compare.
 
-use std::path::Path;
-
-use anyhow::Context;
 use serde::Serialize;
 
 use crate::outputs::record::{MeasuredResults, RunRecord};
@@ -167,7 +164,7 @@ impl SummaryRow {
             server_version: record.server_version.clone().unwrap_or_default(),
             server_source: cluster.and_then(|cl| cl.source.clone()).unwrap_or_default(),
             client_lib: c.client_lib.clone(),
-            complete: record.complete,
+            complete: record.header.complete,
             ..SummaryRow::default()
         }
     }
@@ -281,17 +278,4 @@ impl SummaryRow {
         self.generator_saturated = generator.map(|g| g.generator_saturated);
         self.generator_saturated_s = generator.map(|g| g.saturated_s);
     }
-}
-
-/// Writes `rows` to `path` with a header.
-pub fn write(path: &Path, rows: &[SummaryRow]) -> anyhow::Result<()> {
-    let mut w =
-        csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
-    for row in rows {
-        w.serialize(row)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    w.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
 }

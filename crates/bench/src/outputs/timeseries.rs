@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use anyhow::Context;
+use coordbench_results::files::{self, FileError};
 use serde::Serialize;
 
 use crate::runner::RunOutcome;
@@ -19,41 +19,33 @@ struct IntervalRow {
     errors: u64,
 }
 
-pub fn write(path: &Path, outcome: &RunOutcome) -> anyhow::Result<()> {
-    let mut w =
-        csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
+pub fn write(path: &Path, outcome: &RunOutcome) -> Result<(), FileError> {
     let seconds = outcome.window.as_secs_f64().ceil() as u64;
-    for second in 0..seconds {
-        // Empty intervals are written too: a stalled server shows as zeros, not as a gap.
-        let row = match outcome.intervals.get(&second) {
-            Some(s) => {
-                let h = (!s.latency.is_empty()).then_some(&s.latency);
-                IntervalRow {
-                    second,
-                    ops: s.ops,
-                    throughput_ops_s: s.ops as f64 / interval_len(outcome, second),
-                    p50_us: h.map(|h| h.value_at_quantile(0.5)),
-                    p99_us: h.map(|h| h.value_at_quantile(0.99)),
-                    max_us: h.map(|h| h.max()),
-                    errors: s.errors_total(),
-                }
-            }
-            None => IntervalRow {
+    // Empty intervals are written too: a stalled server shows as zeros, not as a gap.
+    let rows = (0..seconds).map(|second| match outcome.intervals.get(&second) {
+        Some(s) => {
+            let h = (!s.latency.is_empty()).then_some(&s.latency);
+            IntervalRow {
                 second,
-                ops: 0,
-                throughput_ops_s: 0.0,
-                p50_us: None,
-                p99_us: None,
-                max_us: None,
-                errors: 0,
-            },
-        };
-        w.serialize(row)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    w.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+                ops: s.ops,
+                throughput_ops_s: s.ops as f64 / interval_len(outcome, second),
+                p50_us: h.map(|h| h.value_at_quantile(0.5)),
+                p99_us: h.map(|h| h.value_at_quantile(0.99)),
+                max_us: h.map(|h| h.max()),
+                errors: s.errors_total(),
+            }
+        }
+        None => IntervalRow {
+            second,
+            ops: 0,
+            throughput_ops_s: 0.0,
+            p50_us: None,
+            p99_us: None,
+            max_us: None,
+            errors: 0,
+        },
+    });
+    files::write_csv_rows(path, rows)
 }
 
 /// The last interval of a window that is not a whole number of seconds is shorter.

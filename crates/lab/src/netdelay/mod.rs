@@ -426,6 +426,22 @@ mod tests {
         }
     }
 
+    /// Reads until `len` bytes arrived (`Some`), the peer closed (`None`), or `bound`
+    /// passed (`Some` with what arrived).
+    async fn read_until(conn: &mut TcpStream, len: usize, bound: Duration) -> Option<Vec<u8>> {
+        let mut got = Vec::new();
+        let deadline = tokio::time::Instant::now() + bound;
+        let mut buf = [0u8; 1024];
+        while got.len() < len {
+            match tokio::time::timeout_at(deadline, conn.read(&mut buf)).await {
+                Err(_) => break,
+                Ok(Ok(0)) | Ok(Err(_)) => return None,
+                Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        Some(got)
+    }
+
     #[tokio::test]
     async fn a_cut_link_stalls_its_bytes_and_new_connections_until_healed_in_order() {
         let (upstream, accepted) = echo_server().await;
@@ -498,8 +514,10 @@ mod tests {
         for addr in [client, shared] {
             let mut conn = TcpStream::connect(addr).await.unwrap();
             conn.write_all(b"x").await.unwrap();
-            // The shared route looks for the dialer among the members for a while first.
-            let got = read_for(&mut conn, dialer::PID_WAIT + Duration::from_millis(500)).await;
+            // The shared route looks for the dialer among the members for a while first
+            // (at least PID_WAIT; far longer on a loaded machine, where each look-up's scan
+            // of /proc is slow), so wait for the echo rather than for a fixed time.
+            let got = read_until(&mut conn, 1, dialer::PID_WAIT * 50).await;
             assert_eq!(got.as_deref(), Some(&b"x"[..]), "{addr}");
         }
         // This test process is no member: the shared route could not attribute it.

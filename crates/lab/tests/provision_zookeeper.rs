@@ -1,6 +1,7 @@
-//! Integration tests for ZooKeeper provisioning against Debian's zookeeper package
-//! (/usr/share/java/zookeeper.jar, java from the JRE it depends on). Everything binds
-//! 127.0.0.1 only.
+//! The lab's ZooKeeper provisioning against a real ZooKeeper: the release a run starts when
+//! it names none ($COORDBENCH_ZOOKEEPER_VERSION, else the newest `coordbench install`ed,
+//! else Debian's zookeeper package). Provisioning alone, so these live with the lab crate;
+//! everything binds 127.0.0.1 only.
 
 use std::path::Path;
 use std::time::Duration;

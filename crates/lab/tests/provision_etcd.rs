@@ -1,5 +1,7 @@
-//! Integration tests for etcd provisioning against a real etcd binary (Debian's
-//! etcd-server, /usr/bin/etcd). Everything binds 127.0.0.1 only.
+//! The lab's etcd provisioning against a real etcd: the release a run starts when it names
+//! none ($COORDBENCH_ETCD_VERSION, else the newest `coordbench install`ed, else Debian's
+//! etcd-server). Provisioning alone, so these live with the lab crate; everything binds
+//! 127.0.0.1 only.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
