@@ -96,7 +96,6 @@ const MODULE_LAYERS: &[ModuleLayers] = &[
                 "server_stats",
                 "targets",
                 "tls_access",
-                "workload_options",
                 "zk_access",
             ],
             &["console", "outputs"],

@@ -160,17 +160,20 @@ pub async fn run(args: CapacityArgs) -> Result<Outcome, UsageError> {
 
 /// Refuses what a search cannot do, in one line; the rate's unit.
 pub fn check(args: &RunArgs) -> Result<&'static str, UsageError> {
-    let Some(unit) = probe::rate_unit(args.workload) else {
+    let Some(unit) = probe::rate_unit(args.load.workload) else {
         return Err(UsageError(
             "capacity needs a workload with a rate: --workload kv-put, kv-get, kv-mixed, lock or config-watch".into(),
         ));
     };
     let refused = [
         (
-            args.rate.is_some(),
+            args.load.rate.is_some(),
             "--rate (the search sets it; use --start-rate and --max-rate)",
         ),
-        (args.ops.is_some(), "--ops (every window lasts --duration)"),
+        (
+            args.load.ops.is_some(),
+            "--ops (every window lasts --duration)",
+        ),
         (
             !args.faults.fault.is_empty(),
             "--fault (a window with faults measures failover, not capacity)",

@@ -89,7 +89,7 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
         combined.origin_us,
         combined.origin_us + combined.window.as_micros() as u64,
     );
-    let observers = config.workload_options.watchers.unwrap_or(0);
+    let observers = config.workload_options.watch.watchers.unwrap_or(0);
     let check = checks::of_workload(config.workload, observers, &shards, window_us, uncertainty)?;
     let end_reason = record::end_reason(&shards);
     let outcome = RunOutcome {

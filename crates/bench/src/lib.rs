@@ -20,5 +20,4 @@ pub mod server_stats;
 pub mod shard;
 pub mod targets;
 pub mod tls_access;
-pub mod workload_options;
 pub mod zk_access;

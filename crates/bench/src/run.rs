@@ -459,11 +459,12 @@ fn kv_op(config: &RunConfig) -> KvOp {
         WorkloadKind::KvMixed => KvOp::Mixed {
             read_ratio: config
                 .workload_options
+                .kv
                 .read_ratio
-                .unwrap_or(crate::workload_options::DEFAULT_READ_RATIO),
+                .unwrap_or(crate::args::workloads::kv::DEFAULT_READ_RATIO),
             consistency: config.read_consistency,
         },
-        _ if config.workload_options.create_keys => KvOp::Create,
+        _ if config.workload_options.kv.create_keys => KvOp::Create,
         _ => KvOp::Put,
     }
 }
@@ -496,12 +497,12 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
                 None => lock,
             };
             // Without pauses or protection the workload writes no resource at all.
-            if w.holder_pause.is_none() && w.protection == Protection::None {
+            if w.lock.holder_pause.is_none() && w.lock.protection == Protection::None {
                 Arc::new(lock)
             } else {
                 Arc::new(lock.with_fencing(FencingOptions {
-                    pause: w.holder_pause,
-                    protection: w.protection,
+                    pause: w.lock.holder_pause,
+                    protection: w.lock.protection,
                     seed: config.seed,
                 })?)
             }
@@ -509,10 +510,10 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
         WorkloadKind::Election => {
             let election = ElectionWorkload::new(
                 ElectionOptions {
-                    term: ms(w.term_ms.unwrap_or(0.0)),
-                    crash_leader: w.crash_leader,
+                    term: ms(w.election.term_ms.unwrap_or(0.0)),
+                    crash_leader: w.election.crash_leader,
                     recipe: config.lock_recipe,
-                    observers: w.watchers.unwrap_or(0),
+                    observers: w.watch.watchers.unwrap_or(0),
                     ttl: config.plan.ttl,
                 },
                 clock,
@@ -524,17 +525,17 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
         }
         WorkloadKind::Discovery => Arc::new(DiscoveryWorkload::new(
             DiscoveryOptions {
-                watchers: w.watchers.unwrap_or(0),
-                sessions: w.watch_sessions.unwrap_or(0),
-                crash_instances: w.crash_instances,
+                watchers: w.watch.watchers.unwrap_or(0),
+                sessions: w.watch.watch_sessions.unwrap_or(0),
+                crash_instances: w.discovery.crash_instances,
                 ttl: config.plan.ttl,
             },
             clock,
         )?),
         WorkloadKind::ConfigWatch => Arc::new(ConfigWatchWorkload::new(
             ConfigWatchOptions {
-                watchers: w.watchers.unwrap_or(0),
-                sessions: w.watch_sessions.unwrap_or(0),
+                watchers: w.watch.watchers.unwrap_or(0),
+                sessions: w.watch.watch_sessions.unwrap_or(0),
                 value_size: config.value_size,
                 // etcd-style watches deliver every version; ZooKeeper's are one-shot.
                 every_version: family_of(config.target) != ApiFamily::ZooKeeper,
@@ -554,7 +555,7 @@ fn build_workload(config: &RunConfig, clock: RunClock) -> Result<Arc<dyn Workloa
                 keys: config.keys,
                 consistency: config.read_consistency,
                 seed: config.seed,
-                check_budget: ms(w.check_budget_ms.unwrap_or(60_000) as f64),
+                check_budget: ms(w.register.check_budget_ms.unwrap_or(60_000) as f64),
                 op_timeout: config.plan.op_timeout,
             },
             clock,

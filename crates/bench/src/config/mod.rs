@@ -1,5 +1,7 @@
 //! A validated run configuration: the command line checked for combinations that make no
 //! sense, with every value the results need to describe themselves. Stored in run.json.
+//! Each option group checks itself ([`crate::args`]); here the groups' checks run in order
+//! and their results are assembled into one [`RunConfig`].
 
 pub mod record;
 mod sharding;
@@ -7,23 +9,22 @@ mod sharding;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use coordbench_drivers::{zookeeper_async, ApiFamily, Consistency, LockRecipe};
+use coordbench_drivers::{ApiFamily, Consistency, LockRecipe};
 
-use crate::args::cluster::Placement;
+use crate::args::attach::Access;
+use crate::args::load::Shape;
+use crate::args::workloads::WorkloadOptions;
 use crate::args::RunArgs;
-use crate::etcd_access::{self, EtcdAccessRecord};
-use crate::runner::{LoadMode, LoadPlan};
-use crate::shard::{Part, Sharding, StartRule};
-use crate::workload_options::{self, WorkloadOptions};
-use crate::zk_access::{self as access, ZkAccessRecord};
+use crate::etcd_access::EtcdAccessRecord;
+use crate::runner::LoadPlan;
+use crate::shard::Sharding;
+use crate::zk_access::ZkAccessRecord;
 use coordbench_drivers::etcd::EtcdSecurity;
 use coordbench_drivers::zookeeper::ZkAccess;
 use coordbench_lab::affinity::CpuList;
 use coordbench_lab::election_timing::ElectionTiming;
 use coordbench_lab::provision::DiskKind;
-use coordbench_results::kinds::{
-    ConsistencyArg, ProtectArg, TargetKind, WorkloadKind, ZkClientArg,
-};
+use coordbench_results::kinds::{TargetKind, WorkloadKind, ZkClientArg};
 
 /// A configuration error: one line that says what to change.
 #[derive(Debug, thiserror::Error)]
@@ -94,82 +95,21 @@ pub struct RunConfig {
     pub sharding: Option<Sharding>,
 }
 
-/// `--keys` when not given: the kv workloads spread over many keys (the preloaded ones,
-/// with `--preload-keys`), the register workload makes its clients contend on a few.
-fn default_keys(workload: WorkloadKind, preload: Option<u64>) -> usize {
-    match (workload, preload) {
-        (WorkloadKind::Register, _) => 4,
-        (_, Some(n)) => n as usize,
-        _ => 1000,
-    }
-}
-
 /// What the checks of a command line found, before it is assembled into a [`RunConfig`].
 struct Checked {
     lock_recipe: LockRecipe,
     workload_options: WorkloadOptions,
-    shape: workload_options::Shape,
+    shape: Shape,
     election_timing: ElectionTiming,
     zk_client_kind: ZkClientArg,
-    zk: access::ResolvedAccess,
-    etcd: etcd_access::ResolvedEtcdAccess,
+    access: Access,
     sharding: Option<Sharding>,
     plan: LoadPlan,
 }
 
 impl RunConfig {
     pub fn from_args(args: &RunArgs) -> Result<Self, ConfigError> {
-        let family = family_of(args.target);
-        let lock_recipe = family
-            .parse_recipe(args.recipe.as_deref())
-            .map_err(ConfigError)?;
-        let (workload_options, shape) = workload_options::resolve(args).map_err(ConfigError)?;
-        validate_target(args)?;
-        let placement = Placement {
-            target: args.target,
-            starts_servers: args.starts_servers(),
-            attached: !args.endpoints.is_empty(),
-        };
-        let election_timing = args.cluster.check(placement).map_err(ConfigError)?;
-        let zk_client_kind = validate_zk_client(args)?;
-        validate_holder_pauses(args, family, lock_recipe, zk_client_kind)?;
-        validate_secure(args)?;
-        let zk = access::resolve(
-            &args.zk_access,
-            &args.tls,
-            args.target,
-            zk_client_kind,
-            args.secure,
-            std::env::var(access::PASSWORD_ENV).ok(),
-        )
-        .map_err(ConfigError)?;
-        let etcd = etcd_access::resolve(
-            &args.etcd_access,
-            &args.tls,
-            args.target,
-            &args.endpoints,
-            args.secure,
-            std::env::var(etcd_access::PASSWORD_ENV).ok(),
-        )
-        .map_err(ConfigError)?;
-        if args.ttl < Duration::from_secs(1) && family == ApiFamily::Etcd {
-            return Err(ConfigError(
-                "--ttl must be at least 1s on the etcd API (leases are whole seconds)".into(),
-            ));
-        }
-        let sharding = sharding::sharding_of(args, shape.clients).map_err(ConfigError)?;
-        let plan = load_plan(args, &shape, &workload_options, sharding.as_ref());
-        let checked = Checked {
-            lock_recipe,
-            workload_options,
-            shape,
-            election_timing,
-            zk_client_kind,
-            zk,
-            etcd,
-            sharding,
-            plan,
-        };
+        let checked = check(args).map_err(ConfigError)?;
         Self::assemble(args, checked)
     }
 
@@ -182,55 +122,47 @@ impl RunConfig {
             shape,
             election_timing,
             zk_client_kind,
-            zk,
-            etcd,
+            access,
             sharding,
             plan,
         } = checked;
-        let read_consistency = match args.consistency {
-            ConsistencyArg::Linearizable => Consistency::Linearizable,
-            ConsistencyArg::Serializable => Consistency::Serializable,
-        };
-        let faults = args.faults.plan(args.seed);
+        let load = &args.load;
         Ok(RunConfig {
-            target: args.target,
-            workload: args.workload,
+            target: load.target,
+            workload: load.workload,
             zk_client: zk_client_kind,
             lock_recipe,
-            read_consistency,
+            read_consistency: args.kv.read_consistency(),
             plan,
             conns: shape.conns,
-            ops: args.ops,
-            op_timeout: args.op_timeout,
-            keys: args.keys.map_or(
-                default_keys(args.workload, args.preload.preload_keys),
-                |k| k as usize,
-            ),
-            value_size: args.value_size as usize,
-            locks: args.locks as usize,
+            ops: load.ops,
+            op_timeout: load.op_timeout,
+            keys: args.kv.keys(load.workload, args.preload.preload_keys),
+            value_size: args.kv.value_size as usize,
+            locks: args.lock.locks as usize,
             workload_options,
-            hold: args.hold,
+            hold: args.lock.hold,
             cluster_size: args.cluster_size(),
             disk: args.cluster.disk,
-            endpoints: args.endpoints.clone(),
+            endpoints: args.attach.endpoints.clone(),
             server_version: args.cluster.server_version.clone(),
             etcd_bin: args.cluster.etcd_bin.clone(),
             zk_classpath: args.cluster.zk_classpath.clone(),
             engine_bin: args.cluster.engine_bin.clone(),
-            secure: args.secure,
-            zk_access: zk.access,
-            zk_access_record: zk.record,
-            etcd_security: etcd.security,
-            etcd_access_record: etcd.record,
+            secure: args.attach.secure,
+            zk_access: access.zk.access,
+            zk_access_record: access.zk.record,
+            etcd_security: access.etcd.security,
+            etcd_access_record: access.etcd.record,
             base_port: args.cluster.base_port,
             sync_delay: args.cluster.emulated_sync_delay(),
             net_delay: args.cluster.net_delay,
             net_delay_clients: args.cluster.net_delay_clients,
             election_timing,
-            seed: args.seed,
+            seed: load.seed,
             pin_client: args.generator.pin_client.clone(),
             pin_servers: args.cluster.pin_servers.clone(),
-            faults,
+            faults: args.faults.plan(load.seed),
             preload: crate::preload::Preload::of(&args.preload),
             null_service: crate::targets::null::service_record(args).map_err(ConfigError)?,
             sharding,
@@ -258,155 +190,45 @@ impl RunConfig {
     }
 }
 
+/// Every group's checks, in the order that decides which error a command line with several
+/// gets: the recipe, the workload's options, the target, the cluster, the client library,
+/// fencing, `--secure`, access, `--ttl`, sharding.
+fn check(args: &RunArgs) -> Result<Checked, String> {
+    let load = &args.load;
+    let family = load.family();
+    let lock_recipe = args.lock.recipe(family)?;
+    let (workload_options, shape) = args.workload_options()?;
+    check_target(args)?;
+    let election_timing = args.cluster.check(args.placement())?;
+    let zk_client_kind = args.attach.zk_client(load, args.kv.consistency)?;
+    args.lock
+        .check_fencing(family, lock_recipe, zk_client_kind)?;
+    args.attach.check_secure(load.target)?;
+    let access = args.attach.access(load.target, zk_client_kind)?;
+    load.check_ttl()?;
+    let sharding = sharding::sharding_of(args, shape.clients)?;
+    let plan = load.plan(&shape, sharding.as_ref());
+    Ok(Checked {
+        lock_recipe,
+        workload_options,
+        shape,
+        election_timing,
+        zk_client_kind,
+        access,
+        sharding,
+        plan,
+    })
+}
+
 /// What the target itself refuses, and the options that apply to other targets only.
-fn validate_target(args: &RunArgs) -> Result<(), ConfigError> {
-    let target = crate::targets::descriptor(args.target);
-    target.check(args).map_err(ConfigError)?;
-    args.generator.check().map_err(ConfigError)?;
+fn check_target(args: &RunArgs) -> Result<(), String> {
+    let target = args.load.target;
+    crate::targets::descriptor(target).check(args)?;
+    args.generator.check()?;
     args.faults
-        .check(args.target, !args.endpoints.is_empty(), args.cluster_size())
-        .map_err(ConfigError)?;
-    if !target.has_servers && !args.endpoints.is_empty() {
-        return Err(ConfigError(format!(
-            "--endpoints cannot be used with --target {}",
-            target.name
-        )));
-    }
-    if family_of(args.target) == ApiFamily::ZooKeeper
-        && workload_options::sessions_are_per_client(args.workload)
-        && args.conns.is_some_and(|c| c != args.clients)
-    {
-        return Err(ConfigError(
-            "--conns does not apply to zookeeper: each client has its own session (its own connection), which owns its locks; omit --conns".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// `--zk-client`: the ZooKeeper client library, and what zookeeper-async cannot do.
-fn validate_zk_client(args: &RunArgs) -> Result<ZkClientArg, ConfigError> {
-    if family_of(args.target) != ApiFamily::ZooKeeper && args.zk_client.is_some() {
-        return Err(ConfigError(
-            "--zk-client applies only to --target zookeeper".into(),
-        ));
-    }
-    let kind = args.zk_client.unwrap_or_default();
-    if kind != ZkClientArg::Async {
-        return Ok(kind);
-    }
-    if matches!(
-        args.workload,
-        WorkloadKind::Election
-            | WorkloadKind::Discovery
-            | WorkloadKind::ConfigWatch
-            | WorkloadKind::Register
-            | WorkloadKind::Barrier
-    ) {
-        return Err(ConfigError(format!(
-            "--zk-client async runs only the kv and lock workloads (zookeeper-async has no session id to recognise its own nodes and drops watches on reconnect); omit --zk-client for --workload {}",
-            value_name(args.workload)
-        )));
-    }
-    if matches!(args.workload, WorkloadKind::KvGet | WorkloadKind::KvMixed)
-        && args.consistency == ConsistencyArg::Linearizable
-    {
-        return Err(ConfigError(
-            "--zk-client async cannot read linearizably (zookeeper-async has no sync()); use --consistency serializable".into(),
-        ));
-    }
-    if args.ttl < zookeeper_async::MIN_SESSION_TIMEOUT {
-        return Err(ConfigError(
-            "--zk-client async needs --ttl 1500ms or more (below it zookeeper-async's read deadline is zero and it reconnects endlessly)".into(),
-        ));
-    }
-    Ok(kind)
-}
-
-/// How the runner drives the load: clients, open or closed loop, the window, timeouts and
-/// the shard's part.
-fn load_plan(
-    args: &RunArgs,
-    shape: &workload_options::Shape,
-    workload_options: &WorkloadOptions,
-    sharding: Option<&Sharding>,
-) -> LoadPlan {
-    let mode = match shape.rate {
-        Some(rate) => LoadMode::Open { rate },
-        None => LoadMode::Closed,
-    };
-    // A barrier run counts every barrier from the first, and lasts until all are passed.
-    let (warmup, duration) = if args.workload == WorkloadKind::Barrier {
-        (Duration::ZERO, workload_options::BARRIER_TIME_LIMIT)
-    } else {
-        (args.warmup, args.duration)
-    };
-    LoadPlan {
-        clients: shape.clients,
-        mode,
-        warmup,
-        duration,
-        max_ops: shape.max_ops,
-        // A paused holder's own stall is not the server's slowness: its operation may
-        // take the pause on top of --op-timeout before it counts as a timeout.
-        op_timeout: args.op_timeout
-            + workload_options
-                .holder_pause
-                .map_or(Duration::ZERO, |p| p.duration),
-        interval: Duration::from_secs(1),
-        ttl: args.ttl,
-        part: sharding.map_or(Part::WHOLE, |s| s.part),
-        start: sharding.map_or(StartRule::Now, |s| s.start.clone()),
-    }
-}
-
-/// `--secure` starts a secured cluster, so it needs one coordbench starts.
-fn validate_secure(args: &RunArgs) -> Result<(), ConfigError> {
-    if !args.secure {
-        return Ok(());
-    }
-    let target = crate::targets::descriptor(args.target);
-    match target.family {
-        _ if !target.has_servers => Err(ConfigError(format!(
-            "--secure applies to clusters coordbench starts; omit it with --target {}",
-            target.name
-        ))),
-        ApiFamily::Etcd if !args.endpoints.is_empty() => Err(ConfigError(
-            "--secure starts a secured cluster; against --endpoints pass --cacert, --cert, --key (and --user for etcd) instead".into(),
-        )),
-        _ if !args.endpoints.is_empty() => Err(ConfigError(
-            "--secure starts a secured cluster; against --endpoints pass --zk-auth (and --zk-acl creator; --cacert, --cert, --key for a secure client port) instead".into(),
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// Holder pauses need a driver that can freeze a session, and `--protect txn` a recipe
-/// whose lock the service can check.
-fn validate_holder_pauses(
-    args: &RunArgs,
-    family: ApiFamily,
-    recipe: LockRecipe,
-    zk_client: ZkClientArg,
-) -> Result<(), ConfigError> {
-    if args.holder_pause.is_some() && zk_client == ZkClientArg::Async {
-        return Err(ConfigError(
-            "--holder-pause needs --zk-client client (zookeeper-async's sessions cannot be frozen: it replaces an expired session silently); omit --zk-client".into(),
-        ));
-    }
-    if args.protect == Some(ProtectArg::Txn) && zk_client == ZkClientArg::Async {
-        return Err(ConfigError(
-            "--protect txn needs --zk-client client (the zookeeper-async driver has no fenced write); omit --zk-client".into(),
-        ));
-    }
-    if args.protect == Some(ProtectArg::Txn)
-        && family == ApiFamily::ZooKeeper
-        && recipe == LockRecipe::Naive
-    {
-        return Err(ConfigError(
-            "--protect txn cannot fence --recipe naive on zookeeper: every holder re-creates the same holder node at version 0, so a version check cannot tell holders apart; use --recipe zk-recipe or --protect token".into(),
-        ));
-    }
-    Ok(())
+        .check(target, args.attach.attached(), args.cluster_size())?;
+    args.attach.check_endpoints(target)?;
+    args.load.check_conns()
 }
 
 /// The client protocol a target speaks.
@@ -414,12 +236,11 @@ pub fn family_of(target: TargetKind) -> ApiFamily {
     crate::targets::descriptor(target).family
 }
 
-use coordbench_results::kinds::value_name;
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::args::parse_run_args;
+    use crate::runner::LoadMode;
     use coordbench_results::kinds::FaultArg;
     use std::path::Path;
 
@@ -639,7 +460,7 @@ mod tests {
         for target in ["null", "raft", "zab", "etcd", "zookeeper"] {
             let c =
                 config(&[&["--target", target, "--protect", "txn"][..], &pause].concat()).unwrap();
-            let w = &c.workload_options;
+            let w = &c.workload_options.lock;
             assert_eq!(
                 (w.holder_pause_ms, w.holder_pause_ratio, w.protect),
                 (Some(3000.0), Some(0.2), Some("txn")),

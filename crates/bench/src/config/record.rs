@@ -11,9 +11,9 @@ use coordbench_results::kinds::{value_name, WorkloadKind};
 use serde::Serialize;
 
 use super::RunConfig;
+use crate::args::workloads::WorkloadOptions;
 use crate::etcd_access::EtcdAccessRecord;
 use crate::runner::LoadMode;
-use crate::workload_options::WorkloadOptions;
 use crate::zk_access::ZkAccessRecord;
 
 /// run.json `config`. The field order is the file's.

@@ -36,10 +36,10 @@ pub fn sharding_of(args: &RunArgs, clients: usize) -> Result<Option<Sharding>, S
     check_run_id(&run_id)?;
     check_shardable(args, part, clients)?;
     let start = if s.rendezvous {
-        if !rendezvous_target(args.target) {
+        if !rendezvous_target(args.load.target) {
             return Err(format!(
                 "--rendezvous meets through etcd, raft, zookeeper or zab, not --target {}; use --start-at TIME",
-                value_name(args.target)
+                value_name(args.load.target)
             ));
         }
         StartRule::Rendezvous {
@@ -83,10 +83,10 @@ fn check_run_id(id: &str) -> Result<(), String> {
 
 /// What a shard cannot do as its exact part of one process's run.
 fn check_shardable(args: &RunArgs, part: Part, clients: usize) -> Result<(), String> {
-    if !SHARDABLE.contains(&args.workload) {
+    if !SHARDABLE.contains(&args.load.workload) {
         return Err(format!(
             "--shard runs the kv-put, kv-get, kv-mixed, lock and election workloads, not --workload {}",
-            value_name(args.workload)
+            value_name(args.load.workload)
         ));
     }
     if clients < part.count {
@@ -98,17 +98,20 @@ fn check_shardable(args: &RunArgs, part: Part, clients: usize) -> Result<(), Str
     if !args.faults.fault.is_empty() {
         return Err("--fault cannot be used with --shard: faults need the cluster a run started, and shards share one they attach to".into());
     }
-    if args.holder_pause.is_some() || args.protect.is_some() {
+    if args.lock.writes_resource() {
         return Err("--holder-pause and --protect cannot be used with --shard (their resource lives in each process)".into());
     }
-    if args.target == TargetKind::Null {
-        if matches!(args.workload, WorkloadKind::Lock | WorkloadKind::Election) {
+    if args.load.target == TargetKind::Null {
+        if matches!(
+            args.load.workload,
+            WorkloadKind::Lock | WorkloadKind::Election
+        ) {
             return Err("--target null keeps its locks and elections in each process, so shards would not contend; shard them on a shared target (--endpoints)".into());
         }
-    } else if args.endpoints.is_empty() {
+    } else if !args.attach.attached() {
         return Err(format!(
             "--shard needs the target every shard shares: start it (e.g. `coordbench serve {}` members, see README) and pass --endpoints",
-            value_name(args.target)
+            value_name(args.load.target)
         ));
     }
     Ok(())

@@ -32,7 +32,7 @@ pub fn write(path: &Path, record: &RunRecord, outcome: &RunOutcome) -> anyhow::R
             record.environment.coordbench_version,
             record.config.target,
             record.config.workload,
-            if record.config.workload_options.read_ratio.is_some() {
+            if record.config.workload_options.kv.read_ratio.is_some() {
                 "; untagged: every operation, Tag=read and Tag=write: each kind alone"
             } else {
                 ""

@@ -126,13 +126,13 @@ impl Descriptor {
     /// a fault kind it cannot take, `--secure`, `--engine-bin`, a cluster size.
     pub fn check(&self, args: &RunArgs) -> Result<(), String> {
         if let Some(workloads) = self.workloads {
-            if !workloads.contains(&args.workload) {
+            if !workloads.contains(&args.load.workload) {
                 let names: Vec<String> = workloads.iter().map(|w| value_name(*w)).collect();
                 return Err(format!(
                     "--target {} runs the {} workloads; not --workload {}",
                     self.name,
                     names.join(", "),
-                    value_name(args.workload)
+                    value_name(args.load.workload)
                 ));
             }
         }
@@ -150,7 +150,7 @@ impl Descriptor {
                 args.cluster.disk, self.name
             ));
         }
-        if args.secure && self.has_servers && !self.secure {
+        if args.attach.secure && self.has_servers && !self.secure {
             return Err(format!(
                 "--secure is not available on --target {}; run it without --secure",
                 self.name
@@ -214,7 +214,7 @@ async fn ready(
         cluster.endpoints(),
         config.conns,
         // Holder pauses freeze sessions through a relay each; others connect directly.
-        config.workload_options.holder_pause.is_some(),
+        config.workload_options.lock.holder_pause.is_some(),
     )
     .await?;
     let server_version = coordinator.server_version().await.context(target.name)?;

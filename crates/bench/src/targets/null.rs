@@ -78,7 +78,7 @@ pub fn service_record(args: &RunArgs) -> Result<Option<NullServiceRecord>, Strin
     if s.service_time.is_none() && s.service_concurrency.is_none() {
         return Ok(None);
     }
-    if args.target != TargetKind::Null {
+    if args.load.target != TargetKind::Null {
         return Err("--service-time and --service-concurrency apply only to --target null".into());
     }
     let Some(time) = s.service_time.filter(|t| t.as_micros() >= 1) else {
