@@ -14,7 +14,7 @@
 # invocation resumes; delete results/reference/<part>/ to make a part anew.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=target/release/coordbench
+bin=${CARGO_TARGET_DIR:-target}/release/coordbench
 base_port=
 parts=()
 while (($#)); do
