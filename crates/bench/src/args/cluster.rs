@@ -69,6 +69,11 @@ pub struct ClusterOptions {
     #[arg(long, conflicts_with = "server_version")]
     pub zk_classpath: Option<String>,
 
+    /// zookeeper: each member's JVM heap (-Xms and -Xmx), MiB (default 512). A million
+    /// 256-byte znodes need about 2048.
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u32).range(64..=262_144))]
+    pub zk_heap: Option<u32>,
+
     /// raft, zab: the coordbench binary that runs the members (`serve raft|zab`), e.g. another
     /// version to compare (default: this one).
     #[arg(long)]
@@ -122,6 +127,9 @@ impl ClusterOptions {
         }
         if at.target != TargetKind::Zookeeper && self.zk_classpath.is_some() {
             return Err("--zk-classpath applies only to --target zookeeper".into());
+        }
+        if self.zk_heap.is_some() && !(at.target == TargetKind::Zookeeper && at.starts_servers) {
+            return Err("--zk-heap applies only to ZooKeeper members coordbench starts (--target zookeeper without --endpoints)".into());
         }
         self.election_timing(at)
     }

@@ -63,6 +63,8 @@ pub struct RunConfig {
     pub server_version: Option<coordbench_results::version::Version>,
     pub etcd_bin: Option<PathBuf>,
     pub zk_classpath: Option<String>,
+    /// `--zk-heap`: started ZooKeeper members' heap, MiB.
+    pub zk_heap_mb: Option<u32>,
     /// raft, zab: the coordbench binary the members run from (`--engine-bin`).
     pub engine_bin: Option<PathBuf>,
     /// Whether coordbench starts the cluster secured (`--secure`).
@@ -148,6 +150,7 @@ impl RunConfig {
             server_version: args.cluster.server_version.clone(),
             etcd_bin: args.cluster.etcd_bin.clone(),
             zk_classpath: args.cluster.zk_classpath.clone(),
+            zk_heap_mb: args.cluster.zk_heap,
             engine_bin: args.cluster.engine_bin.clone(),
             secure: args.attach.secure,
             zk_access: access.zk.access,
@@ -567,6 +570,32 @@ mod tests {
             record(&serializable).unwrap().zk_client.as_deref(),
             Some("async")
         );
+    }
+
+    #[test]
+    fn zk_heap_goes_to_started_zookeeper_members_only() {
+        let c = config(&["--target", "zookeeper", "--zk-heap", "2048"]).unwrap();
+        assert_eq!(c.zk_heap_mb, Some(2048));
+        for args in [
+            &["--target", "etcd", "--zk-heap", "2048"][..],
+            &["--target", "zab", "--zk-heap", "2048"][..],
+            &[
+                "--target",
+                "zookeeper",
+                "--zk-heap",
+                "2048",
+                "--endpoints",
+                "127.0.0.1:1",
+            ][..],
+        ] {
+            let err = config(args).unwrap_err().to_string();
+            assert!(
+                err.contains("--zk-heap applies only to ZooKeeper members coordbench starts"),
+                "{args:?}: {err}"
+            );
+        }
+        let run = parse_run_args(["coordbench-run", "--target", "zookeeper", "--zk-heap", "32"]);
+        assert!(run.is_err(), "a heap under 64 MiB is refused by the parser");
     }
 
     #[test]

@@ -113,6 +113,9 @@ async fn prepare(config: &RunConfig, work_dir: &Path) -> anyhow::Result<ReadyTar
             enforce_auth: config.secure,
             tls: secure,
             election_timing: config.election_timing,
+            heap_mb: config
+                .zk_heap_mb
+                .unwrap_or(provision::zookeeper::ZkOptions::default().heap_mb),
             ..Default::default()
         };
         provision::zookeeper::start(&spec, &options).await?
