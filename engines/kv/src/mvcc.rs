@@ -305,7 +305,8 @@ impl Mvcc {
     }
 
     /// Every event at revision `>= start` on keys of `range`, in revision
-    /// order, each with its `prev_kv`. `start <= 0` means "from now": none.
+    /// order, each with its `prev_kv` (none where the revision before the event is
+    /// compacted, as etcd). `start <= 0` means "from now": none.
     pub fn events_since(&self, start: i64, range: &KeyRange) -> Result<Vec<Event>, KvError> {
         if start <= 0 {
             return Ok(Vec::new());
@@ -320,7 +321,11 @@ impl Mvcc {
             let first = hist.count_below(start);
             let mut prev = first.checked_sub(1).and_then(|p| hist.get(p));
             for e in (first..hist.len()).filter_map(|i| hist.get(i)) {
-                let prev_kv = prev.and_then(|p| p.to_kv(key, &self.values));
+                // etcd reads an event's prev_kv at the revision before it, which is gone
+                // once compacted.
+                let prev_kv = prev
+                    .filter(|_| e.rev.main - 1 >= self.compact_revision)
+                    .and_then(|p| p.to_kv(key, &self.values));
                 prev = Some(e);
                 let ev = match e.to_kv(key, &self.values) {
                     Some(kv) => Event {
@@ -432,6 +437,17 @@ mod tests {
             .map(|r| m.range(&KeyRange::all(), r).collect::<Vec<_>>())
             .collect();
         assert_eq!(before, after);
+        // The same events, but the revision before 5 is gone: as etcd, an event at the
+        // compaction's revision has no prev_kv any more.
+        let events: Vec<_> = events
+            .into_iter()
+            .map(|mut e| {
+                if e.revision() == 5 {
+                    e.prev_kv = None;
+                }
+                e
+            })
+            .collect();
         assert_eq!(m.events_since(5, &KeyRange::all()).unwrap(), events);
         assert_eq!(m.keys[&b"a".to_vec()].len(), 1);
         assert_eq!(
