@@ -36,7 +36,7 @@ const DRAIN_TRIES: usize = 6;
 /// How long to wait for what may not come: the events of a stream that cannot be asked
 /// for progress (etcd sends those of a write to its synced watchers at once), the answer
 /// to a cancel of an id the client does not know or to a progress request etcd will drop.
-const QUIET: Duration = Duration::from_millis(150);
+const QUIET: Duration = Duration::from_millis(200);
 
 pub struct WatchStream {
     tx: UnboundedSender<WatchRequest>,
@@ -209,18 +209,34 @@ impl WatchStream {
         parts.join(" ")
     }
 
-    /// Asks for progress until answered, keeping what comes before the answer.
+    /// Asks for progress until answered, keeping what comes before the answer. After an
+    /// answer to a repeated request, waits for the answer to an earlier one that may still
+    /// come, so that it cannot end a later drain early.
     async fn fence(&mut self, latest: i64, names: &Names) {
-        for _ in 0..DRAIN_TRIES {
+        for tries in 1..=DRAIN_TRIES {
             self.send(WatchRequestUnion::Progress(WatchProgressRequest {}));
             loop {
                 match self.next(MAY_NOT_COME).await {
-                    Next::Message(r) if is_progress(&r) && revision(&r) >= latest => return,
+                    Next::Message(r) if is_progress(&r) && revision(&r) >= latest => {
+                        if tries > 1 {
+                            self.settle(names).await;
+                        }
+                        return;
+                    }
                     Next::Message(r) if is_progress(&r) => {}
                     Next::Message(r) => self.absorb(&r, names),
                     Next::Timeout => break,
                     Next::Ended => return,
                 }
+            }
+        }
+    }
+
+    /// Takes what arrives within [`MAY_NOT_COME`], progress answers dropped.
+    async fn settle(&mut self, names: &Names) {
+        while let Next::Message(r) = self.next(MAY_NOT_COME).await {
+            if !is_progress(&r) {
+                self.absorb(&r, names);
             }
         }
     }
