@@ -44,50 +44,74 @@ pub async fn shrink<S: Clone>(
         runs: 0,
         bounded: false,
     };
-    let mut chunk = (out.steps.len() / 2).max(1);
+    // A simpler step may need fewer others: removal runs again after simplifying.
     loop {
-        let Some(removed) = pass(&mut out, chunk, signature, max_runs, oracle).await else {
+        if !remove(&mut out, signature, max_runs, oracle).await {
             out.bounded = true;
             return out;
+        }
+        match simplify(&mut out, signature, max_runs, &simpler, oracle).await {
+            Some(true) => {}
+            Some(false) => return out,
+            None => {
+                out.bounded = true;
+                return out;
+            }
+        }
+    }
+}
+
+/// Removal passes down to single steps, until one removes none; false when the bound
+/// stopped them.
+async fn remove<S: Clone>(
+    out: &mut Shrunk<S>,
+    signature: &str,
+    max_runs: usize,
+    oracle: &mut impl Rerun<S>,
+) -> bool {
+    let mut chunk = (out.steps.len() / 2).max(1);
+    loop {
+        let Some(removed) = pass(out, chunk, signature, max_runs, oracle).await else {
+            return false;
         };
         if chunk == 1 && !removed {
-            break;
+            return true;
         }
         // Single steps are retried until a whole pass removes none: dropping one can make
         // an earlier one removable.
         chunk = (chunk / 2).clamp(1, (out.steps.len() / 2).max(1));
     }
-    out.bounded = !simplify(&mut out, signature, max_runs, &simpler, oracle).await;
-    out
 }
 
-/// Replaces steps by simpler forms while the difference persists; false when the bound
-/// stopped it.
+/// Replaces steps by simpler forms while the difference persists: whether any was
+/// replaced, or `None` when the bound stopped it.
 async fn simplify<S: Clone>(
     out: &mut Shrunk<S>,
     signature: &str,
     max_runs: usize,
     simpler: &impl Fn(&S) -> Vec<S>,
     oracle: &mut impl Rerun<S>,
-) -> bool {
+) -> Option<bool> {
+    let mut simplified = false;
     let mut i = 0;
     'steps: while i < out.steps.len() {
         for candidate in simpler(&out.steps[i]) {
             if out.runs >= max_runs {
-                return false;
+                return None;
             }
             let mut steps = out.steps.clone();
             steps[i] = candidate;
             out.runs += 1;
             if oracle.rerun(&steps).await.as_deref() == Some(signature) {
                 out.steps = steps;
+                simplified = true;
                 // The simpler step may simplify further.
                 continue 'steps;
             }
         }
         i += 1;
     }
-    true
+    Some(simplified)
 }
 
 /// One pass of removals of `chunk` consecutive steps; whether any was removed, or `None`

@@ -702,6 +702,56 @@ mod tests {
     }
 
     #[test]
+    fn events_carry_the_key_as_it_was_before_their_txn() {
+        let mut t = T::new();
+        t.put(b"a", b"1", 0).unwrap();
+        let from_a = |prev_kv| {
+            RequestOp::DeleteRange(DeleteRangeRequest {
+                key: b"a".to_vec(),
+                range_end: vec![0],
+                prev_kv,
+            })
+        };
+        let txn = |success| TxnRequest {
+            compare: vec![],
+            success,
+            failure: vec![],
+        };
+        let a = t.apply(Command::Txn(txn(vec![put_op(b"a", b"2", 0), from_a(true)])));
+        let prevs = |events: &[Event]| -> Vec<Option<Vec<u8>>> {
+            events
+                .iter()
+                .map(|e| e.prev_kv.as_ref().map(|kv| kv.value.clone()))
+                .collect()
+        };
+        // As etcd's watch: both events' prev_kv is the key before the txn (the delete's
+        // response, though, has the txn's own put).
+        assert_eq!(prevs(&a.events), vec![Some(b"1".to_vec()); 2]);
+        let Ok(Response::Txn(r)) = &a.result else {
+            panic!()
+        };
+        let ResponseOp::DeleteRange(d) = &r.responses[1] else {
+            panic!()
+        };
+        assert_eq!(d.prev_kvs[0].value, b"2");
+        assert_eq!(
+            prevs(&t.s.events_since(3, &KeyRange::all()).unwrap()),
+            prevs(&a.events)
+        );
+        // A put that creates its key has none, even when the key was there before the txn.
+        t.put(b"a", b"3", 0).unwrap();
+        let a = t.apply(Command::Txn(txn(vec![
+            from_a(false),
+            put_op(b"a", b"4", 0),
+        ])));
+        assert_eq!(prevs(&a.events), vec![Some(b"3".to_vec()), None]);
+        assert_eq!(
+            prevs(&t.s.events_since(5, &KeyRange::all()).unwrap()),
+            prevs(&a.events)
+        );
+    }
+
+    #[test]
     fn rollback_restores_lease_attachments() {
         let mut t = T::new();
         t.apply(Command::LeaseGrant {
