@@ -9,7 +9,10 @@
 //! expectation shows on ZooKeeper first.
 //!
 //! Replay one random sequence: `ZK_DIFF_SEED=<seed> cargo test --test zk_differential random`;
-//! run more: `ZK_DIFF_SEED=4..40` (a range, on one pair of servers).
+//! run more: `ZK_DIFF_SEED=4..40` (a range, on one pair of servers; see
+//! scripts/differential-soak.sh). A difference in a random sequence is shrunk to the
+//! shortest subsequence found that still shows it (tests/common/shrink.rs), and printed
+//! with ZooKeeper's replies to it.
 //! Compare another build's zab (an older commit's, to see what a fix changed):
 //! `ZK_DIFF_ZAB_BIN=/path/to/coordbench cargo test --test zk_differential`; against the
 //! last member of a 3-member zab (ports allow up to 3): `ZK_DIFF_ZAB_MEMBERS=3`.
@@ -18,6 +21,8 @@ mod common;
 
 use std::time::Duration;
 
+use common::differential::{self, first_difference};
+use common::shrink::{self, Rerun};
 use common::zk_differential::{self as diff, Step, Transcript};
 use common::{raft_options, within};
 use coordbench_drivers::zookeeper::four_letter::{field, four_letter_word};
@@ -30,6 +35,8 @@ const BOUND: Duration = Duration::from_secs(90);
 const ZAB_SPEAKS: &str = "3.8.0";
 /// Steps of each random sequence.
 const RANDOM_STEPS: usize = 300;
+/// Reruns a shrink may spend.
+const SHRINK_RUNS: usize = 200;
 
 /// A one-member ZooKeeper and a one-member zab (base ports `base` and `base + 20`; see
 /// tests/kazoo_interop.rs for why 32100-32699).
@@ -40,7 +47,8 @@ struct Pair {
 }
 
 impl Pair {
-    async fn start(base: u16) -> Pair {
+    /// `wrong_answer`: zab's test-only wrong answer (`serve zab --wrong-answer`).
+    async fn start(base: u16, wrong_answer: Option<&str>) -> Pair {
         let work = TempDir::new().unwrap();
         let spec = |port: u16, size: usize| ClusterSpec {
             base_port: Some(port),
@@ -67,7 +75,11 @@ impl Pair {
         let members = std::env::var("ZK_DIFF_ZAB_MEMBERS")
             .map_or(1, |n| n.parse().expect("ZK_DIFF_ZAB_MEMBERS is 1 to 3"));
         let zab_spec = spec(base + 20, members);
-        let zab = within(BOUND, "starting zab", zab::start(&zab_spec, &zab_options()))
+        let options = RaftOptions {
+            wrong_answer: wrong_answer.map(str::to_string),
+            ..zab_options()
+        };
+        let zab = within(BOUND, "starting zab", zab::start(&zab_spec, &options))
             .await
             .expect("zab starts");
         Pair {
@@ -82,45 +94,129 @@ impl Pair {
         self.zab.stop();
     }
 
-    /// Runs `steps` on both; panics at the first difference, printing `what` and both
-    /// transcripts up to it. Returns ZooKeeper's transcript for the control's assertions.
-    async fn same_replies(&self, what: &str, steps: &[Step]) -> Transcript {
+    /// Runs `steps` on both: both transcripts and where they first differ.
+    async fn compare(&self, steps: &[Step]) -> (Transcript, Transcript, Option<usize>) {
         let zk = diff::run(&self.zookeeper.endpoints()[0], steps).await;
         let zab_members = self.zab.endpoints();
         let zab = diff::run(&zab_members[zab_members.len() - 1], steps).await;
-        if let Some(d) = diff::first_difference(&zk, &zab) {
-            let upto = d
-                .split_whitespace()
-                .nth(1)
-                .and_then(|n| n.parse::<usize>().ok())
-                .unwrap_or(0);
-            let upto = upto.min(zk.len());
+        let at = first_difference(&zk, &zab);
+        (zk, zab, at)
+    }
+
+    /// Runs `steps` on both; panics at the first difference, printing `what` and both
+    /// transcripts up to it. Returns ZooKeeper's transcript for the control's assertions.
+    async fn same_replies(&self, what: &str, steps: &[Step]) -> Transcript {
+        let (zk, zab, at) = self.compare(steps).await;
+        if let Some(at) = at {
             let files = dump(what, &zk, &zab);
-            let context = zk[upto.saturating_sub(8)..upto].join("\n  ");
-            panic!("{what}: zab differs from ZooKeeper at {d}\nthe steps before it (ZooKeeper's replies):\n  {context}\nwhole transcripts: {files}");
+            let context = zk[at.saturating_sub(8)..at.min(zk.len())].join("\n  ");
+            panic!(
+                "{what}: zab differs from ZooKeeper at {}\nthe steps before it (ZooKeeper's replies):\n  {context}\nwhole transcripts: {files}",
+                differential::lines_at(at, ("zookeeper", &zk), ("zab", &zab))
+            );
         }
         zk
+    }
+
+    /// Random sequence `seed`: ZooKeeper's transcript if the replies agree, else the first
+    /// difference and the shortest subsequence found that still shows it.
+    async fn random(&self, seed: u64) -> Result<Transcript, Found> {
+        let steps = diff::random(seed, &format!("/random-{seed}"), RANDOM_STEPS);
+        let (zk, zab, at) = self.compare(&steps).await;
+        let Some(at) = at else { return Ok(zk) };
+        let signature = signature(&steps, at);
+        let mut oracle = Subsequences {
+            pair: self,
+            seed,
+            reruns: 0,
+        };
+        let upto = (0..steps.len().min(at + 1)).collect();
+        let none = |_: &usize| Vec::new();
+        let shrunk = shrink::shrink(upto, &signature, SHRINK_RUNS, none, &mut oracle).await;
+        let (shrunk_zk, shrunk_zab, shrunk_at) = oracle.run(&shrunk.steps).await;
+        Err(Found {
+            at,
+            zk,
+            zab,
+            shrunk,
+            shrunk_zk,
+            shrunk_zab,
+            shrunk_at,
+        })
+    }
+}
+
+/// What kind of step differs: its op code.
+fn signature(steps: &[Step], at: usize) -> String {
+    steps
+        .get(at)
+        .map_or("end".into(), |s| format!("op {}", s.op))
+}
+
+/// Reruns of subsequences of one random sequence, each regenerated under a root of its own.
+struct Subsequences<'a> {
+    pair: &'a Pair,
+    seed: u64,
+    reruns: usize,
+}
+
+impl Subsequences<'_> {
+    /// The steps at `indexes` of the seed's sequence under a fresh root, run on both.
+    async fn run(
+        &mut self,
+        indexes: &[usize],
+    ) -> (Transcript, Transcript, Option<(usize, String)>) {
+        self.reruns += 1;
+        let root = format!("/random-{}-{}", self.seed, self.reruns);
+        let all = diff::random(self.seed, &root, RANDOM_STEPS);
+        let steps: Vec<Step> = indexes.iter().map(|&i| all[i].clone()).collect();
+        let (zk, zab, at) = self.pair.compare(&steps).await;
+        (zk, zab, at.map(|i| (i, signature(&steps, i))))
+    }
+}
+
+impl Rerun<usize> for Subsequences<'_> {
+    async fn rerun(&mut self, indexes: &[usize]) -> Option<String> {
+        self.run(indexes).await.2.map(|(_, signature)| signature)
+    }
+}
+
+/// A difference of a random sequence and its shrunk form.
+struct Found {
+    at: usize,
+    zk: Transcript,
+    zab: Transcript,
+    shrunk: shrink::Shrunk<usize>,
+    shrunk_zk: Transcript,
+    shrunk_zab: Transcript,
+    shrunk_at: Option<(usize, String)>,
+}
+
+impl Found {
+    fn report(&self, what: &str) -> String {
+        let first = differential::lines_at(self.at, ("zookeeper", &self.zk), ("zab", &self.zab));
+        let files = dump(what, &self.zk, &self.zab);
+        let shrunk = match &self.shrunk_at {
+            Some((i, _)) => differential::lines_at(
+                *i,
+                ("zookeeper", &self.shrunk_zk),
+                ("zab", &self.shrunk_zab),
+            ),
+            None => "(the shrunk sequence no longer differs: timing?)".into(),
+        };
+        format!(
+            "first difference at {first}\nshrunk to steps {:?} of the sequence in {} reruns{}; ZooKeeper's replies to them:\n  {}\nwhere it differs at {shrunk}\nwhole transcripts: {files}",
+            self.shrunk.steps,
+            self.shrunk.runs,
+            if self.shrunk.bounded { " (bound reached)" } else { "" },
+            self.shrunk_zk.join("\n  "),
+        )
     }
 }
 
 /// Writes both transcripts under target/zk-differential/ (for diff(1)); returns where.
 fn dump(what: &str, zk: &Transcript, zab: &Transcript) -> String {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/zk-differential");
-    let name: String = what
-        .chars()
-        .take_while(|c| *c != '(')
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    let write = |who: &str, t: &Transcript| {
-        let path = dir.join(format!("{}.{who}.txt", name.trim_matches('-')));
-        std::fs::create_dir_all(&dir)
-            .and_then(|()| std::fs::write(&path, t.join("\n") + "\n"))
-            .map_or_else(
-                |e| format!("(not written: {e})"),
-                |()| path.display().to_string(),
-            )
-    };
-    format!("{} {}", write("zookeeper", zk), write("zab", zab))
+    differential::dump("zk-differential", what, &[("zookeeper", zk), ("zab", zab)])
 }
 
 /// The zab members' launcher options: this build's binary, or `ZK_DIFF_ZAB_BIN`'s.
@@ -146,7 +242,7 @@ fn line<'a>(transcript: &'a Transcript, needle: &str, skip: usize) -> &'a str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn null_data_reads_back_null_and_empty_stays_empty() {
-    let pair = Pair::start(32400).await;
+    let pair = Pair::start(32400, None).await;
     let t = pair
         .same_replies("null data", &diff::null_data_steps("/nd"))
         .await;
@@ -176,7 +272,7 @@ async fn null_data_reads_back_null_and_empty_stays_empty() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn null_acl_ids_are_the_creators_ids_or_refused_as_zookeeper_refuses_them() {
-    let pair = Pair::start(32440).await;
+    let pair = Pair::start(32440, None).await;
     let t = pair
         .same_replies("null ACL ids", &diff::null_acl_steps("/na"))
         .await;
@@ -192,7 +288,7 @@ async fn null_acl_ids_are_the_creators_ids_or_refused_as_zookeeper_refuses_them(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_modes_versions_multi_reads_watches_and_error_codes_match() {
-    let pair = Pair::start(32480).await;
+    let pair = Pair::start(32480, None).await;
     let t = pair.same_replies("API", &diff::api_steps("/api")).await;
     assert!(line(&t, "op 15 /api/a data=\"1\"", 1).ends_with("err -110"));
     let t = pair
@@ -208,24 +304,36 @@ async fn create_modes_versions_multi_reads_watches_and_error_codes_match() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_sequences_match() {
-    let pair = Pair::start(32520).await;
-    let seeds: Vec<u64> = match std::env::var("ZK_DIFF_SEED") {
-        Ok(s) => match s.split_once("..") {
-            Some((a, b)) => {
-                let bound = |x: &str| x.parse::<u64>().expect("ZK_DIFF_SEED is N or A..B");
-                (bound(a)..bound(b)).collect()
-            }
-            None => vec![s.parse().expect("ZK_DIFF_SEED is N or A..B")],
-        },
-        Err(_) => vec![1, 2, 3],
-    };
-    for seed in seeds {
-        let root = format!("/random-{seed}");
-        let steps = diff::random(seed, &root, RANDOM_STEPS);
-        let what =
-            format!("seed {seed} (ZK_DIFF_SEED={seed} cargo test --test zk_differential random)");
-        pair.same_replies(&what, &steps).await;
+    let pair = Pair::start(32520, None).await;
+    for seed in differential::seeds("ZK_DIFF_SEED", &[1, 2, 3]) {
+        if let Err(found) = pair.random(seed).await {
+            let what = format!(
+                "seed {seed} (ZK_DIFF_SEED={seed} cargo test --test zk_differential random)"
+            );
+            panic!(
+                "{what}: zab differs from ZooKeeper\n{}",
+                found.report(&what)
+            );
+        }
     }
+    pair.stop();
+}
+
+/// A zab whose getData answers count one child too many (`serve zab --wrong-answer
+/// get-data-children`, test-only) is caught by a random sequence, and the difference
+/// shrinks to the steps that create a node and read it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_answer_is_caught_and_shrunk() {
+    let pair = Pair::start(32406, Some("get-data-children")).await;
+    let found = match pair.random(1).await {
+        Ok(t) => panic!("the wrong numChildren went unseen: {t:#?}"),
+        Err(found) => found,
+    };
+    let report = found.report("wrong answer");
+    eprintln!("{report}");
+    let op = found.shrunk_at.as_ref().map(|(_, s)| s.as_str());
+    assert_eq!(op, Some("op 4"), "{report}");
+    assert!(found.shrunk.steps.len() <= 3, "{report}");
     pair.stop();
 }
 
@@ -233,7 +341,7 @@ async fn random_sequences_match() {
 /// version `srvr` reports.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn envi_names_the_version_srvr_reports() {
-    let pair = Pair::start(32560).await;
+    let pair = Pair::start(32560, None).await;
     for (name, cluster) in [("ZooKeeper", &pair.zookeeper), ("zab", &pair.zab)] {
         let addr = &cluster.endpoints()[0];
         let envi = four_letter_word(addr, "envi", None).await.expect("envi");

@@ -12,10 +12,13 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod conformance;
+pub mod differential;
+pub mod etcd_differential;
 pub mod etcdctl;
 pub mod failover;
 pub mod herd;
 pub mod recipes;
+pub mod shrink;
 pub mod standalone;
 pub mod zk_conformance;
 pub mod zk_differential;

@@ -8,7 +8,7 @@
 //! may rely on neither), ACLs and Stats with zxids renamed in order of first appearance,
 //! session ids named by connection and timestamps reduced to `0 < ctime <= mtime` (two
 //! writes within one millisecond are common on zab and rare on ZooKeeper).
-//! [`first_difference`] names the first step whose replies differ.
+//! `differential::first_difference` names the first step whose replies differ.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -82,15 +82,6 @@ pub async fn run(addr: &str, steps: &[Step]) -> Transcript {
 pub async fn try_run(addr: &str, steps: &[Step]) -> Option<Transcript> {
     RawClient::session(addr, SESSION_MS, IO_BOUND).await.ok()?;
     Some(run(addr, steps).await)
-}
-
-/// The first line where `a` (ZooKeeper's) and `b` (zab's) differ, with both lines.
-pub fn first_difference(a: &Transcript, b: &Transcript) -> Option<String> {
-    let n = a.len().max(b.len());
-    (0..n).find_map(|i| {
-        let (x, y) = (a.get(i), b.get(i));
-        (x != y).then(|| format!("step {i}\n  zookeeper: {x:?}\n  zab:       {y:?}"))
-    })
 }
 
 fn kind(e: &ClientError) -> &'static str {

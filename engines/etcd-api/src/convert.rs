@@ -39,28 +39,23 @@ impl Stamp {
     }
 }
 
-fn invalid(what: &str, v: i32) -> ApiError {
-    ApiError::InvalidArgument(format!("etcdserver: invalid {what} {v}"))
-}
-
 // ---- requests: protobuf -> kv ----
 
-pub fn range_request(r: PbRangeRequest) -> Result<kv::RangeRequest, ApiError> {
+/// A Range whose sort options [`crate::check::range`] accepted.
+pub fn range_request(r: PbRangeRequest) -> kv::RangeRequest {
     let sort_order = match SortOrder::try_from(r.sort_order) {
-        Ok(SortOrder::None) => kv::SortOrder::None,
         Ok(SortOrder::Ascend) => kv::SortOrder::Ascend,
         Ok(SortOrder::Descend) => kv::SortOrder::Descend,
-        Err(_) => return Err(invalid("sort order", r.sort_order)),
+        Ok(SortOrder::None) | Err(_) => kv::SortOrder::None,
     };
     let sort_target = match SortTarget::try_from(r.sort_target) {
-        Ok(SortTarget::Key) => kv::SortTarget::Key,
         Ok(SortTarget::Version) => kv::SortTarget::Version,
         Ok(SortTarget::Create) => kv::SortTarget::Create,
         Ok(SortTarget::Mod) => kv::SortTarget::Mod,
         Ok(SortTarget::Value) => kv::SortTarget::Value,
-        Err(_) => return Err(invalid("sort target", r.sort_target)),
+        Ok(SortTarget::Key) | Err(_) => kv::SortTarget::Key,
     };
-    Ok(kv::RangeRequest {
+    kv::RangeRequest {
         key: r.key,
         range_end: r.range_end,
         limit: r.limit,
@@ -74,7 +69,7 @@ pub fn range_request(r: PbRangeRequest) -> Result<kv::RangeRequest, ApiError> {
         max_mod_revision: r.max_mod_revision,
         min_create_revision: r.min_create_revision,
         max_create_revision: r.max_create_revision,
-    })
+    }
 }
 
 pub fn put_request(r: PbPutRequest) -> kv::PutRequest {
@@ -103,13 +98,11 @@ pub fn compaction_request(r: PbCompactionRequest) -> kv::CompactionRequest {
     }
 }
 
+/// A txn that [`crate::check::txn`] accepted (an op with no request inside is still
+/// refused here, as etcd's "key not found").
 pub fn txn_request(r: PbTxnRequest) -> Result<kv::TxnRequest, ApiError> {
     Ok(kv::TxnRequest {
-        compare: r
-            .compare
-            .into_iter()
-            .map(compare)
-            .collect::<Result<_, _>>()?,
+        compare: r.compare.into_iter().map(compare).collect(),
         success: r
             .success
             .into_iter()
@@ -123,53 +116,54 @@ pub fn txn_request(r: PbTxnRequest) -> Result<kv::TxnRequest, ApiError> {
     })
 }
 
-/// A compare's operand comes from `target_union`; when it is missing, etcd compares with
-/// the zero value of the `target`'s type.
-fn compare(c: PbCompare) -> Result<kv::Compare, ApiError> {
+/// A compare's operand comes from `target_union`; when it is missing (or of another
+/// target's type), etcd compares with the zero value of the `target`'s type. Results and
+/// targets etcd does not define are kept as such: etcd compares them too (see
+/// [`kv::CompareResult::Unknown`], [`kv::CompareTarget::Unknown`]).
+fn compare(c: PbCompare) -> kv::Compare {
     let result = match CompareOp::try_from(c.result) {
         Ok(CompareOp::Equal) => kv::CompareResult::Equal,
         Ok(CompareOp::Greater) => kv::CompareResult::Greater,
         Ok(CompareOp::Less) => kv::CompareResult::Less,
         Ok(CompareOp::NotEqual) => kv::CompareResult::NotEqual,
-        Err(_) => return Err(invalid("compare result", c.result)),
+        Err(_) => kv::CompareResult::Unknown,
     };
-    let target =
-        PbCompareTarget::try_from(c.target).map_err(|_| invalid("compare target", c.target))?;
     let u = c.target_union;
-    let target = match target {
-        PbCompareTarget::Version => kv::CompareTarget::Version(match u {
+    let target = match PbCompareTarget::try_from(c.target) {
+        Ok(PbCompareTarget::Version) => kv::CompareTarget::Version(match u {
             Some(PbTargetUnion::Version(v)) => v,
             _ => 0,
         }),
-        PbCompareTarget::Create => kv::CompareTarget::Create(match u {
+        Ok(PbCompareTarget::Create) => kv::CompareTarget::Create(match u {
             Some(PbTargetUnion::CreateRevision(v)) => v,
             _ => 0,
         }),
-        PbCompareTarget::Mod => kv::CompareTarget::Mod(match u {
+        Ok(PbCompareTarget::Mod) => kv::CompareTarget::Mod(match u {
             Some(PbTargetUnion::ModRevision(v)) => v,
             _ => 0,
         }),
-        PbCompareTarget::Value => kv::CompareTarget::Value(match u {
+        Ok(PbCompareTarget::Value) => kv::CompareTarget::Value(match u {
             Some(PbTargetUnion::Value(v)) => v,
             _ => Vec::new(),
         }),
-        PbCompareTarget::Lease => kv::CompareTarget::Lease(match u {
+        Ok(PbCompareTarget::Lease) => kv::CompareTarget::Lease(match u {
             Some(PbTargetUnion::Lease(v)) => v,
             _ => 0,
         }),
+        Err(_) => kv::CompareTarget::Unknown,
     };
-    Ok(kv::Compare {
+    kv::Compare {
         result,
         target,
         key: c.key,
         range_end: c.range_end,
-    })
+    }
 }
 
 /// An op with no request inside: etcd answers "key not found" (its `checkRequestOp`).
 fn request_op(op: PbTxnRequestOp) -> Result<kv::RequestOp, ApiError> {
     Ok(match op.request {
-        Some(PbTxnOpRequest::RequestRange(r)) => kv::RequestOp::Range(range_request(r)?),
+        Some(PbTxnOpRequest::RequestRange(r)) => kv::RequestOp::Range(range_request(r)),
         Some(PbTxnOpRequest::RequestPut(p)) => kv::RequestOp::Put(put_request(p)),
         Some(PbTxnOpRequest::RequestDeleteRange(d)) => {
             kv::RequestOp::DeleteRange(delete_request(d))
@@ -248,8 +242,13 @@ pub fn event(e: kv::Event) -> PbEvent {
 }
 
 pub fn range_response(r: kv::RangeResponse, s: &Stamp) -> PbRangeResponse {
+    let header = s.of(&r.header);
+    range_with(r, header)
+}
+
+fn range_with(r: kv::RangeResponse, header: Option<PbResponseHeader>) -> PbRangeResponse {
     PbRangeResponse {
-        header: s.of(&r.header),
+        header,
         kvs: r.kvs.into_iter().map(key_value).collect(),
         more: r.more,
         count: r.count,
@@ -257,23 +256,47 @@ pub fn range_response(r: kv::RangeResponse, s: &Stamp) -> PbRangeResponse {
 }
 
 pub fn put_response(r: kv::PutResponse, s: &Stamp) -> PbPutResponse {
+    let header = s.of(&r.header);
+    put_with(r, header)
+}
+
+fn put_with(r: kv::PutResponse, header: Option<PbResponseHeader>) -> PbPutResponse {
     PbPutResponse {
-        header: s.of(&r.header),
+        header,
         prev_kv: r.prev_kv.map(key_value),
     }
 }
 
 pub fn delete_response(r: kv::DeleteRangeResponse, s: &Stamp) -> PbDeleteResponse {
+    let header = s.of(&r.header);
+    delete_with(r, header)
+}
+
+fn delete_with(r: kv::DeleteRangeResponse, header: Option<PbResponseHeader>) -> PbDeleteResponse {
     PbDeleteResponse {
-        header: s.of(&r.header),
+        header,
         deleted: r.deleted,
         prev_kvs: r.prev_kvs.into_iter().map(key_value).collect(),
     }
 }
 
 pub fn txn_response(r: kv::TxnResponse, s: &Stamp) -> PbTxnResponse {
+    let header = s.of(&r.header);
+    txn_with(r, header)
+}
+
+/// The header of a response inside a txn: etcd sets its revision only (its member fills
+/// in the ids of the txn's own header alone).
+fn bare(h: &kv::ResponseHeader) -> Option<PbResponseHeader> {
+    Some(PbResponseHeader {
+        revision: h.revision,
+        ..Default::default()
+    })
+}
+
+fn txn_with(r: kv::TxnResponse, header: Option<PbResponseHeader>) -> PbTxnResponse {
     PbTxnResponse {
-        header: s.of(&r.header),
+        header,
         succeeded: r.succeeded,
         responses: r
             .responses
@@ -281,13 +304,21 @@ pub fn txn_response(r: kv::TxnResponse, s: &Stamp) -> PbTxnResponse {
             .map(|op| PbResponseOp {
                 response: Some(match op {
                     kv::ResponseOp::Range(r) => {
-                        PbTxnOpResponse::ResponseRange(range_response(r, s))
+                        let h = bare(&r.header);
+                        PbTxnOpResponse::ResponseRange(range_with(r, h))
                     }
-                    kv::ResponseOp::Put(r) => PbTxnOpResponse::ResponsePut(put_response(r, s)),
+                    kv::ResponseOp::Put(r) => {
+                        let h = bare(&r.header);
+                        PbTxnOpResponse::ResponsePut(put_with(r, h))
+                    }
                     kv::ResponseOp::DeleteRange(r) => {
-                        PbTxnOpResponse::ResponseDeleteRange(delete_response(r, s))
+                        let h = bare(&r.header);
+                        PbTxnOpResponse::ResponseDeleteRange(delete_with(r, h))
                     }
-                    kv::ResponseOp::Txn(r) => PbTxnOpResponse::ResponseTxn(txn_response(r, s)),
+                    kv::ResponseOp::Txn(r) => {
+                        let h = bare(&r.header);
+                        PbTxnOpResponse::ResponseTxn(txn_with(r, h))
+                    }
                 }),
             })
             .collect(),
@@ -306,35 +337,32 @@ mod tests {
             key: b"k".to_vec(),
             range_end: Vec::new(),
             target_union: None,
-        })
-        .unwrap();
+        });
         assert_eq!(c.target, kv::CompareTarget::Mod(0));
         assert_eq!(c.result, kv::CompareResult::Greater);
-        assert!(compare(PbCompare {
+        let c = compare(PbCompare {
             result: 9,
+            target: 7,
             ..Default::default()
-        })
-        .is_err());
+        });
+        assert_eq!(
+            (c.result, c.target),
+            (kv::CompareResult::Unknown, kv::CompareTarget::Unknown)
+        );
     }
 
     #[test]
-    fn range_enums_checked() {
+    fn range_enums_converted() {
         let r = range_request(PbRangeRequest {
             key: b"a".to_vec(),
             sort_order: SortOrder::Descend as i32,
             sort_target: SortTarget::Create as i32,
             ..Default::default()
-        })
-        .unwrap();
+        });
         assert_eq!(
             (r.sort_order, r.sort_target),
             (kv::SortOrder::Descend, kv::SortTarget::Create)
         );
-        assert!(range_request(PbRangeRequest {
-            sort_target: 7,
-            ..Default::default()
-        })
-        .is_err());
     }
 
     #[test]

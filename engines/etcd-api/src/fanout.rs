@@ -40,13 +40,14 @@ pub enum Created {
     /// Registered; send `replay` (history up to the current revision) before live events.
     Watching { watch_id: i64, replay: Vec<Event> },
     /// `start_revision` is compacted: etcd reports the watch created, then canceled with
-    /// `compact_revision`. The id is consumed but nothing is registered.
+    /// `compact_revision`. The watcher keeps its id, receiving nothing, until canceled.
     Compacted {
         watch_id: i64,
         compact_revision: i64,
     },
-    /// Refused (duplicate id): etcd answers created + canceled with the reason.
-    Refused { watch_id: i64, reason: String },
+    /// Refused (duplicate id, empty range): etcd answers created + canceled with the
+    /// reason, under no watcher's id (-1).
+    Refused { reason: String },
 }
 
 #[derive(Default)]
@@ -181,7 +182,7 @@ impl WatchFanout {
                         watch_id: id,
                         compact_revision: match e {
                             WatchError::Compacted { compact_revision } => compact_revision,
-                            WatchError::DuplicateId { .. } => 0,
+                            WatchError::DuplicateId { .. } | WatchError::EmptyRange => 0,
                         },
                         reason: e.to_string(),
                     }),
@@ -215,7 +216,6 @@ impl Subscriber {
         let mut g = lock(&self.fanout.inner);
         let Some(s) = g.streams.get_mut(&self.id) else {
             return Created::Refused {
-                watch_id: req.watch_id,
                 reason: "etcdserver: watch stream closed".to_string(),
             };
         };
@@ -228,31 +228,30 @@ impl Subscriber {
                 }
             }
             Err(WatchError::Compacted { compact_revision }) => {
-                let watch_id = if req.watch_id != 0 {
-                    req.watch_id
-                } else {
-                    // Take an id the way a successful create would, then free the watcher.
-                    let probe = WatchCreateRequest {
-                        start_revision: 0,
-                        ..req.clone()
-                    };
-                    match s.hub.create(store, &probe) {
-                        Ok(c) => {
-                            s.hub.cancel(c.watch_id);
-                            c.watch_id
-                        }
-                        Err(_) => -1,
-                    }
+                // As etcd: the watcher keeps its id until the client cancels it, and never
+                // receives anything (its start revision is never reached).
+                let dead = WatchCreateRequest {
+                    start_revision: i64::MAX,
+                    ..req.clone()
                 };
-                Created::Compacted {
-                    watch_id,
-                    compact_revision,
+                match s.hub.create(store, &dead) {
+                    Ok(c) => {
+                        s.requests.insert(c.watch_id, dead);
+                        Created::Compacted {
+                            watch_id: c.watch_id,
+                            compact_revision,
+                        }
+                    }
+                    Err(e) => Created::Refused {
+                        reason: e.to_string(),
+                    },
                 }
             }
-            Err(e @ WatchError::DuplicateId { .. }) => Created::Refused {
-                watch_id: req.watch_id,
-                reason: e.to_string(),
-            },
+            Err(e @ (WatchError::DuplicateId { .. } | WatchError::EmptyRange)) => {
+                Created::Refused {
+                    reason: e.to_string(),
+                }
+            }
         }
     }
 
@@ -372,7 +371,7 @@ mod tests {
     }
 
     #[test]
-    fn compacted_start_consumes_an_id() {
+    fn compacted_start_keeps_its_id_until_canceled() {
         let fanout = Arc::new(WatchFanout::new());
         let mut store = KvStore::new();
         for i in 1..=3 {
@@ -385,7 +384,7 @@ mod tests {
                 physical: false,
             }),
         );
-        let sub = fanout.register(4);
+        let mut sub = fanout.register(4);
         let req = WatchCreateRequest {
             start_revision: 2,
             ..watch(b"k")
@@ -405,10 +404,15 @@ mod tests {
             watch_id: 1,
             ..watch(b"k")
         };
-        assert!(matches!(
-            sub.create(&store, &dup),
-            Created::Refused { watch_id: 1, .. }
-        ));
+        assert!(matches!(sub.create(&store, &dup), Created::Refused { .. }));
+        let events = put(&mut store, 5, b"k");
+        fanout.dispatch(&events);
+        let b = sub.try_recv().expect("watcher 1's event");
+        assert_eq!(b.iter().map(|d| d.watch_id).collect::<Vec<_>>(), vec![1]);
+        assert!(
+            sub.cancel(0),
+            "the compacted watcher holds id 0 until canceled"
+        );
     }
 
     #[test]

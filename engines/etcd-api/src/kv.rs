@@ -13,9 +13,11 @@ use etcd_client::proto::{
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
+use crate::check;
 use crate::convert;
 use crate::core::Core;
 use crate::error::ApiError;
+use crate::options::WrongAnswer;
 use crate::state_machine::KvStateMachine;
 
 pub(crate) struct KvService<R> {
@@ -30,8 +32,9 @@ impl<R: Replicator<KvStateMachine>> PbKvService for KvService<R> {
         &self,
         req: Request<PbRangeRequest>,
     ) -> Result<Response<PbRangeResponse>, Status> {
+        check::range(req.get_ref())?;
         let who = self.core.caller(req.metadata()).await?;
-        let req = convert::range_request(req.into_inner())?;
+        let req = convert::range_request(req.into_inner());
         let resp = self.core.range(&who, req).await?;
         Ok(Response::new(convert::range_response(
             resp,
@@ -46,8 +49,9 @@ impl<R: Replicator<KvStateMachine>> PbKvService for KvService<R> {
         &self,
         req: Request<PbRangeRequest>,
     ) -> Result<Response<RangeStream>, Status> {
+        check::range(req.get_ref())?;
         let who = self.core.caller(req.metadata()).await?;
-        let req = convert::range_request(req.into_inner())?;
+        let req = convert::range_request(req.into_inner());
         let resp = self.core.range(&who, req).await?;
         let chunk = PbRangeStreamResponse {
             range_response: Some(convert::range_response(resp, &self.core.stamp())),
@@ -56,21 +60,24 @@ impl<R: Replicator<KvStateMachine>> PbKvService for KvService<R> {
     }
 
     async fn put(&self, req: Request<PbPutRequest>) -> Result<Response<PbPutResponse>, Status> {
+        check::put(req.get_ref())?;
         let who = self.core.caller(req.metadata()).await?;
         let resp = self
             .core
             .put(&who, convert::put_request(req.into_inner()))
             .await?;
-        Ok(Response::new(convert::put_response(
-            resp,
-            &self.core.stamp(),
-        )))
+        let mut resp = convert::put_response(resp, &self.core.stamp());
+        if self.core.options.wrong_answer == Some(WrongAnswer::PutPrevKv) {
+            resp.prev_kv = None;
+        }
+        Ok(Response::new(resp))
     }
 
     async fn delete_range(
         &self,
         req: Request<PbDeleteRequest>,
     ) -> Result<Response<PbDeleteResponse>, Status> {
+        check::delete(req.get_ref())?;
         let who = self.core.caller(req.metadata()).await?;
         let resp = self
             .core
@@ -83,6 +90,7 @@ impl<R: Replicator<KvStateMachine>> PbKvService for KvService<R> {
     }
 
     async fn txn(&self, req: Request<PbTxnRequest>) -> Result<Response<PbTxnResponse>, Status> {
+        check::txn(req.get_ref())?;
         let who = self.core.caller(req.metadata()).await?;
         let req = convert::txn_request(req.into_inner())?;
         let resp = self.core.txn(&who, req).await?;

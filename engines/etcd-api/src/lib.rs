@@ -17,6 +17,7 @@
 
 mod auth;
 mod authority;
+mod check;
 mod cluster;
 mod concurrency;
 mod convert;
@@ -39,6 +40,6 @@ mod watch;
 
 pub use coordbench_kv::LeaseTiming;
 pub use error::ApiError;
-pub use options::{MemberInfo, ServeOptions};
+pub use options::{MemberInfo, ServeOptions, WrongAnswer};
 pub use server::{serve, spawn, ServeError, ServerHandle};
 pub use state_machine::{ApplyOutput, KvStateMachine};

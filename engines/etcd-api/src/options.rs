@@ -41,6 +41,31 @@ pub struct ServeOptions {
     /// Serve TLS with this configuration (certificate, and the CA client certificates must
     /// be signed by); `None`: plain HTTP/2.
     pub tls: Option<std::sync::Arc<coordbench_tls::rustls::ServerConfig>>,
+    /// Test-only: answer one kind of request wrongly (see [`WrongAnswer`]); `None` always
+    /// outside tests.
+    pub wrong_answer: Option<WrongAnswer>,
+}
+
+/// Test-only: a request the server answers wrongly on purpose, so that the differential
+/// test against real etcd (tests/etcd_differential.rs) can show it catches a wrong answer
+/// (`serve raft --wrong-answer KIND`, a hidden flag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WrongAnswer {
+    /// `put-prev-kv`: Put answers without the prev_kv it was asked for.
+    PutPrevKv,
+}
+
+impl std::str::FromStr for WrongAnswer {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "put-prev-kv" => Ok(WrongAnswer::PutPrevKv),
+            _ => Err(format!(
+                "raft answers no {s:?} wrongly (it knows put-prev-kv)"
+            )),
+        }
+    }
 }
 
 impl Default for ServeOptions {
@@ -56,6 +81,7 @@ impl Default for ServeOptions {
             auth_token_ttl: Duration::from_secs(300),
             bcrypt_cost: 10,
             tls: None,
+            wrong_answer: None,
         }
     }
 }

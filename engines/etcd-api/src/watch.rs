@@ -29,7 +29,8 @@ use crate::state_machine::KvStateMachine;
 /// Responses buffered towards one client.
 const OUT_BUFFER: usize = 64;
 
-/// etcd's id for a response that belongs to no watcher (a progress answer).
+/// etcd's id for a response that belongs to no watcher (a progress answer, a refused
+/// create).
 const NO_WATCH: i64 = -1;
 
 pub(crate) struct WatchService<R> {
@@ -58,6 +59,16 @@ impl<R: Replicator<KvStateMachine>> PbWatchService for WatchService<R> {
     }
 }
 
+/// `r` as etcd's notice that a watcher's history is compacted: canceled, with the
+/// compaction's revision, no reason, and (as etcd sends it) revision 0 in the header.
+fn compacted(r: PbWatchResponse, compact_revision: i64) -> PbWatchResponse {
+    PbWatchResponse {
+        canceled: true,
+        compact_revision,
+        ..r
+    }
+}
+
 /// The client stopped reading; the session ends.
 struct Gone;
 
@@ -65,6 +76,13 @@ struct Watcher {
     progress_notify: bool,
     /// No events sent since the last progress tick.
     idle: bool,
+    /// Canceled because its start revision was compacted, and not yet canceled by the
+    /// client: as in etcd, it keeps its id, a cancel answers for it, and the stream's
+    /// progress requests go unanswered until then.
+    compacted: bool,
+    /// The start revision asked for: etcd answers no progress request while the store
+    /// has not reached it.
+    start_revision: i64,
 }
 
 struct Session<R> {
@@ -152,12 +170,26 @@ impl<R: Replicator<KvStateMachine>> Session<R> {
             }
             Some(WatchRequest::Progress) => {
                 let revision = self.core.revision();
+                if !self.in_step(revision) {
+                    return Ok(());
+                }
                 // Everything up to `revision` is queued already: send it first.
                 self.drain().await?;
                 self.send(self.response(revision, NO_WATCH)).await
             }
             None => Ok(()),
         }
+    }
+
+    /// etcd answers a progress request only when the stream has watchers and all of them
+    /// are in step at `revision` (a compacted one never is, one waiting for a start
+    /// revision ahead of it is not).
+    fn in_step(&self, revision: i64) -> bool {
+        !self.watchers.is_empty()
+            && self
+                .watchers
+                .values()
+                .all(|w| !w.compacted && w.start_revision <= revision)
     }
 
     async fn create(&mut self, req: WatchCreateRequest) -> Result<(), Gone> {
@@ -171,9 +203,15 @@ impl<R: Replicator<KvStateMachine>> Session<R> {
                     .auth()
                     .check(who.as_ref(), Access::Read, &req.key, &req.range_end);
             let created = match permitted {
+                // etcd refuses a negative start revision as compacted history.
+                _ if req.start_revision < 0 => Created::Refused {
+                    reason: coordbench_kv::KvError::Compacted {
+                        compact_revision: 0,
+                    }
+                    .to_string(),
+                },
                 Ok(()) => sub.create(store, &req),
                 Err(_) => Created::Refused {
-                    watch_id: req.watch_id,
                     reason: AuthError::PermissionDenied.to_string(),
                 },
             };
@@ -186,6 +224,8 @@ impl<R: Replicator<KvStateMachine>> Session<R> {
                     Watcher {
                         progress_notify: req.progress_notify,
                         idle: true,
+                        compacted: false,
+                        start_revision: req.start_revision,
                     },
                 );
                 let mut r = self.response(revision, watch_id);
@@ -197,18 +237,23 @@ impl<R: Replicator<KvStateMachine>> Session<R> {
                 watch_id,
                 compact_revision,
             } => {
+                self.watchers.insert(
+                    watch_id,
+                    Watcher {
+                        progress_notify: false,
+                        idle: true,
+                        compacted: true,
+                        start_revision: req.start_revision,
+                    },
+                );
                 let mut r = self.response(revision, watch_id);
                 r.created = true;
                 self.send(r).await?;
-                let mut r = self.response(revision, watch_id);
-                r.canceled = true;
-                r.compact_revision = compact_revision;
-                r.cancel_reason =
-                    coordbench_kv::KvError::Compacted { compact_revision }.to_string();
-                self.send(r).await
+                self.send(compacted(self.response(0, watch_id), compact_revision))
+                    .await
             }
-            Created::Refused { watch_id, reason } => {
-                let mut r = self.response(revision, watch_id);
+            Created::Refused { reason } => {
+                let mut r = self.response(revision, NO_WATCH);
                 r.created = true;
                 r.canceled = true;
                 r.cancel_reason = reason;
@@ -273,10 +318,14 @@ impl<R: Replicator<KvStateMachine>> Session<R> {
         } in self.sub.take_canceled()
         {
             if self.watchers.remove(&watch_id).is_some() {
-                let mut r = self.response(revision, watch_id);
-                r.canceled = true;
-                r.compact_revision = compact_revision;
-                r.cancel_reason = reason;
+                let r = match compact_revision {
+                    0 => PbWatchResponse {
+                        canceled: true,
+                        cancel_reason: reason,
+                        ..self.response(revision, watch_id)
+                    },
+                    _ => compacted(self.response(0, watch_id), compact_revision),
+                };
                 self.send(r).await?;
             }
         }
@@ -295,7 +344,7 @@ impl<R: Replicator<KvStateMachine>> Session<R> {
         let idle: Vec<i64> = self
             .watchers
             .iter()
-            .filter(|(_, w)| w.progress_notify && w.idle)
+            .filter(|(_, w)| w.progress_notify && w.idle && w.start_revision <= revision)
             .map(|(&id, _)| id)
             .collect();
         for id in idle {

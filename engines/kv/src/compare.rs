@@ -39,12 +39,14 @@ fn compare_kv(c: &Compare, kv: &KeyValue) -> bool {
         CompareTarget::Mod(v) => kv.mod_revision.cmp(v),
         CompareTarget::Lease(v) => kv.lease.cmp(v),
         CompareTarget::Value(v) => kv.value.as_slice().cmp(v.as_slice()),
+        CompareTarget::Unknown => Ordering::Equal,
     };
     match c.result {
         CompareResult::Equal => ord == Ordering::Equal,
         CompareResult::NotEqual => ord != Ordering::Equal,
         CompareResult::Greater => ord == Ordering::Greater,
         CompareResult::Less => ord == Ordering::Less,
+        CompareResult::Unknown => true,
     }
 }
 

@@ -232,15 +232,25 @@ impl Mvcc {
             value,
             lease,
         };
+        let event_prev = match create_revision == w.main {
+            true => None,
+            false => self.before_write(key, w),
+        };
         self.keys.entry(key.to_vec()).or_default().push(entry);
         w.sub += 1;
         w.touched.push(key.to_vec());
         w.events.push(Event {
             kind: EventKind::Put,
             kv: kv.clone(),
-            prev_kv: prev.clone(),
+            prev_kv: event_prev,
         });
         (prev, kv)
+    }
+
+    /// An event's prev_kv as etcd gives it: the key as it was before the write's revision
+    /// (not as an earlier op of the same txn left it), none for a put that creates the key.
+    fn before_write(&self, key: &[u8], w: &WriteCtx) -> Option<KeyValue> {
+        self.get(key, w.main - 1)
     }
 
     /// Appends a tombstone if the key exists; returns the deleted kv.
@@ -264,7 +274,7 @@ impl Mvcc {
         w.events.push(Event {
             kind: EventKind::Delete,
             kv,
-            prev_kv: Some(prev.clone()),
+            prev_kv: self.before_write(key, w),
         });
         Some(prev)
     }
@@ -305,7 +315,8 @@ impl Mvcc {
     }
 
     /// Every event at revision `>= start` on keys of `range`, in revision
-    /// order, each with its `prev_kv`. `start <= 0` means "from now": none.
+    /// order, each with its `prev_kv` (none where the revision before the event is
+    /// compacted, as etcd). `start <= 0` means "from now": none.
     pub fn events_since(&self, start: i64, range: &KeyRange) -> Result<Vec<Event>, KvError> {
         if start <= 0 {
             return Ok(Vec::new());
@@ -318,10 +329,23 @@ impl Mvcc {
         let mut out: Vec<(Revision, Event)> = Vec::new();
         for (key, hist) in range.iter(&self.keys) {
             let first = hist.count_below(start);
-            let mut prev = first.checked_sub(1).and_then(|p| hist.get(p));
+            // The last entry seen, and the last of a revision before the current entry's.
+            let mut last = first.checked_sub(1).and_then(|p| hist.get(p));
+            let mut before = last;
             for e in (first..hist.len()).filter_map(|i| hist.get(i)) {
-                let prev_kv = prev.and_then(|p| p.to_kv(key, &self.values));
-                prev = Some(e);
+                if last.is_none_or(|l| l.rev.main < e.rev.main) {
+                    before = last;
+                }
+                last = Some(e);
+                // etcd reads an event's prev_kv at the revision before it (gone once
+                // compacted), and none for a put that creates its key.
+                let creates = e
+                    .put
+                    .as_ref()
+                    .is_some_and(|p| p.create_revision == e.rev.main);
+                let prev_kv = before
+                    .filter(|_| !creates && e.rev.main - 1 >= self.compact_revision)
+                    .and_then(|p| p.to_kv(key, &self.values));
                 let ev = match e.to_kv(key, &self.values) {
                     Some(kv) => Event {
                         kind: EventKind::Put,
@@ -432,6 +456,17 @@ mod tests {
             .map(|r| m.range(&KeyRange::all(), r).collect::<Vec<_>>())
             .collect();
         assert_eq!(before, after);
+        // The same events, but the revision before 5 is gone: as etcd, an event at the
+        // compaction's revision has no prev_kv any more.
+        let events: Vec<_> = events
+            .into_iter()
+            .map(|mut e| {
+                if e.revision() == 5 {
+                    e.prev_kv = None;
+                }
+                e
+            })
+            .collect();
         assert_eq!(m.events_since(5, &KeyRange::all()).unwrap(), events);
         assert_eq!(m.keys[&b"a".to_vec()].len(), 1);
         assert_eq!(

@@ -14,6 +14,22 @@ use crate::key_range::KeyRange;
 use crate::mvcc::Mvcc;
 use crate::types::{KeyValue, RangeRequest, RangeResponse, ResponseHeader, SortOrder, SortTarget};
 
+/// Serves a range inside a txn. etcd checks those against the first revision it keeps
+/// before it runs the txn, negative revisions included (which a plain Range reads as the
+/// latest): that is -1 before any compaction, the compaction's revision after one.
+pub(crate) fn range_in_txn(mvcc: &Mvcc, req: &RangeRequest) -> Result<RangeResponse, KvError> {
+    let first = match mvcc.compact_revision {
+        0 => -1,
+        c => c,
+    };
+    if req.revision < 0 && req.revision < first {
+        return Err(KvError::Compacted {
+            compact_revision: mvcc.compact_revision,
+        });
+    }
+    range(mvcc, req)
+}
+
 /// Serves `req` from `mvcc` (latest state includes an open write's entries).
 pub(crate) fn range(mvcc: &Mvcc, req: &RangeRequest) -> Result<RangeResponse, KvError> {
     if req.key.is_empty() {

@@ -200,7 +200,7 @@ impl KvStore {
             return Err(KvError::NotReadOnly);
         }
         let mut resp = self.read_txn(req)?;
-        set_headers(&mut resp, self.mvcc.revision);
+        resp.header.revision = self.mvcc.revision;
         Ok(resp)
     }
 
@@ -364,9 +364,7 @@ impl KvStore {
         let mut path = Vec::new();
         txn::path(&self.mvcc, t, &mut path);
         let mut path = path.into_iter();
-        let mut resp = self.write(events, |s, w| s.exec_txn(w, t, &mut path))?;
-        set_headers(&mut resp, self.mvcc.revision);
-        Ok(resp)
+        self.write(events, |s, w| s.exec_txn(w, t, &mut path))
     }
 
     fn exec_txn(
@@ -378,11 +376,26 @@ impl KvStore {
         let succeeded = path.next().unwrap_or(false);
         let ops = if succeeded { &t.success } else { &t.failure };
         let mut responses = Vec::with_capacity(ops.len());
+        // As etcd's: an op's header has the revision the txn has reached when it runs (the
+        // txn's own once it has written), a nested txn's none (0).
+        let reached = |w: &WriteCtx| w.main - i64::from(w.sub == 0);
         for op in ops {
             responses.push(match op {
-                RequestOp::Range(r) => ResponseOp::Range(range::range(&self.mvcc, r)?),
-                RequestOp::Put(p) => ResponseOp::Put(self.exec_put(w, p)?),
-                RequestOp::DeleteRange(d) => ResponseOp::DeleteRange(self.exec_delete(w, d)?),
+                RequestOp::Range(r) => {
+                    let mut resp = range::range_in_txn(&self.mvcc, r)?;
+                    resp.header.revision = reached(w);
+                    ResponseOp::Range(resp)
+                }
+                RequestOp::Put(p) => {
+                    let mut resp = self.exec_put(w, p)?;
+                    resp.header.revision = w.main;
+                    ResponseOp::Put(resp)
+                }
+                RequestOp::DeleteRange(d) => {
+                    let mut resp = self.exec_delete(w, d)?;
+                    resp.header.revision = reached(w);
+                    ResponseOp::DeleteRange(resp)
+                }
                 RequestOp::Txn(nested) => ResponseOp::Txn(self.exec_txn(w, nested, path)?),
             });
         }
@@ -399,7 +412,7 @@ impl KvStore {
         let mut responses = Vec::with_capacity(ops.len());
         for op in ops {
             responses.push(match op {
-                RequestOp::Range(r) => ResponseOp::Range(range::range(&self.mvcc, r)?),
+                RequestOp::Range(r) => ResponseOp::Range(range::range_in_txn(&self.mvcc, r)?),
                 RequestOp::Txn(nested) => ResponseOp::Txn(self.read_txn(nested)?),
                 RequestOp::Put(_) | RequestOp::DeleteRange(_) => return Err(KvError::NotReadOnly),
             });
@@ -462,19 +475,6 @@ impl KvStore {
             }
         }
         Ok(())
-    }
-}
-
-/// Sets the revision of a txn response and of every nested response.
-fn set_headers(resp: &mut TxnResponse, revision: i64) {
-    resp.header.revision = revision;
-    for r in &mut resp.responses {
-        match r {
-            ResponseOp::Range(r) => r.header.revision = revision,
-            ResponseOp::Put(r) => r.header.revision = revision,
-            ResponseOp::DeleteRange(r) => r.header.revision = revision,
-            ResponseOp::Txn(t) => set_headers(t, revision),
-        }
     }
 }
 
@@ -666,7 +666,11 @@ mod tests {
             !nested.succeeded,
             "nested compares see the state before the txn"
         );
-        assert_eq!((nested.header.revision, rr.header.revision), (3, 3));
+        assert_eq!(
+            (nested.header.revision, rr.header.revision),
+            (0, 3),
+            "as etcd's: a nested txn's header carries no revision, an op's the one it saw"
+        );
         // Same txn again: the compare fails and the failure branch is empty.
         let a = t.apply(Command::Txn(txn));
         let Ok(Response::Txn(r)) = a.result else {
@@ -694,6 +698,56 @@ mod tests {
         assert_eq!(
             t.apply(Command::Txn(dup)).result,
             Err(KvError::DuplicateKey)
+        );
+    }
+
+    #[test]
+    fn events_carry_the_key_as_it_was_before_their_txn() {
+        let mut t = T::new();
+        t.put(b"a", b"1", 0).unwrap();
+        let from_a = |prev_kv| {
+            RequestOp::DeleteRange(DeleteRangeRequest {
+                key: b"a".to_vec(),
+                range_end: vec![0],
+                prev_kv,
+            })
+        };
+        let txn = |success| TxnRequest {
+            compare: vec![],
+            success,
+            failure: vec![],
+        };
+        let a = t.apply(Command::Txn(txn(vec![put_op(b"a", b"2", 0), from_a(true)])));
+        let prevs = |events: &[Event]| -> Vec<Option<Vec<u8>>> {
+            events
+                .iter()
+                .map(|e| e.prev_kv.as_ref().map(|kv| kv.value.clone()))
+                .collect()
+        };
+        // As etcd's watch: both events' prev_kv is the key before the txn (the delete's
+        // response, though, has the txn's own put).
+        assert_eq!(prevs(&a.events), vec![Some(b"1".to_vec()); 2]);
+        let Ok(Response::Txn(r)) = &a.result else {
+            panic!()
+        };
+        let ResponseOp::DeleteRange(d) = &r.responses[1] else {
+            panic!()
+        };
+        assert_eq!(d.prev_kvs[0].value, b"2");
+        assert_eq!(
+            prevs(&t.s.events_since(3, &KeyRange::all()).unwrap()),
+            prevs(&a.events)
+        );
+        // A put that creates its key has none, even when the key was there before the txn.
+        t.put(b"a", b"3", 0).unwrap();
+        let a = t.apply(Command::Txn(txn(vec![
+            from_a(false),
+            put_op(b"a", b"4", 0),
+        ])));
+        assert_eq!(prevs(&a.events), vec![Some(b"3".to_vec()), None]);
+        assert_eq!(
+            prevs(&t.s.events_since(5, &KeyRange::all()).unwrap()),
+            prevs(&a.events)
         );
     }
 
@@ -776,6 +830,19 @@ mod tests {
                 physical: true,
             })
         };
+        let in_txn = |rev| TxnRequest {
+            compare: vec![],
+            success: vec![RequestOp::Range(RangeRequest {
+                key: b"k".to_vec(),
+                revision: rev,
+                ..Default::default()
+            })],
+            failure: vec![],
+        };
+        // As etcd's: a negative revision in a txn is checked against the first revision
+        // kept, -1 before any compaction.
+        assert!(t.s.txn_read_only(&in_txn(-1)).is_ok());
+        assert!(t.s.txn_read_only(&in_txn(-2)).is_err());
         assert_eq!(
             t.apply(compact(9)).result,
             Err(KvError::FutureRevision {
@@ -805,6 +872,16 @@ mod tests {
         );
         assert_eq!(t.s.range(&at(4)).unwrap().kvs[0].value, vec![2]);
         assert!(t.s.events_since(3, &KeyRange::all()).is_err());
+        assert!(
+            t.s.range(&at(-1)).is_ok(),
+            "a plain range reads it as the latest"
+        );
+        assert_eq!(
+            t.s.txn_read_only(&in_txn(-1)),
+            Err(KvError::Compacted {
+                compact_revision: 4
+            })
+        );
     }
 
     #[test]

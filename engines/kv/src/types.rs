@@ -139,6 +139,8 @@ pub enum CompareResult {
     Greater,
     Less,
     NotEqual,
+    /// A value etcd does not define: etcd's `compareKV` holds for it, whatever it compares.
+    Unknown,
 }
 
 /// etcd's `Compare.target` together with its `target_union` operand.
@@ -149,6 +151,8 @@ pub enum CompareTarget {
     Mod(i64),
     Value(#[serde(with = "serde_bytes")] Vec<u8>),
     Lease(i64),
+    /// A target etcd does not define: etcd's `compareKV` finds every key equal to it.
+    Unknown,
 }
 
 /// etcd's `Compare`: `key`/`range_end` select keys as in a Range; the

@@ -48,6 +48,9 @@ pub enum WatchError {
     Compacted { compact_revision: i64 },
     #[error("mvcc: duplicate watch ID provided on the WatchStream")]
     DuplicateId { watch_id: i64 },
+    /// `range_end` is not after `key` (a `"\0"` range_end, from the key on, is fine).
+    #[error("mvcc: watcher range is empty")]
+    EmptyRange,
 }
 
 /// A created watch and the history it must be sent first.
@@ -112,6 +115,10 @@ impl WatchHub {
         store: &KvStore,
         req: &WatchCreateRequest,
     ) -> Result<WatchCreated, WatchError> {
+        let to_end = req.range_end.is_empty() || req.range_end == [0];
+        if !to_end && req.key >= req.range_end {
+            return Err(WatchError::EmptyRange);
+        }
         let watch_id = if req.watch_id != 0 {
             if self.watchers.contains_key(&req.watch_id) {
                 return Err(WatchError::DuplicateId {

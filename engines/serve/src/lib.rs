@@ -132,6 +132,13 @@ pub struct ServeArgs {
     /// by one election timeout (--election-ticks-min x --tick), as etcd's does.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub lease_checkpoint_interval: Duration,
+
+    /// Test-only, hidden: answer one kind of request wrongly, so that the differential
+    /// tests against etcd and ZooKeeper can show they catch a wrong answer. raft:
+    /// `put-prev-kv` (Put leaves out prev_kv); zab: `get-data-children` (getData's stat
+    /// counts one child too many).
+    #[arg(long, hide = true, value_name = "KIND")]
+    pub wrong_answer: Option<String>,
 }
 
 impl ServeArgs {
@@ -290,6 +297,7 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
         tls,
         auth_token_ttl: Duration::from_secs(args.auth_token_ttl.max(1)),
         bcrypt_cost: args.bcrypt_cost,
+        wrong_answer: wrong_answer(&args)?,
         ..ServeOptions::default()
     };
     let served = serve(listener, handle, members, options, async move {
@@ -300,6 +308,15 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
     served.context("etcd API server failed")?;
     stopped.context("raft member did not stop cleanly")?;
     Ok(())
+}
+
+/// The engine's test-only wrong answer (`--wrong-answer`), if asked for.
+fn wrong_answer<W: FromStr<Err = String>>(args: &ServeArgs) -> anyhow::Result<Option<W>> {
+    args.wrong_answer
+        .as_deref()
+        .map(W::from_str)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--wrong-answer: {e}"))
 }
 
 /// How a raft member times leases: checkpoints every --lease-checkpoint-interval, and a
@@ -335,6 +352,7 @@ pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
         max_client_cnxns: args.max_client_cnxns,
         enforce_auth: args.enforce_auth,
         tls,
+        wrong_answer: wrong_answer(&args)?,
         ..Default::default()
     };
     let listener = bind_clients(client_addr).await?;

@@ -43,6 +43,31 @@ pub struct ServeOptions {
     /// connection handshakes first, within `io_timeout`; four-letter words are answered
     /// over TLS too.
     pub tls: Option<Arc<ServerConfig>>,
+    /// Test-only: answer one kind of request wrongly (see [`WrongAnswer`]); `None` always
+    /// outside tests.
+    pub wrong_answer: Option<WrongAnswer>,
+}
+
+/// Test-only: a request the server answers wrongly on purpose, so that the differential
+/// test against real ZooKeeper (tests/zk_differential.rs) can show it catches a wrong
+/// answer (`serve zab --wrong-answer KIND`, a hidden flag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WrongAnswer {
+    /// `get-data-children`: getData's stat counts one child too many.
+    GetDataChildren,
+}
+
+impl std::str::FromStr for WrongAnswer {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "get-data-children" => Ok(WrongAnswer::GetDataChildren),
+            _ => Err(format!(
+                "zab answers no {s:?} wrongly (it knows get-data-children)"
+            )),
+        }
+    }
 }
 
 impl Default for ServeOptions {
@@ -61,6 +86,7 @@ impl Default for ServeOptions {
             max_client_cnxns: 60,
             enforce_auth: false,
             tls: None,
+            wrong_answer: None,
         }
     }
 }

@@ -51,6 +51,9 @@ pub struct RaftOptions {
     pub zk_client: Option<coordbench_drivers::zookeeper::ZkTls>,
     /// raft: the members' `--auth-token-ttl` (`None`: etcd's default, 300 s).
     pub auth_token_ttl: Option<Duration>,
+    /// Test-only: members answer one kind of request wrongly (`serve --wrong-answer`, a
+    /// hidden flag), so that the differential tests can show they catch it.
+    pub wrong_answer: Option<String>,
 }
 
 impl Default for RaftOptions {
@@ -68,6 +71,7 @@ impl Default for RaftOptions {
             client: EtcdSecurity::default(),
             zk_client: None,
             auth_token_ttl: None,
+            wrong_answer: None,
         }
     }
 }
@@ -255,6 +259,13 @@ pub(super) async fn launch_members(
         )));
     }
     let binary = resolve_binary(opts.binary.as_deref())?;
+    let mut extra_args = extra_args.to_vec();
+    extra_args.extend(
+        opts.wrong_answer
+            .iter()
+            .map(|w| format!("--wrong-answer={w}")),
+    );
+    let extra_args = extra_args.as_slice();
     let ports = ports::allocate(spec.base_port, 2 * spec.size)?;
     let root = disk::create_data_root(spec, engine)?;
     let members = EngineMembers {

@@ -8,6 +8,7 @@ use coordbench_tree::acl::perm;
 use coordbench_tree::{Acl, DataTree, Id, TreeError, WatchKind};
 
 use super::{err, ok, ConnCtx, Flow};
+use crate::options::WrongAnswer;
 use crate::proto::PathWatch;
 use crate::reply::{ReadResult, ReplyBody};
 use crate::request::ReadOp;
@@ -67,12 +68,17 @@ impl<R: Replicator<TreeStateMachine>> ConnCtx<R> {
 
     pub(super) async fn get_data(&self, x: i32, r: PathWatch) -> Flow {
         let ids = self.ids();
+        let wrong = self.core.options.wrong_answer == Some(WrongAnswer::GetDataChildren);
         self.read(x, move |sm, id| {
             match watched_read(sm, id, &ids, &r, WatchKind::Data, DataTree::get_data) {
-                Ok((data, stat)) => ok(ReplyBody::Data {
-                    data: data.map(<[u8]>::to_vec),
-                    stat,
-                }),
+                Ok((data, mut stat)) => {
+                    // Test-only: see WrongAnswer.
+                    stat.num_children += i32::from(wrong);
+                    ok(ReplyBody::Data {
+                        data: data.map(<[u8]>::to_vec),
+                        stat,
+                    })
+                }
                 Err(e) => err(&e),
             }
         })
