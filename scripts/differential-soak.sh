@@ -15,6 +15,10 @@ if [[ ! $seeds =~ ^[0-9]+\.\.[0-9]+$ ]]; then
   echo "differential-soak.sh: SEEDS is A..B (B excluded), not '$seeds'" >&2
   exit 2
 fi
+# Ports 32000-32099, which neither the test suite nor the provisioner's free-port range
+# uses, so that a soak can run beside scripts/test.sh.
+export ETCD_DIFF_BASE_PORT=${ETCD_DIFF_BASE_PORT:-32030}
+export ZK_DIFF_BASE_PORT=${ZK_DIFF_BASE_PORT:-32040}
 status=0
 ETCD_DIFF_SEED=$seeds cargo test --test etcd_differential -- --exact random_sequences_match || status=1
 ZK_DIFF_SEED=$seeds cargo test --test zk_differential -- --exact random_sequences_match || status=1

@@ -12,7 +12,8 @@
 //! random`; run more: `ETCD_DIFF_SEED=4..40` (a range, on one pair of servers; see
 //! scripts/differential-soak.sh). Another etcd release: `ETCD_DIFF_VERSION=3.7.3`. Another
 //! build's engine: `ETCD_DIFF_RAFT_BIN=/path/to/coordbench`. Against a follower of a
-//! 3-member raft: `ETCD_DIFF_RAFT_MEMBERS=3`. Transcripts are written under
+//! 3-member raft: `ETCD_DIFF_RAFT_MEMBERS=3`. The random sequences' pair on other ports:
+//! `ETCD_DIFF_BASE_PORT` (the soak script's, beside a test run). Transcripts are written under
 //! target/etcd-differential/ on a difference, and always with `ETCD_DIFF_DUMP=1`.
 
 mod common;
@@ -303,7 +304,7 @@ async fn watches_match() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_sequences_match() {
-    let pair = Pair::start(32730, None).await;
+    let pair = Pair::start(differential::base_port("ETCD_DIFF_BASE_PORT", 32730), None).await;
     for seed in differential::seeds("ETCD_DIFF_SEED", &[1, 2, 3]) {
         let steps = generate::random(seed, RANDOM_STEPS);
         let what = format!(

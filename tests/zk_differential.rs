@@ -15,7 +15,8 @@
 //! with ZooKeeper's replies to it.
 //! Compare another build's zab (an older commit's, to see what a fix changed):
 //! `ZK_DIFF_ZAB_BIN=/path/to/coordbench cargo test --test zk_differential`; against the
-//! last member of a 3-member zab (ports allow up to 3): `ZK_DIFF_ZAB_MEMBERS=3`.
+//! last member of a 3-member zab (ports allow up to 3): `ZK_DIFF_ZAB_MEMBERS=3`. The random
+//! sequences' pair on other ports: `ZK_DIFF_BASE_PORT` (the soak script's).
 
 mod common;
 
@@ -304,7 +305,7 @@ async fn create_modes_versions_multi_reads_watches_and_error_codes_match() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_sequences_match() {
-    let pair = Pair::start(32520, None).await;
+    let pair = Pair::start(differential::base_port("ZK_DIFF_BASE_PORT", 32520), None).await;
     for seed in differential::seeds("ZK_DIFF_SEED", &[1, 2, 3]) {
         if let Err(found) = pair.random(seed).await {
             let what = format!(

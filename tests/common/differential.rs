@@ -23,6 +23,16 @@ pub fn seeds(var: &str, default: &[u64]) -> Vec<u64> {
     }
 }
 
+/// The base port of a test's servers: `var` if set (scripts/differential-soak.sh moves
+/// its runs off the ports of the test suite, which may be running beside it), else
+/// `default`.
+pub fn base_port(var: &str, default: u16) -> u16 {
+    std::env::var(var).map_or(default, |p| {
+        p.parse()
+            .unwrap_or_else(|_| panic!("{var} is a port, not {p:?}"))
+    })
+}
+
 /// The index of the first line where the transcripts differ.
 pub fn first_difference(a: &[String], b: &[String]) -> Option<usize> {
     (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i))
