@@ -753,6 +753,12 @@ impl Gen {
         i64::from(self.rng.range(1, hi + 1))
     }
 
+    /// A relative revision the run has most likely reached (not every write makes one).
+    fn reached(&mut self) -> i64 {
+        let hi = u32::try_from((self.writes / 2).max(1)).unwrap_or(u32::MAX);
+        i64::from(self.rng.range(1, hi + 1))
+    }
+
     fn key(&mut self) -> Key {
         match self.chance(2) {
             true => Key::Empty,
@@ -902,8 +908,10 @@ impl Gen {
         self.creates[usize::from(stream)] += 1;
         let start = match self.pick(3) {
             0 | 1 => Rev::Zero,
-            // History not compacted away (see Gen::compacted).
-            _ => Rev::Rel(self.past().max(self.compacted)),
+            // History not compacted away (see Gen::compacted), and mostly reached already:
+            // a watcher waiting for its start revision keeps etcd from answering progress
+            // requests, and each step then waits a quiet period instead (watch.rs).
+            _ => Rev::Rel(self.reached().max(self.compacted)),
         };
         let create = Watch {
             keys: self.keys(),
@@ -958,7 +966,7 @@ impl Gen {
             0..=5 => self.watch(),
             6..=8 => {
                 let known = u32::try_from(self.creates[usize::from(stream)]).unwrap_or(0);
-                let watch_id = match self.chance(20) {
+                let watch_id = match self.chance(10) {
                     true => 10 + i64::from(self.pick(3)),
                     false => i64::from(self.pick(known + 1)),
                 };
