@@ -20,6 +20,7 @@ fi
 export ETCD_DIFF_BASE_PORT=${ETCD_DIFF_BASE_PORT:-32030}
 export ZK_DIFF_BASE_PORT=${ZK_DIFF_BASE_PORT:-32040}
 status=0
-ETCD_DIFF_SEED=$seeds cargo test --test etcd_differential -- --exact random_sequences_match || status=1
-ZK_DIFF_SEED=$seeds cargo test --test zk_differential -- --exact random_sequences_match || status=1
+# --nocapture: a line per seed as it passes.
+ETCD_DIFF_SEED=$seeds cargo test --test etcd_differential -- --exact random_sequences_match --nocapture || status=1
+ZK_DIFF_SEED=$seeds cargo test --test zk_differential -- --exact random_sequences_match --nocapture || status=1
 exit $status

@@ -127,8 +127,13 @@ impl Pair {
     }
 
     /// Runs `steps` on both afresh (a new run number): both transcripts and where they
-    /// first differ.
-    async fn compare(&self, steps: &[Step]) -> (Transcript, Transcript, Option<usize>) {
+    /// first differ. A server that died is a failure with its log's tail.
+    async fn compare(&mut self, steps: &[Step]) -> (Transcript, Transcript, Option<usize>) {
+        for (name, cluster) in [("etcd", &mut self.etcd), ("raft", &mut self.raft)] {
+            if let Err(e) = cluster.check_alive() {
+                panic!("{name} died: {e}\n{}", e.log_tail().unwrap_or(""));
+            }
+        }
         let run = diff::next_run();
         let etcd = diff::run(&self.etcd.endpoints()[0], run, steps).await;
         let raft = diff::run(&self.raft_endpoint, run, steps).await;
@@ -138,7 +143,7 @@ impl Pair {
 
     /// etcd's transcript of `steps` if the replies agree, else the first difference with
     /// a shrunk sequence that shows it.
-    async fn difference(&self, steps: &[Step]) -> Result<Transcript, Found> {
+    async fn difference(&mut self, steps: &[Step]) -> Result<Transcript, Found> {
         let (etcd, raft, at) = self.compare(steps).await;
         let Some(at) = at else { return Ok(etcd) };
         let signature = steps.get(at).map_or("end", Step::kind);
@@ -167,7 +172,7 @@ impl Pair {
     /// Runs `steps` on both; panics at the first difference with `what`, the difference
     /// and a shrunk sequence that shows it. Returns etcd's transcript for the control's
     /// assertions.
-    async fn same_replies(&self, what: &str, steps: &[Step]) -> Transcript {
+    async fn same_replies(&mut self, what: &str, steps: &[Step]) -> Transcript {
         match self.difference(steps).await {
             Ok(etcd) => {
                 if std::env::var_os("ETCD_DIFF_DUMP").is_some() {
@@ -216,7 +221,7 @@ impl Found {
 }
 
 /// Reruns for the shrinker, on the pair's servers.
-struct Oracle<'a>(&'a Pair);
+struct Oracle<'a>(&'a mut Pair);
 
 impl Rerun<Step> for Oracle<'_> {
     async fn rerun(&mut self, steps: &[Step]) -> Option<String> {
@@ -262,7 +267,7 @@ fn line(t: &Transcript, i: usize) -> &str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn puts_ranges_and_deletes_match() {
-    let pair = Pair::start(32700, None).await;
+    let mut pair = Pair::start(32700, None).await;
     let t = pair.same_replies("puts", &generate::put_steps()).await;
     // The control: etcd refuses ignore_value on a missing key, and a value with it.
     assert!(line(&t, 9).contains("key not found"), "{t:#?}");
@@ -278,7 +283,7 @@ async fn puts_ranges_and_deletes_match() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn txns_leases_and_compaction_match() {
-    let pair = Pair::start(32710, None).await;
+    let mut pair = Pair::start(32710, None).await;
     let t = pair.same_replies("txns", &generate::txn_steps()).await;
     assert!(t.iter().any(|l| l.contains("duplicate key")), "{t:#?}");
     assert!(
@@ -296,7 +301,7 @@ async fn txns_leases_and_compaction_match() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_match() {
-    let pair = Pair::start(32720, None).await;
+    let mut pair = Pair::start(32720, None).await;
     let t = pair.same_replies("watches", &generate::watch_steps()).await;
     assert!(line(&t, 1).contains("w0[put k0"), "{t:#?}");
     pair.stop();
@@ -304,13 +309,15 @@ async fn watches_match() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_sequences_match() {
-    let pair = Pair::start(differential::base_port("ETCD_DIFF_BASE_PORT", 32730), None).await;
+    let mut pair = Pair::start(differential::base_port("ETCD_DIFF_BASE_PORT", 32730), None).await;
     for seed in differential::seeds("ETCD_DIFF_SEED", &[1, 2, 3]) {
+        let started = std::time::Instant::now();
         let steps = generate::random(seed, RANDOM_STEPS);
         let what = format!(
             "seed {seed} (ETCD_DIFF_SEED={seed} cargo test --test etcd_differential random)"
         );
         pair.same_replies(&what, &steps).await;
+        eprintln!("seed {seed}: same replies ({:.0?})", started.elapsed());
     }
     pair.stop();
 }
@@ -320,7 +327,7 @@ async fn random_sequences_match() {
 /// the put that asks for its prev_kv.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_answer_is_caught_and_shrunk() {
-    let pair = Pair::start(32740, Some("put-prev-kv")).await;
+    let mut pair = Pair::start(32740, Some("put-prev-kv")).await;
     let steps = generate::random(1, RANDOM_STEPS);
     let found = match pair.difference(&steps).await {
         Ok(t) => panic!("the wrong prev_kv went unseen: {t:#?}"),

@@ -307,6 +307,7 @@ async fn create_modes_versions_multi_reads_watches_and_error_codes_match() {
 async fn random_sequences_match() {
     let pair = Pair::start(differential::base_port("ZK_DIFF_BASE_PORT", 32520), None).await;
     for seed in differential::seeds("ZK_DIFF_SEED", &[1, 2, 3]) {
+        let started = std::time::Instant::now();
         if let Err(found) = pair.random(seed).await {
             let what = format!(
                 "seed {seed} (ZK_DIFF_SEED={seed} cargo test --test zk_differential random)"
@@ -316,6 +317,7 @@ async fn random_sequences_match() {
                 found.report(&what)
             );
         }
+        eprintln!("seed {seed}: same replies ({:.0?})", started.elapsed());
     }
     pair.stop();
 }
