@@ -16,12 +16,17 @@ use crate::{ApiFamily, ClientCounters, CounterHandle, DriverError, LockRecipe};
 /// Read consistency for `get`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Consistency {
-    /// Reflects every write acknowledged before the read began (etcd's default; a sync()
-    /// before the read on ZooKeeper).
+    /// Reflects every write acknowledged before the read began: etcd's default read; on
+    /// ZooKeeper a check-only multi (a transaction through the leader) before getData.
     #[default]
     Linearizable,
     /// Served from the local member's state, possibly stale.
     Serializable,
+    /// ZooKeeper's sync() then getData, the fresh read its documentation suggests. It is not
+    /// linearizable for a session on the leader: the leader answers the sync at once and
+    /// may apply a committed write after a follower has acknowledged it. On the etcd API,
+    /// which has no sync, it reads as `Linearizable`.
+    Sync,
 }
 
 /// A key's value with its version: etcd's mod revision, a znode's data version. A version

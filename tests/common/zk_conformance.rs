@@ -58,13 +58,24 @@ pub async fn kv_round_trip(endpoints: &[String]) {
         Some(&b"v2"[..])
     );
     assert_eq!(
+        r.get(key, Consistency::Sync)
+            .await
+            .expect("sync then get")
+            .as_deref(),
+        Some(&b"v2"[..])
+    );
+    assert_eq!(
         r.get(key, Consistency::Serializable)
             .await
             .expect("serializable get")
             .as_deref(),
         Some(&b"v2"[..])
     );
-    for c in [Consistency::Linearizable, Consistency::Serializable] {
+    for c in [
+        Consistency::Linearizable,
+        Consistency::Sync,
+        Consistency::Serializable,
+    ] {
         assert_eq!(
             r.get("/coordbench/kv/missing", c)
                 .await

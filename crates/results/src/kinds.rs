@@ -74,6 +74,9 @@ pub enum ZkClientArg {
 pub enum ConsistencyArg {
     Linearizable,
     Serializable,
+    /// ZooKeeper only: sync() then getData, as ZooKeeper's users write a fresh read (not
+    /// linearizable for a session on the leader).
+    Sync,
 }
 
 /// How a lock's protected resource fences stale holders (`--protect`).

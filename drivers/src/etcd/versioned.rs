@@ -14,7 +14,7 @@ pub(super) async fn read(
     consistency: Consistency,
 ) -> Result<Option<Versioned>, DriverError> {
     let options = match consistency {
-        Consistency::Linearizable => None,
+        Consistency::Linearizable | Consistency::Sync => None,
         Consistency::Serializable => Some(GetOptions::new().with_serializable()),
     };
     s.counters.request();

@@ -8,9 +8,12 @@ use super::map_error;
 use super::session::{znode_path, ZkSession};
 use crate::{CasOutcome, Consistency, DriverError, Versioned};
 
-/// Linearizable: sync() then getData, pipelined (the server answers a session's requests in
-/// order, so the read waits for the sync); serializable: getData from the connected server
-/// as it stands.
+/// Linearizable: a check-only multi on the session's root, then getData, pipelined. The
+/// multi is a transaction: it commits through the leader after every write acknowledged
+/// before it, and the server answers the session's getData only after applying it, on a
+/// follower and on the leader alike. Sync: sync() then getData, pipelined, which a session
+/// on the leader can read stale (the leader answers a sync at once). Serializable: getData
+/// from the connected server as it stands.
 pub(super) async fn read(
     s: &ZkSession,
     key: &str,
@@ -20,6 +23,16 @@ pub(super) async fn read(
     let zk = s.zk()?;
     let read = match consistency {
         Consistency::Linearizable => {
+            s.counters.request();
+            s.counters.request();
+            let mut barrier = zk.new_multi_writer();
+            // Version -1 matches any: the check always holds, and "/" (the chroot) exists.
+            barrier.add_check_version("/", -1).map_err(map_error)?;
+            let (committed, read) = futures::join!(barrier.commit(), zk.get_data(&path));
+            committed.map_err(|e| map_error(e.into()))?;
+            read
+        }
+        Consistency::Sync => {
             s.counters.request();
             s.counters.request();
             let (synced, read) = futures::join!(zk.sync(&path), zk.get_data(&path));

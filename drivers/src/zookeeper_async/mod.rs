@@ -7,7 +7,7 @@
 //!   (zookeeper-client reports the expiry and stops). A lock holder then loses its lock (its
 //!   ephemeral node went with the old session) without an error. Sessions count these
 //!   re-establishments ([`state`]) so results can show them.
-//! - It has no sync(): only serializable reads; a linearizable `get` is unsupported.
+//! - It has no sync() and no multi: only serializable reads; the other reads are unsupported.
 //! - It exposes no session id: lock nodes carry a random per-session tag instead.
 //! - It tries servers in the order given (zookeeper-client shuffles them), so each client's
 //!   connect string is rotated by its index to spread sessions over the ensemble.

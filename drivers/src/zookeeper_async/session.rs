@@ -118,16 +118,16 @@ impl Session for AsyncZkSession {
         }
     }
 
-    /// Serializable only: getData from the connected server. The crate cannot send sync(),
-    /// which a linearizable read needs.
+    /// Serializable only: getData from the connected server. The crate cannot send sync()
+    /// or a multi, which the other reads need.
     async fn get(
         &mut self,
         key: &str,
         consistency: Consistency,
     ) -> Result<Option<Vec<u8>>, DriverError> {
-        if consistency == Consistency::Linearizable {
+        if consistency != Consistency::Serializable {
             return Err(DriverError::Unsupported(
-                "zookeeper-async has no sync(), so no linearizable read; use --consistency serializable".into(),
+                "zookeeper-async has no sync() and no multi, so only serializable reads; use --consistency serializable".into(),
             ));
         }
         let path = znode_path(key);

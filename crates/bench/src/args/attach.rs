@@ -105,10 +105,10 @@ impl AttachOptions {
             ));
         }
         if matches!(load.workload, WorkloadKind::KvGet | WorkloadKind::KvMixed)
-            && consistency == ConsistencyArg::Linearizable
+            && consistency != ConsistencyArg::Serializable
         {
             return Err(
-                "--zk-client async cannot read linearizably (zookeeper-async has no sync()); use --consistency serializable".into(),
+                "--zk-client async reads only serializably (zookeeper-async has no sync() and no multi); use --consistency serializable".into(),
             );
         }
         if load.ttl < zookeeper_async::MIN_SESSION_TIMEOUT {

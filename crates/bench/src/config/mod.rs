@@ -201,6 +201,7 @@ fn check(args: &RunArgs) -> Result<Checked, String> {
     let family = load.family();
     let lock_recipe = args.lock.recipe(family)?;
     let (workload_options, shape) = args.workload_options()?;
+    args.kv.check_consistency(family)?;
     check_target(args)?;
     let election_timing = args.cluster.check(args.placement())?;
     let zk_client_kind = args.attach.zk_client(load, args.kv.consistency)?;
@@ -320,6 +321,8 @@ mod tests {
                 "config-watch",
             ],
             &["--pin-servers", "0", "--endpoints", "127.0.0.1:1"],
+            &["--target", "etcd", "--workload", "kv-get", "--consistency", "sync"],
+            &["--target", "raft", "--workload", "register", "--consistency", "sync"],
             &["--pin-client", "1000"],
             &["--target", "etcd", "--secure", "--endpoints", "127.0.0.1:1"],
             &["--target", "raft", "--secure", "true", "--user", "a:b"],
@@ -570,6 +573,21 @@ mod tests {
             record(&serializable).unwrap().zk_client.as_deref(),
             Some("async")
         );
+    }
+
+    #[test]
+    fn sync_reads_are_zookeeper_s_and_recorded_as_such() {
+        for target in ["zookeeper", "zab"] {
+            let c = config(&["--target", target, "--workload", "register", "--consistency", "sync"])
+                .unwrap();
+            assert_eq!(c.read_consistency, Consistency::Sync);
+            let r = record(&["--target", target, "--workload", "kv-get", "--consistency", "sync"]);
+            assert_eq!(r.unwrap().consistency, "sync");
+        }
+        let err = config(&["--target", "etcd", "--workload", "kv-get", "--consistency", "sync"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("--consistency sync is ZooKeeper's"), "{err}");
     }
 
     #[test]

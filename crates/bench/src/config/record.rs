@@ -126,6 +126,7 @@ impl ConfigRecord {
             consistency: match config.read_consistency {
                 Consistency::Linearizable => "linearizable",
                 Consistency::Serializable => "serializable",
+                Consistency::Sync => "sync",
             }
             .to_string(),
             locks: config.locks,

@@ -3,7 +3,7 @@
 //! creates, and what run.json records of them.
 
 use clap::Args;
-use coordbench_drivers::Consistency;
+use coordbench_drivers::{ApiFamily, Consistency};
 use coordbench_results::kinds::{ConsistencyArg, WorkloadKind};
 use coordbench_results::parse::parse_read_ratio;
 use serde::Serialize;
@@ -25,8 +25,9 @@ pub struct KvOptions {
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
     pub value_size: u64,
 
-    /// kv-get, kv-mixed and register: read consistency (serializable: from the member's
-    /// local state, without etcd's quorum read or ZooKeeper's sync).
+    /// kv-get, kv-mixed and register: read consistency (linearizable: etcd's quorum read,
+    /// on ZooKeeper a check-only multi before getData; serializable: from the member's local
+    /// state; sync, ZooKeeper only: sync() then getData, not linearizable on the leader).
     #[arg(long, value_enum, default_value = "linearizable")]
     pub consistency: ConsistencyArg,
 
@@ -71,7 +72,18 @@ impl KvOptions {
         match self.consistency {
             ConsistencyArg::Linearizable => Consistency::Linearizable,
             ConsistencyArg::Serializable => Consistency::Serializable,
+            ConsistencyArg::Sync => Consistency::Sync,
         }
+    }
+
+    /// `--consistency sync` is ZooKeeper's sync(), which the other APIs do not have.
+    pub fn check_consistency(&self, family: ApiFamily) -> Result<(), String> {
+        if self.consistency == ConsistencyArg::Sync && family != ApiFamily::ZooKeeper {
+            return Err(
+                "--consistency sync is ZooKeeper's sync() then getData; use linearizable or serializable with this target".into(),
+            );
+        }
+        Ok(())
     }
 
     /// The record: kv-mixed's read ratio (its default filled in), kv-put's creates.
