@@ -321,8 +321,22 @@ mod tests {
                 "config-watch",
             ],
             &["--pin-servers", "0", "--endpoints", "127.0.0.1:1"],
-            &["--target", "etcd", "--workload", "kv-get", "--consistency", "sync"],
-            &["--target", "raft", "--workload", "register", "--consistency", "sync"],
+            &[
+                "--target",
+                "etcd",
+                "--workload",
+                "kv-get",
+                "--consistency",
+                "sync",
+            ],
+            &[
+                "--target",
+                "raft",
+                "--workload",
+                "register",
+                "--consistency",
+                "sync",
+            ],
             &["--pin-client", "1000"],
             &["--target", "etcd", "--secure", "--endpoints", "127.0.0.1:1"],
             &["--target", "raft", "--secure", "true", "--user", "a:b"],
@@ -578,16 +592,40 @@ mod tests {
     #[test]
     fn sync_reads_are_zookeeper_s_and_recorded_as_such() {
         for target in ["zookeeper", "zab"] {
-            let c = config(&["--target", target, "--workload", "register", "--consistency", "sync"])
-                .unwrap();
+            let c = config(&[
+                "--target",
+                target,
+                "--workload",
+                "register",
+                "--consistency",
+                "sync",
+            ])
+            .unwrap();
             assert_eq!(c.read_consistency, Consistency::Sync);
-            let r = record(&["--target", target, "--workload", "kv-get", "--consistency", "sync"]);
+            let r = record(&[
+                "--target",
+                target,
+                "--workload",
+                "kv-get",
+                "--consistency",
+                "sync",
+            ]);
             assert_eq!(r.unwrap().consistency, "sync");
         }
-        let err = config(&["--target", "etcd", "--workload", "kv-get", "--consistency", "sync"])
-            .unwrap_err()
-            .to_string();
-        assert!(err.starts_with("--consistency sync is ZooKeeper's"), "{err}");
+        let err = config(&[
+            "--target",
+            "etcd",
+            "--workload",
+            "kv-get",
+            "--consistency",
+            "sync",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("--consistency sync is ZooKeeper's"),
+            "{err}"
+        );
     }
 
     #[test]
