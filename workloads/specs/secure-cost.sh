@@ -3,14 +3,63 @@
 # beside the Raft engine, kv-put and lock, plain and secure. Each (target, workload) point
 # runs in adjacent plain/secure pairs whose order alternates (plain first in odd rounds),
 # and the targets alternate within a round, so drift on a shared machine hits every side
-# alike; the ratio is taken within each pair. Every run records the machine's CPU pressure
-# (the share of wall time some task waited on a run queue, /proc/pressure/cpu) beside its
-# figures, and its sync latency is in summary.csv (sync_p50_us).
+# alike; the ratio is taken within each pair. Beside each pair's figures: the machine's
+# state during the runs, as the load generator's run-queue wait (the share of the window
+# its threads waited for a core, run.json generator.runqueue_wait_s) and the members' disk
+# sync latency (summary.csv sync_p50_us).
 # Usage: workloads/specs/secure-cost.sh [OUT]
 #   ETCD_VERSION=3.6.16 DURATION=10s ROUNDS=3 CLIENTS=16 to change;
 #   BIN=path/to/coordbench to use a build other than this checkout's release build.
+#   workloads/specs/secure-cost.sh --summary OUT prints an earlier OUT's table again.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+
+summary() {
+  python3 - "$1" <<'EOF'
+"""Per pair: secure / plain throughput, p99 and member CPU per op, with the machine's
+state; then the medians of the ratios."""
+import csv, json, statistics, sys
+from pathlib import Path
+
+out = Path(sys.argv[1])
+runs = {}
+for run_dir in sorted(p for p in out.iterdir() if (p / "summary.csv").exists()):
+    with open(run_dir / "summary.csv") as f:
+        row = next(csv.DictReader(f))
+    record = json.loads((run_dir / "run.json").read_text())
+    window = float(row["duration_s"]) or 1.0
+    row["runqueue_pct"] = 100 * record["generator"]["runqueue_wait_s"] / window
+    runs[run_dir.name] = row
+
+print("| target | workload | round | plain ops/s | secure ops/s | ratio | p99 plain / secure ms "
+      "| member CPU µs/op plain / secure | generator run-queue wait % | sync p50 µs |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+ratios = {}
+for name in sorted(runs):
+    if "-secure-false-" not in name:
+        continue
+    plain, secure = runs[name], runs.get(name.replace("-secure-false-", "-secure-true-"))
+    if secure is None or plain["complete"] != "true" or secure["complete"] != "true":
+        continue
+    key = (plain["target"], plain["workload"])
+    num = lambda r, c: float(r[c] or 0)
+    ratio = num(secure, "throughput_ops_s") / num(plain, "throughput_ops_s")
+    cpu = num(secure, "server_cpu_us_per_op") / max(num(plain, "server_cpu_us_per_op"), 1e-9)
+    ratios.setdefault(key, []).append((ratio, cpu))
+    print(f"| {key[0]} | {key[1]} | {name.rsplit('-r', 1)[1]} "
+          f"| {num(plain, 'throughput_ops_s'):,.0f} | {num(secure, 'throughput_ops_s'):,.0f} | {ratio:.2f} "
+          f"| {num(plain, 'p99_us') / 1000:.1f} / {num(secure, 'p99_us') / 1000:.1f} "
+          f"| {num(plain, 'server_cpu_us_per_op'):.0f} / {num(secure, 'server_cpu_us_per_op'):.0f} "
+          f"| {plain['runqueue_pct']:.0f} / {secure['runqueue_pct']:.0f} "
+          f"| {plain['sync_p50_us']} / {secure['sync_p50_us']} |")
+print()
+for (target, workload), rs in sorted(ratios.items()):
+    print(f"{target} {workload}, medians of {len(rs)} pairs: secure/plain throughput "
+          f"{statistics.median(r for r, _ in rs):.2f}, member CPU per op {statistics.median(c for _, c in rs):.2f}")
+EOF
+}
+
+if [[ ${1:-} == --summary ]]; then summary "$2"; exit; fi
 OUT=${1:-results/secure-cost-$(date -u +%Y%m%dT%H%M%SZ)}
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 DURATION=${DURATION:-10s}
@@ -22,17 +71,10 @@ if [[ -z "${BIN:-}" ]]; then
 fi
 "$BIN" install etcd "$ETCD_VERSION" >/dev/null
 mkdir -p "$OUT"
-pressure() { awk '/^some/ { sub("total=", "", $5); print $5 }' /proc/pressure/cpu 2>/dev/null || echo 0; }
-
 run() {
   local name=$1; shift
-  local before after start end
-  before=$(pressure); start=$(date +%s%N)
   "$BIN" run --quiet --duration "$DURATION" --cluster-size 3 --disk disk --clients "$CLIENTS" \
     --out "$OUT/$name" "$@"
-  after=$(pressure); end=$(date +%s%N)
-  # total= is in microseconds, the wall clock in nanoseconds.
-  echo "$name $(( (after - before) * 1000 * 100 / (end - start) ))" >> "$OUT/cpu-pressure.txt"
 }
 
 for r in $(seq 1 "$ROUNDS"); do
@@ -51,40 +93,4 @@ done
 
 first=$(ls "$OUT"/*/summary.csv | head -n 1)
 { head -n 1 "$first"; for f in "$OUT"/*/summary.csv; do tail -n +2 "$f"; done; } > "$OUT/summary.csv"
-python3 - "$OUT" <<'EOF'
-"""Per pair: secure / plain throughput, p99 and server CPU per op; then the medians."""
-import csv, statistics, sys
-from pathlib import Path
-
-out = Path(sys.argv[1])
-pressure = dict(line.split() for line in (out / "cpu-pressure.txt").read_text().splitlines())
-rows = {}
-for run_dir in sorted(p for p in out.iterdir() if (p / "summary.csv").exists()):
-    with open(run_dir / "summary.csv") as f:
-        row = next(csv.DictReader(f))
-    rows[run_dir.name] = row
-
-print("| target | workload | round | plain ops/s | secure ops/s | ratio | p99 plain / secure ms "
-      "| server CPU µs/op plain / secure | CPU pressure % | sync p50 µs |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-ratios = {}
-for name in sorted(rows):
-    if "-secure-false-" not in name:
-        continue
-    plain, secure = rows[name], rows.get(name.replace("-secure-false-", "-secure-true-"))
-    if secure is None or plain["complete"] != "true" or secure["complete"] != "true":
-        continue
-    target, workload, rnd = plain["target"], plain["workload"], name.rsplit("-r", 1)[1]
-    ratio = float(secure["throughput_ops_s"]) / float(plain["throughput_ops_s"])
-    ratios.setdefault((target, workload), []).append(ratio)
-    ms = lambda r: float(r["p99_us"]) / 1000
-    press = f'{pressure.get(name, "?")} / {pressure.get(name.replace("-false-", "-true-"), "?")}'
-    print(f'| {target} | {workload} | {rnd} | {float(plain["throughput_ops_s"]):,.0f} '
-          f'| {float(secure["throughput_ops_s"]):,.0f} | {ratio:.2f} | {ms(plain):.1f} / {ms(secure):.1f} '
-          f'| {float(plain["server_cpu_us_per_op"] or 0):.0f} / {float(secure["server_cpu_us_per_op"] or 0):.0f} '
-          f'| {press} | {plain["sync_p50_us"]} / {secure["sync_p50_us"]} |')
-print()
-for (target, workload), rs in sorted(ratios.items()):
-    print(f"{target} {workload}: secure/plain throughput, median of {len(rs)} pairs: "
-          f"{statistics.median(rs):.2f}")
-EOF
+summary "$OUT"
