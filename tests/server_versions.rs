@@ -298,14 +298,12 @@ fn leader_faults_on_current_releases_lose_no_acknowledged_write() {
             "{name}: {faults}"
         );
         assert_eq!(faults["minority_acked_writes"], 0, "{name}: {faults}");
-        if target == "etcd" {
-            // etcd's reads are quorum reads: the history must be linearizable. (ZooKeeper's
-            // sync + read is not for a session on the leader: RESULTS.md, "ZooKeeper's synced reads".)
-            assert_eq!(
-                record["results"]["register"]["linearizable"], "true",
-                "{name}"
-            );
-        }
+        // Linearizable reads are quorum reads on both APIs (ZooKeeper's: a check-only multi
+        // before getData), so the history must be linearizable on every release.
+        assert_eq!(
+            record["results"]["register"]["linearizable"], "true",
+            "{name}"
+        );
     }
 }
 
