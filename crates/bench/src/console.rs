@@ -4,9 +4,11 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
+use crate::outputs::record::LatencySummary;
 use crate::outputs::RunRecord;
 use crate::runner::Aggregator;
 use coordbench_results::format::format_us;
+use coordbench_results::tails;
 
 /// Prints the status line at most once per interval, overwriting itself.
 pub struct StatusLine {
@@ -61,6 +63,57 @@ impl StatusLine {
     }
 }
 
+/// The latency rows of the end-of-run table: p50, p99 and p99.9 where the sample supports
+/// them ([`tails::supported`]; "–" and the operations it would need where not), the
+/// sample size beside the first, and the maximum.
+pub fn latency_lines(latency: &LatencySummary) -> Vec<String> {
+    let n = latency.count;
+    let mut lines = Vec::new();
+    for (label, p, value) in [
+        ("p50", 0.5, latency.p50_us),
+        ("p99", 0.99, latency.p99_us),
+        ("p99.9", 0.999, latency.p999_us),
+    ] {
+        let Some(value) = value else {
+            lines.push(format!("  {label:<14} {:>12}", "-"));
+            continue;
+        };
+        let line = if tails::supported(n, p) {
+            let size = if lines.is_empty() {
+                format!("  {}", tails::n_label(n))
+            } else {
+                String::new()
+            };
+            format!("  {label:<14} {:>12}{size}", format_us(value))
+        } else {
+            format!(
+                "  {label:<14} {:>12}  {} (needs {})",
+                tails::WITHHELD,
+                tails::n_label(n),
+                tails::thousands(tails::min_ops(p))
+            )
+        };
+        lines.push(line);
+    }
+    let max = latency.max_us.map_or("-".into(), format_us);
+    lines.push(format!("  {:<14} {:>12}", "max", max));
+    lines
+}
+
+/// What the errors row adds when operations timed out: ` (3 timeouts at --op-timeout 5s)`.
+pub fn timeouts_note(timeouts: u64, op_timeout_ms: u64) -> String {
+    if timeouts == 0 {
+        return String::new();
+    }
+    let plural = if timeouts == 1 { "" } else { "s" };
+    let limit = if op_timeout_ms % 1000 == 0 {
+        format!("{}s", op_timeout_ms / 1000)
+    } else {
+        format!("{op_timeout_ms}ms")
+    };
+    format!(" ({timeouts} timeout{plural} at --op-timeout {limit})")
+}
+
 /// The end-of-run table, on stdout.
 pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
     let c = &record.config;
@@ -84,11 +137,15 @@ pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
         let opt = |v: Option<u64>| v.map_or("-".into(), format_us);
         println!("  {:<14} {:>12}", "ops", r.ops);
         println!("  {:<14} {:>12.1}", "throughput/s", r.throughput_ops_s);
-        println!("  {:<14} {:>12}", "p50", opt(r.latency.p50_us));
-        println!("  {:<14} {:>12}", "p99", opt(r.latency.p99_us));
-        println!("  {:<14} {:>12}", "p99.9", opt(r.latency.p999_us));
-        println!("  {:<14} {:>12}", "max", opt(r.latency.max_us));
-        println!("  {:<14} {:>12}", "errors", r.errors);
+        for line in latency_lines(&r.latency) {
+            println!("{line}");
+        }
+        println!(
+            "  {:<14} {:>12}{}",
+            "errors",
+            r.errors,
+            timeouts_note(r.timeouts, c.op_timeout_ms)
+        );
         if let Some(herd) = &r.herd {
             let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
             println!("  {:<14} {:>12}", "waiters", f(herd.waiters));
@@ -166,4 +223,41 @@ pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
         println!("  error: {error}");
     }
     println!("  results in {}", dir.display());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn latency(count: u64) -> LatencySummary {
+        LatencySummary {
+            count,
+            mean_us: Some(900.0),
+            p50_us: Some(800),
+            p90_us: Some(1_500),
+            p99_us: Some(2_000),
+            p999_us: Some(9_000),
+            max_us: Some(50_000),
+        }
+    }
+
+    #[test]
+    fn tails_the_sample_cannot_support_are_withheld_with_the_count() {
+        let lines = latency_lines(&latency(1_365));
+        assert_eq!(lines.len(), 4);
+        assert!(lines[0].contains("800µs") && lines[0].ends_with("n=1,365"), "{lines:?}");
+        assert!(lines[1].contains("2.00ms"), "{lines:?}");
+        assert!(!lines[2].contains("9.00ms"), "{lines:?}");
+        assert!(lines[2].contains("– ") && lines[2].ends_with("n=1,365 (needs 10,000)"), "{lines:?}");
+        assert!(lines[3].contains("50.00ms"), "{lines:?}");
+        let few = latency_lines(&latency(999));
+        assert!(few[1].contains("(needs 1,000)") && !few[1].contains("2.00ms"), "{few:?}");
+    }
+
+    #[test]
+    fn the_errors_row_counts_timeouts_at_the_limit() {
+        assert_eq!(timeouts_note(0, 5000), "");
+        assert_eq!(timeouts_note(1, 5000), " (1 timeout at --op-timeout 5s)");
+        assert_eq!(timeouts_note(7, 50), " (7 timeouts at --op-timeout 50ms)");
+    }
 }
