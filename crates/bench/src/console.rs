@@ -66,7 +66,8 @@ impl StatusLine {
 /// The latency rows of the end-of-run table: p50, p99 and p99.9 where the sample supports
 /// them ([`tails::supported`]; "–" and the operations it would need where not), the
 /// sample size beside the first, and the maximum.
-pub fn latency_lines(latency: &LatencySummary) -> Vec<String> {
+/// A percentile that is one of the `timeouts` (recorded at the limit) is marked so.
+pub fn latency_lines(latency: &LatencySummary, timeouts: u64) -> Vec<String> {
     let n = latency.count;
     let mut lines = Vec::new();
     for (label, p, value) in [
@@ -84,7 +85,12 @@ pub fn latency_lines(latency: &LatencySummary) -> Vec<String> {
             } else {
                 String::new()
             };
-            format!("  {label:<14} {:>12}{size}", format_us(value))
+            let limit = if tails::at_timeout(n, timeouts, p) {
+                "  (a timeout: the limit)"
+            } else {
+                ""
+            };
+            format!("  {label:<14} {:>12}{limit}{size}", format_us(value))
         } else {
             format!(
                 "  {label:<14} {:>12}  {} (needs {})",
@@ -137,7 +143,7 @@ pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
         let opt = |v: Option<u64>| v.map_or("-".into(), format_us);
         println!("  {:<14} {:>12}", "ops", r.ops);
         println!("  {:<14} {:>12.1}", "throughput/s", r.throughput_ops_s);
-        for line in latency_lines(&r.latency) {
+        for line in latency_lines(&r.latency, r.timeouts) {
             println!("{line}");
         }
         println!(
@@ -243,15 +249,33 @@ mod tests {
 
     #[test]
     fn tails_the_sample_cannot_support_are_withheld_with_the_count() {
-        let lines = latency_lines(&latency(1_365));
+        let lines = latency_lines(&latency(1_365), 0);
         assert_eq!(lines.len(), 4);
-        assert!(lines[0].contains("800µs") && lines[0].ends_with("n=1,365"), "{lines:?}");
+        assert!(
+            lines[0].contains("800µs") && lines[0].ends_with("n=1,365"),
+            "{lines:?}"
+        );
         assert!(lines[1].contains("2.00ms"), "{lines:?}");
         assert!(!lines[2].contains("9.00ms"), "{lines:?}");
-        assert!(lines[2].contains("– ") && lines[2].ends_with("n=1,365 (needs 10,000)"), "{lines:?}");
+        assert!(
+            lines[2].contains("– ") && lines[2].ends_with("n=1,365 (needs 10,000)"),
+            "{lines:?}"
+        );
         assert!(lines[3].contains("50.00ms"), "{lines:?}");
-        let few = latency_lines(&latency(999));
-        assert!(few[1].contains("(needs 1,000)") && !few[1].contains("2.00ms"), "{few:?}");
+        let few = latency_lines(&latency(999), 0);
+        let timed_out = latency_lines(&latency(1_000), 600);
+        assert!(
+            timed_out[0].contains("800µs  (a timeout: the limit)  n=1,000"),
+            "{timed_out:?}"
+        );
+        assert!(
+            timed_out[1].contains("(a timeout: the limit)"),
+            "{timed_out:?}"
+        );
+        assert!(
+            few[1].contains("(needs 1,000)") && !few[1].contains("2.00ms"),
+            "{few:?}"
+        );
     }
 
     #[test]

@@ -28,6 +28,13 @@ pub fn min_ops(p: f64) -> u64 {
     (MIN_BEYOND as f64 * (1.0 - SLACK) / (1.0 - p)).ceil() as u64
 }
 
+/// True when percentile `p` of `n` operations, `timeouts` of them timed out (and recorded
+/// at the timeout, the slowest values), is one of the timeouts: then it is the limit, not
+/// a latency measured.
+pub fn at_timeout(n: u64, timeouts: u64, p: f64) -> bool {
+    timeouts > 0 && (n as f64) * (1.0 - p) < timeouts as f64
+}
+
 /// The highest percentile `n` operations support (1 − 10/n), `None` below 10 operations.
 pub fn highest(n: u64) -> Option<f64> {
     (n >= MIN_BEYOND).then(|| 1.0 - MIN_BEYOND as f64 / n as f64)
@@ -91,6 +98,14 @@ mod tests {
         assert_eq!(highest(9), None);
         let top = highest(1_365).unwrap();
         assert!(supported(1_365, top - 1e-12) && !supported(1_365, top + 1e-6));
+    }
+
+    #[test]
+    fn a_percentile_beyond_the_successes_is_a_timeout() {
+        assert!(!at_timeout(1_000, 0, 0.99));
+        assert!(!at_timeout(1_000, 10, 0.99));
+        assert!(at_timeout(1_000, 11, 0.99));
+        assert!(at_timeout(1_606, 1_396, 0.5));
     }
 
     #[test]

@@ -203,6 +203,7 @@ pub fn chart(curves: &[Curve]) -> Option<LineChart> {
         x_scale: XScale::Linear,
         y_range: Some((0.0, y_top)),
         lines,
+        notes: Vec::new(),
     })
 }
 

@@ -1,5 +1,9 @@
 //! Line charts drawn with plotters, once as SVG and once as PNG from the same description:
-//! labelled axes with units, a legend, and one fixed colour per target.
+//! labelled axes with units, a legend, one fixed colour per target, and a footer of notes
+//! (what ran, and what the chart leaves out, such as timed-out operations). On a
+//! categorical x axis (targets, recipes, ...) nothing joins the points: each series is a dot
+//! per category, set side by side, with the repeats' min–max whisker; lines are for numeric
+//! axes only.
 
 use std::path::{Path, PathBuf};
 
@@ -102,9 +106,19 @@ pub struct LineChart {
     /// `None`: from 0 to the largest value plus headroom.
     pub y_range: Option<(f64, f64)>,
     pub lines: Vec<Line>,
+    /// Footer lines under the plot: context (workload, clients, versions, repeats) and
+    /// what is not drawn (timeouts, withheld tails).
+    pub notes: Vec<String>,
 }
 
 const SIZE: (u32, u32) = (960, 600);
+/// Height of one footer line, px.
+const NOTE_HEIGHT: u32 = 22;
+/// Type sizes, px at [`SIZE`]: legible on the PNG at its own size.
+const TITLE_PX: u32 = 24;
+const AXIS_PX: u32 = 18;
+const TICK_PX: u32 = 16;
+const NOTE_PX: u32 = 15;
 
 /// The colour of a target, the same on every chart.
 pub fn target_color(target: &str) -> RGBColor {
@@ -152,16 +166,33 @@ pub fn render(chart: &LineChart, dir: &Path, stem: &str) -> Result<Vec<PathBuf>,
     Ok(vec![svg, png])
 }
 
-fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &LineChart) -> Result<(), String> {
+fn draw<DB: DrawingBackend>(
+    whole: DrawingArea<DB, Shift>,
+    chart: &LineChart,
+) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    root.fill(&WHITE).map_err(e)?;
+    whole.fill(&WHITE).map_err(e)?;
+    let footer = NOTE_HEIGHT * chart.notes.len() as u32;
+    let (root, notes) = whole.split_vertically(SIZE.1 - footer - if footer > 0 { 6 } else { 0 });
+    for (i, note) in chart.notes.iter().enumerate() {
+        notes
+            .draw(&Text::new(
+                note.clone(),
+                (18, i as i32 * NOTE_HEIGHT as i32),
+                (FAMILY, NOTE_PX).into_font().color(&RGBColor(60, 60, 60)),
+            ))
+            .map_err(e)?;
+    }
+    let categories = matches!(chart.x_scale, XScale::Categories(_));
+    let count = chart.lines.len();
     let placed: Vec<Vec<(f64, f64)>> = chart
         .lines
         .iter()
-        .map(|l| {
+        .enumerate()
+        .map(|(i, l)| {
             l.points
                 .iter()
-                .map(|(x, y)| (chart.x_scale.place(*x), *y))
+                .map(|(x, y)| (chart.x_scale.place(*x) + dodge(categories, i, count), *y))
                 .collect()
         })
         .collect();
@@ -191,7 +222,7 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &LineChart) -> 
     });
 
     let mut ctx = ChartBuilder::on(&root)
-        .caption(&chart.title, (FAMILY, 22))
+        .caption(&chart.title, (FAMILY, TITLE_PX))
         .margin(18)
         .x_label_area_size(55)
         .y_label_area_size(85)
@@ -211,17 +242,25 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &LineChart) -> 
     ctx.configure_mesh()
         .x_desc(&chart.x_label)
         .y_desc(&chart.y_label)
-        .axis_desc_style((FAMILY, 16))
-        .label_style((FAMILY, 13))
+        .axis_desc_style((FAMILY, AXIS_PX))
+        .label_style((FAMILY, TICK_PX))
+        .max_light_lines(1)
+        .light_line_style(RGBColor(238, 238, 238))
         .x_labels(x_labels)
         .x_label_formatter(&|v| chart.x_scale.label(*v, integers))
         .y_label_formatter(&|v| number(*v))
         .draw()
         .map_err(e)?;
 
-    for (line, points) in chart.lines.iter().zip(&placed) {
+    for (i, (line, points)) in chart.lines.iter().zip(&placed).enumerate() {
         let style = ShapeStyle::from(&line.color).stroke_width(2);
-        if line.dashed {
+        if categories {
+            // Dots only: nothing lies between two categories.
+            ctx.draw_series(points.iter().map(|p| Circle::new(*p, 6, style.filled())))
+                .map_err(e)?
+                .label(&line.label)
+                .legend(move |(x, y)| Circle::new((x + 11, y), 6, style.filled()));
+        } else if line.dashed {
             ctx.draw_series(DashedLineSeries::new(points.clone(), 9, 5, style))
                 .map_err(e)?
                 .label(&line.label)
@@ -234,14 +273,15 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &LineChart) -> 
                 .label(&line.label)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
         }
-        if line.markers {
+        if line.markers && !categories {
             ctx.draw_series(points.iter().map(|p| Circle::new(*p, 4, style.filled())))
                 .map_err(e)?;
         }
-        let bar_style = ShapeStyle::from(&line.color).stroke_width(1);
+        let bar_style = ShapeStyle::from(&line.color).stroke_width(2);
+        let shift = dodge(categories, i, count);
         ctx.draw_series(line.bars.iter().map(|b| {
-            let x = chart.x_scale.place(b.x);
-            ErrorBar::new_vertical(x, b.low, b.mid, b.high, bar_style, 10)
+            let x = chart.x_scale.place(b.x) + shift;
+            ErrorBar::new_vertical(x, b.low, b.mid, b.high, bar_style, 12)
         }))
         .map_err(e)?;
     }
@@ -249,11 +289,21 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &LineChart) -> 
         .position(legend_position(&placed))
         .background_style(WHITE.mix(0.9))
         .border_style(BLACK)
-        .label_font((FAMILY, 13))
+        .label_font((FAMILY, TICK_PX))
         .draw()
         .map_err(e)?;
     root.present().map_err(e)?;
     Ok(())
+}
+
+/// Where series `i` of `count` sits within its category: side by side, centred on it, so
+/// the dots and whiskers of several series at one category do not cover each other.
+fn dodge(categories: bool, i: usize, count: usize) -> f64 {
+    if !categories || count < 2 {
+        return 0.0;
+    }
+    let width = 0.6 / count as f64;
+    (i as f64 - (count - 1) as f64 / 2.0) * width
 }
 
 /// Falling lines leave the upper right corner empty, rising ones the upper left.

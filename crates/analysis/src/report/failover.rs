@@ -105,6 +105,7 @@ pub fn chart(dir: &Path, table: &Table, series: &[Series]) -> Option<LineChart> 
         x_scale: XScale::Linear,
         y_range: Some((0.0, 1.02)),
         lines,
+        notes: Vec::new(),
     })
 }
 

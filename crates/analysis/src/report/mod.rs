@@ -22,6 +22,7 @@ pub mod font;
 pub mod groups;
 pub mod planning;
 pub mod published;
+pub mod sample;
 pub mod sections;
 pub mod spectrum;
 pub mod state_cost;
@@ -158,16 +159,32 @@ impl Charts<'_> {
 }
 
 /// The figures every report charts against its x axis: (title, y label, summary.csv
-/// column, scale to the y unit, file stem).
-const MAIN_FIGURES: [(&str, &str, &str, f64, &str); 2] = [
+/// column, scale to the y unit, file stem, the percentile it is, if one).
+type MainFigure = (
+    &'static str,
+    &'static str,
+    &'static str,
+    f64,
+    &'static str,
+    Option<f64>,
+);
+const MAIN_FIGURES: [MainFigure; 2] = [
     (
         "Throughput",
         "throughput (ops/s)",
         "throughput_ops_s",
         1.0,
         "throughput",
+        None,
     ),
-    ("p99 latency", "p99 latency (ms)", "p99_us", 1e-3, "p99"),
+    (
+        "p99 latency",
+        "p99 latency (ms)",
+        "p99_us",
+        1e-3,
+        "p99",
+        Some(0.99),
+    ),
 ];
 
 /// Throughput and p99 against x, the percentile spectrum of every point, the per-target
@@ -183,9 +200,15 @@ fn figure_charts(
         XKind::Axis(axis, _) => axis.name().to_string(),
         _ => "target".into(),
     };
-    for (title, y_label, column, scale, stem) in MAIN_FIGURES {
+    for (title, y_label, column, scale, stem, percentile) in MAIN_FIGURES {
         let title = format!("{title} vs {}", x.label);
-        let chart = line_chart(title, x, y_label, series, table, (column, scale));
+        let mut chart = line_chart(title, x, y_label, series, table, (column, scale));
+        if let Some(p) = percentile {
+            withhold_unsupported(&mut chart, series, table, p);
+        }
+        if chart.lines.is_empty() {
+            continue;
+        }
         out.add(&chart, &format!("{stem}-vs-{axis_stem}"))?;
     }
     for point in spectrum::charts(dir, table, x, series) {
@@ -201,6 +224,47 @@ fn figure_charts(
         out.add(&chart, &name)?;
     }
     Ok(())
+}
+
+/// Takes out of `chart` (drawn from `series` by [`line_chart`]) the points whose repeats
+/// do not all support percentile `p`, or whose percentile `p` is a timeout (the limit, not
+/// a latency), and says so in its footer.
+fn withhold_unsupported(chart: &mut LineChart, series: &[Series], table: &Table, p: f64) {
+    let mut withheld = Vec::new();
+    let mut timeouts = Vec::new();
+    for s in series {
+        let Some(line) = chart.lines.iter_mut().find(|l| l.label == s.label()) else {
+            continue;
+        };
+        for point in &s.points {
+            let name = format!("{} ({})", s.label(), point.x_text);
+            if !sample::rows_support(table, &point.rows, p) {
+                withheld.push(name);
+            } else if sample::rows_at_timeout(table, &point.rows, p) {
+                timeouts.push(name);
+            } else {
+                continue;
+            }
+            line.points.retain(|(x, _)| *x != point.x);
+            line.bars.retain(|b| b.x != point.x);
+        }
+    }
+    chart.lines.retain(|l| !l.points.is_empty());
+    if !withheld.is_empty() {
+        chart.notes.push(format!(
+            "p{} withheld where a run has under {} operations: {}",
+            sample::percentile_text(p),
+            coordbench_results::tails::thousands(coordbench_results::tails::min_ops(p)),
+            withheld.join(", ")
+        ));
+    }
+    if !timeouts.is_empty() {
+        chart.notes.push(format!(
+            "p{} not drawn where it is a timeout (the limit, not a latency): {}",
+            sample::percentile_text(p),
+            timeouts.join(", ")
+        ));
+    }
 }
 
 /// Herd figures: lock runs whose clients (or locks) vary, against waiters per lock.
@@ -324,5 +388,6 @@ fn line_chart(
             })
             .filter(|l| !l.points.is_empty())
             .collect(),
+        notes: Vec::new(),
     }
 }

@@ -7,7 +7,9 @@ use std::path::Path;
 use super::chart::number;
 use super::document::Document;
 use super::groups::{mean, Series, XAxis};
+use super::sample;
 use super::table::Table;
+use coordbench_results::tails;
 
 /// The report, built section by section: the header, then the charts, then the figures.
 pub struct Sections<'a> {
@@ -105,10 +107,10 @@ impl<'a> Sections<'a> {
         })
         .collect();
         let mut s = format!(
-            "| target | series | {} | runs | throughput (ops/s) | p50 (ms) | p99 (ms) | errors |",
+            "| target | series | {} | runs | throughput (ops/s) | n | p50 (ms) | p99 (ms) | errors | timeouts |",
             x.label
         );
-        let mut rule = "|---|---|---|---|---|---|---|---|".to_string();
+        let mut rule = "|---|---|---|---|---|---|---|---|---|---|".to_string();
         for (_, title, _) in &extra {
             let _ = write!(s, " {title} |");
             rule.push_str("---|");
@@ -117,8 +119,19 @@ impl<'a> Sections<'a> {
         let mut any_saturated = false;
         for se in series {
             for p in &se.points {
+                let p_rows = p.rows.clone();
                 let m = |c: &str, scale: f64| {
                     mean(self.table, &p.rows, c).map_or("–".into(), |v| number(v * scale))
+                };
+                // A percentile is shown only where every repeat supports it.
+                let pct = |c: &str, p: f64| {
+                    if !sample::rows_support(self.table, &p_rows, p) {
+                        tails::WITHHELD.into()
+                    } else if sample::rows_at_timeout(self.table, &p_rows, p) {
+                        "timeout".into()
+                    } else {
+                        m(c, 1e-3)
+                    }
                 };
                 let saturated = p
                     .rows
@@ -127,16 +140,18 @@ impl<'a> Sections<'a> {
                 any_saturated |= saturated;
                 let _ = write!(
                     s,
-                    "| {} | {} | {}{} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {}{} | {} | {} | {} | {} | {} | {} | {} |",
                     se.target,
                     if se.key.is_empty() { "–" } else { &se.key },
                     p.x_text,
                     if saturated { " ⚠ saturated" } else { "" },
                     p.rows.len(),
                     m("throughput_ops_s", 1.0),
-                    m("p50_us", 1e-3),
-                    m("p99_us", 1e-3),
+                    sample::n_range(self.table, &p.rows),
+                    pct("p50_us", 0.5),
+                    pct("p99_us", 0.99),
                     m("errors", 1.0),
+                    tails::thousands(sample::timeouts(self.table, &p.rows)),
                 );
                 for (c, _, scale) in &extra {
                     let _ = write!(s, " {} |", m(c, *scale));

@@ -1,0 +1,125 @@
+//! What a point's latency sample can show: how many operations it holds (successes and
+//! timeouts, as the latency histogram does), how many of them timed out, and so which
+//! percentiles the report may print or draw ([`coordbench_results::tails`]). Timed-out
+//! operations sit in latency.hlog at the timeout; charts stop below them and say how many
+//! there were instead of drawing a plateau at the limit.
+
+use std::path::Path;
+
+use coordbench_results::tails;
+
+use super::table::Table;
+
+/// A row's latency sample size: its successful operations plus its timeouts.
+pub fn row_n(table: &Table, row: usize) -> u64 {
+    let r = &table.rows[row];
+    let count = |c: &str| r.num(c).unwrap_or(0.0) as u64;
+    count("ops") + count("timeouts")
+}
+
+/// True when every repeat in `rows` supports percentile `p` on its own: a mean of p99s is
+/// only as good as its thinnest repeat.
+pub fn rows_support(table: &Table, rows: &[usize], p: f64) -> bool {
+    !rows.is_empty() && rows.iter().all(|&r| tails::supported(row_n(table, r), p))
+}
+
+/// True when percentile `p` of some repeat in `rows` is one of its timeouts.
+pub fn rows_at_timeout(table: &Table, rows: &[usize], p: f64) -> bool {
+    rows.iter().any(|&r| {
+        let timeouts = table.rows[r].num("timeouts").unwrap_or(0.0) as u64;
+        tails::at_timeout(row_n(table, r), timeouts, p)
+    })
+}
+
+/// The per-run sample sizes of `rows` as a table cell: `1,606`, or `980–1,606`.
+pub fn n_range(table: &Table, rows: &[usize]) -> String {
+    let ns = rows.iter().map(|&r| row_n(table, r));
+    let (lo, hi) = ns.fold((u64::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
+    if rows.is_empty() {
+        tails::WITHHELD.into()
+    } else if lo == hi {
+        tails::thousands(lo)
+    } else {
+        format!("{}–{}", tails::thousands(lo), tails::thousands(hi))
+    }
+}
+
+/// The timeouts of `rows` summed (`timeouts` column; 0 where a summary predates it).
+pub fn timeouts(table: &Table, rows: &[usize]) -> u64 {
+    rows.iter()
+        .map(|&r| table.rows[r].num("timeouts").unwrap_or(0.0) as u64)
+        .sum()
+}
+
+/// The operation timeout of the first of `rows` with a run.json, ms.
+pub fn op_timeout_ms(dir: &Path, table: &Table, rows: &[usize]) -> Option<u64> {
+    rows.iter().find_map(|&r| {
+        let run = table.run_dir(dir, r)?.join("run.json");
+        let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(run).ok()?).ok()?;
+        meta.get("config")?.get("op_timeout_ms")?.as_u64()
+    })
+}
+
+/// The highest fraction of a merged histogram of `n` operations, `timeouts` of them timed
+/// out, that a chart may draw: supported by the sample and below every timeout (the
+/// timeouts are the slowest values recorded). `None` when nothing may be drawn.
+pub fn drawable_to(n: u64, timeouts: u64) -> Option<f64> {
+    let supported = tails::highest(n)?;
+    let below_timeouts = (n.saturating_sub(timeouts)) as f64 / n as f64;
+    let top = supported.min(below_timeouts);
+    (top > 0.0).then_some(top)
+}
+
+/// A chart's footer line about what a line leaves out: `zab: 3 of 1,606 operations timed
+/// out (at 50 ms), not drawn; drawn up to p99.3 (n=1,606)`.
+pub fn note(label: &str, n: u64, timeouts: u64, limit_ms: Option<u64>, top: f64) -> String {
+    let mut note = format!("{label}: ");
+    if timeouts > 0 {
+        let plural = if timeouts == 1 { "timeout" } else { "timeouts" };
+        let at = limit_ms.map_or(String::new(), |ms| format!(" at the {ms} ms limit"));
+        note.push_str(&format!(
+            "{} {plural}{at} of {} operations, not drawn; ",
+            tails::thousands(timeouts),
+            tails::thousands(n)
+        ));
+    }
+    note.push_str(&format!(
+        "drawn up to p{} ({})",
+        percentile_text(top),
+        tails::n_label(n)
+    ));
+    note
+}
+
+/// 0.99265 as `99.26`: a fraction as a percentile, truncated so it never claims more.
+pub fn percentile_text(p: f64) -> String {
+    let v = (p * 10_000.0).floor() / 100.0;
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charts_stop_below_the_timeouts_and_at_the_supported_tail() {
+        // 1,000 operations support p99; 3 timeouts leave 99.7% below them.
+        assert_eq!(drawable_to(1_000, 0), Some(0.99));
+        assert_eq!(drawable_to(1_000, 30), Some(0.97));
+        assert_eq!(drawable_to(9, 0), None);
+        assert_eq!(drawable_to(100, 100), None);
+    }
+
+    #[test]
+    fn notes_say_what_is_not_drawn() {
+        assert_eq!(
+            note("zab", 1_606, 1, Some(50), 0.99377),
+            "zab: 1 timeout at the 50 ms limit of 1,606 operations, not drawn; drawn up to p99.37 (n=1,606)"
+        );
+        assert_eq!(
+            note("etcd", 20, 0, None, 0.5),
+            "etcd: drawn up to p50 (n=20)"
+        );
+    }
+}
