@@ -74,7 +74,7 @@ pub struct PointComparison {
     pub cand_dirs: Vec<String>,
     pub figures: Vec<verdict::Judged>,
     /// Latency percentiles of the merged latency.hlog of each side.
-    pub distribution: Option<Vec<distribution::Percentile>>,
+    pub distribution: Option<distribution::Distribution>,
 }
 
 /// A comparison that cannot be made.

@@ -12,9 +12,7 @@ use super::table::Table;
 
 /// A row's latency sample size: its successful operations plus its timeouts.
 pub fn row_n(table: &Table, row: usize) -> u64 {
-    let r = &table.rows[row];
-    let count = |c: &str| r.num(c).unwrap_or(0.0) as u64;
-    count("ops") + count("timeouts")
+    table.rows[row].latency_n()
 }
 
 /// True when every repeat in `rows` supports percentile `p` on its own: a mean of p99s is

@@ -23,6 +23,14 @@ impl Row {
         self.get(column)?.parse().ok()
     }
 
+    /// The run's latency sample size: its successful operations plus its timeouts (which
+    /// its latency histogram holds at the timeout; a summary from before the `timeouts`
+    /// column counts its successes alone).
+    pub fn latency_n(&self) -> u64 {
+        let count = |c: &str| self.num(c).unwrap_or(0.0) as u64;
+        count("ops") + count("timeouts")
+    }
+
     /// Rows without a `complete` column count as complete.
     pub fn complete(&self) -> bool {
         self.get("complete") != Some("false")
