@@ -159,7 +159,11 @@ fn distribution_heading(d: &Distribution, markdown: bool) -> String {
         tails::n_label(d.cand_n)
     );
     if !d.withheld.is_empty() {
-        let names: Vec<String> = d.withheld.iter().map(|p| format!("p{}", trim(*p))).collect();
+        let names: Vec<String> = d
+            .withheld
+            .iter()
+            .map(|p| format!("p{}", trim(*p)))
+            .collect();
         text.push_str(&format!(
             "; {} withheld: fewer than {} operations lie beyond them",
             names.join(", "),

@@ -10,7 +10,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 
-use super::chart::{shade, target_color, Line, LineChart, XScale};
+use super::chart::{shade, target_color, target_name, Line, LineChart, XScale};
 use super::groups::{point_label, Series, XAxis};
 use super::sample;
 use super::table::Table;
@@ -112,7 +112,7 @@ pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<(S
             for p in &s.points {
                 let mut label = point_label(x, s, p);
                 if label.is_empty() {
-                    label = target.to_string();
+                    label = target_name(target);
                 }
                 let Some((points, note)) = drawn_line(dir, table, &p.rows, &label, points) else {
                     continue;
@@ -139,7 +139,7 @@ pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<(S
         charts.push((
             target.to_string(),
             LineChart {
-                title: format!("Latency CDF: {target}"),
+                title: format!("Latency CDF: {}", target_name(target)),
                 x_label: "latency (ms, log scale)".into(),
                 y_label: "fraction of operations at or below".into(),
                 x_scale: XScale::Log10,

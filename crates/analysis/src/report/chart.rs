@@ -142,6 +142,15 @@ pub fn target_color(target: &str) -> RGBColor {
     }
 }
 
+/// How a target is named in legends, titles and tables: coordbench's own engines say so,
+/// `raft (coordbench)`, `zab (coordbench)`; other targets by their name.
+pub fn target_name(target: &str) -> String {
+    match target {
+        "raft" | "zab" => format!("{target} (coordbench)"),
+        other => other.to_string(),
+    }
+}
+
 /// `color` darker (t = 0) to lighter (t = 1): lines of one target told apart.
 pub fn shade(color: RGBColor, t: f64) -> RGBColor {
     let mix = |c: u8| {

@@ -219,10 +219,10 @@ mod tests {
         assert_eq!(
             labels,
             [
-                "raft 150-155: new leader (1 faults)",
-                "raft 150-155: first write (1 faults)",
-                "raft 150-300: new leader (1 faults)",
-                "raft 150-300: first write (1 faults)",
+                "raft (coordbench) 150-155: new leader (1 faults)",
+                "raft (coordbench) 150-155: first write (1 faults)",
+                "raft (coordbench) 150-300: new leader (1 faults)",
+                "raft (coordbench) 150-300: first write (1 faults)",
             ]
         );
         assert_eq!(chart.lines[2].points, vec![(250.0, 1.0)]);

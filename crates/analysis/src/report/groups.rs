@@ -8,7 +8,7 @@
 
 use coordbench_results::axis::Axis;
 
-use super::chart::XScale;
+use super::chart::{target_name, XScale};
 use super::table::Table;
 
 /// What the x position of a row is.
@@ -48,11 +48,13 @@ pub struct Series {
 }
 
 impl Series {
+    /// The series in legends: its target as [`target_name`] names it, and its key.
     pub fn label(&self) -> String {
+        let target = target_name(&self.target);
         if self.key.is_empty() {
-            self.target.clone()
+            target
         } else {
-            format!("{} {}", self.target, self.key)
+            format!("{target} {}", self.key)
         }
     }
 }
@@ -361,10 +363,10 @@ mod tests {
         assert_eq!(
             labels,
             [
-                "raft kv-put /v1/coordbench",
-                "raft kv-put /v2/coordbench",
-                "raft lock /v1/coordbench",
-                "raft lock /v2/coordbench"
+                "raft (coordbench) kv-put /v1/coordbench",
+                "raft (coordbench) kv-put /v2/coordbench",
+                "raft (coordbench) lock /v1/coordbench",
+                "raft (coordbench) lock /v2/coordbench"
             ]
         );
 
@@ -383,7 +385,13 @@ mod tests {
         assert!(matches!(x.kind, XKind::Axis(Axis::Workload, _)), "{x:?}");
         let series = group(&t, &all(&t), &x, &others);
         let labels: Vec<String> = series.iter().map(Series::label).collect();
-        assert_eq!(labels, ["raft /v1/coordbench", "raft /v2/coordbench"]);
+        assert_eq!(
+            labels,
+            [
+                "raft (coordbench) /v1/coordbench",
+                "raft (coordbench) /v2/coordbench"
+            ]
+        );
         assert!(series.iter().all(|s| s.points.len() == 2), "{series:?}");
         let (_, others) = choose_x(&t, &all(&t), None);
         assert_eq!(

@@ -15,6 +15,7 @@ pub mod args;
 pub mod capacity;
 pub mod cdf;
 pub mod chart;
+pub mod context;
 pub mod document;
 pub mod election;
 pub mod failover;
@@ -33,6 +34,7 @@ use std::path::{Path, PathBuf};
 
 pub use args::ReportArgs;
 use chart::{target_color, Bar, Line, LineChart};
+use context::Context;
 use coordbench_results::axis::Axis;
 use coordbench_results::axis::HERD_FREE;
 use coordbench_results::outcome::{Outcome, UsageError};
@@ -98,9 +100,11 @@ pub fn write(dir: &Path, font_file: &Path, planning: &Planning) -> Result<Writte
     let (x, others) = choose_x(&table, &rows, swept.as_deref());
     let series = group(&table, &rows, &x, &others);
 
+    let context = Context::new(dir, meta.as_ref(), &table, &rows, repeats(&series));
     let mut out = Charts {
         dir: charts_dir.clone(),
-        sections: Sections::new(dir, meta.as_ref(), &table, &rows),
+        sections: Sections::new(dir, meta.as_ref(), &table, &rows, &context),
+        footer: context.footer.clone(),
         files: Vec::new(),
     };
     if !series.is_empty() {
@@ -147,12 +151,16 @@ pub fn write(dir: &Path, font_file: &Path, planning: &Planning) -> Result<Writte
 struct Charts<'a> {
     dir: PathBuf,
     sections: Sections<'a>,
+    /// What every chart says under it ([`Context::footer`]).
+    footer: String,
     files: Vec<PathBuf>,
 }
 
 impl Charts<'_> {
     fn add(&mut self, chart: &LineChart, stem: &str) -> Result<(), ReportError> {
-        self.files.extend(chart::render(chart, &self.dir, stem)?);
+        let mut chart = chart.clone();
+        chart.notes.push(self.footer.clone());
+        self.files.extend(chart::render(&chart, &self.dir, stem)?);
         self.sections.chart(&chart.title, stem);
         Ok(())
     }
@@ -200,7 +208,10 @@ fn figure_charts(
         XKind::Axis(axis, _) => axis.name().to_string(),
         _ => "target".into(),
     };
-    for (title, y_label, column, scale, stem, percentile) in MAIN_FIGURES {
+    // One point alone (a single run) is a number, in the figures table, not a chart.
+    let points: usize = series.iter().map(|s| s.points.len()).sum();
+    let main: &[MainFigure] = if points > 1 { &MAIN_FIGURES } else { &[] };
+    for &(title, y_label, column, scale, stem, percentile) in main {
         let title = format!("{title} vs {}", x.label);
         let mut chart = line_chart(title, x, y_label, series, table, (column, scale));
         if let Some(p) = percentile {
@@ -305,6 +316,17 @@ fn herd_charts(
         out.add(&chart, stem)?;
     }
     Ok(())
+}
+
+/// The fewest and most repeats of a point in `series`; (1, 1) when there is none.
+fn repeats(series: &[Series]) -> (usize, usize) {
+    let counts = series.iter().flat_map(|s| &s.points).map(|p| p.rows.len());
+    let (lo, hi) = counts.fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
+    if hi == 0 {
+        (1, 1)
+    } else {
+        (lo, hi)
+    }
 }
 
 /// `dir/run.json`, if it is there and parses.
