@@ -69,16 +69,16 @@ pub fn points(h: &Histogram<u64>, top: f64) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// A point's line as a chart may draw it, and the footer note on what it leaves out;
-/// `None` when the sample supports nothing. `read` turns the merged histogram and the
-/// highest drawable fraction into the line's points.
+/// A point's line as a chart may draw it, and what it leaves out; `None` when the sample
+/// supports nothing. `read` turns the merged histogram and the highest drawable fraction
+/// into the line's points.
 pub fn drawn_line(
     dir: &Path,
     table: &Table,
     rows: &[usize],
     label: &str,
     read: impl Fn(&Histogram<u64>, f64) -> Vec<(f64, f64)>,
-) -> Option<(Vec<(f64, f64)>, Option<String>)> {
+) -> Option<(Vec<(f64, f64)>, sample::Cut)> {
     let h = merged(dir, table, rows);
     let n = h.len();
     let timeouts = sample::timeouts(table, rows).min(n);
@@ -87,10 +87,14 @@ pub fn drawn_line(
     if points.is_empty() {
         return None;
     }
-    let limit = sample::op_timeout_ms(dir, table, rows);
-    // A footer line only where something is left out beyond the usual p99.99 of a spectrum.
-    let note = (timeouts > 0 || top < 0.9999).then(|| sample::note(label, n, timeouts, limit, top));
-    Some((points, note))
+    let cut = sample::Cut {
+        label: label.to_string(),
+        n,
+        timeouts,
+        limit_ms: sample::op_timeout_ms(dir, table, rows),
+        top,
+    };
+    Some((points, cut))
 }
 
 /// One CDF chart per target: a line per x value (and per other axis value), from the
@@ -105,7 +109,7 @@ pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<(S
     let mut charts = Vec::new();
     for target in targets {
         let mut lines = Vec::new();
-        let mut notes = Vec::new();
+        let mut cuts = Vec::new();
         let of_target: Vec<&Series> = series.iter().filter(|s| s.target == target).collect();
         let count: usize = of_target.iter().map(|s| s.points.len()).sum();
         for s in of_target {
@@ -114,10 +118,10 @@ pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<(S
                 if label.is_empty() {
                     label = target_name(target);
                 }
-                let Some((points, note)) = drawn_line(dir, table, &p.rows, &label, points) else {
+                let Some((points, cut)) = drawn_line(dir, table, &p.rows, &label, points) else {
                     continue;
                 };
-                notes.extend(note);
+                cuts.push(cut);
                 let t = if count > 1 {
                     lines.len() as f64 / (count - 1) as f64
                 } else {
@@ -145,7 +149,7 @@ pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<(S
                 x_scale: XScale::Log10,
                 y_range: Some((0.0, 1.02)),
                 lines,
-                notes,
+                notes: sample::notes(&cuts, 1.0),
             },
         ));
     }

@@ -119,6 +119,8 @@ const TITLE_PX: u32 = 24;
 const AXIS_PX: u32 = 18;
 const TICK_PX: u32 = 16;
 const NOTE_PX: u32 = 15;
+/// Characters of a footer line at [`NOTE_PX`] that fit across [`SIZE`]; longer notes wrap.
+const NOTE_CHARS: usize = 112;
 
 /// The colour of a target, the same on every chart.
 pub fn target_color(target: &str) -> RGBColor {
@@ -181,9 +183,14 @@ fn draw<DB: DrawingBackend>(
 ) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     whole.fill(&WHITE).map_err(e)?;
-    let footer = NOTE_HEIGHT * chart.notes.len() as u32;
+    let lines: Vec<String> = chart
+        .notes
+        .iter()
+        .flat_map(|n| wrap(n, NOTE_CHARS))
+        .collect();
+    let footer = NOTE_HEIGHT * lines.len() as u32;
     let (root, notes) = whole.split_vertically(SIZE.1 - footer - if footer > 0 { 6 } else { 0 });
-    for (i, note) in chart.notes.iter().enumerate() {
+    for (i, note) in lines.iter().enumerate() {
         notes
             .draw(&Text::new(
                 note.clone(),
@@ -215,8 +222,9 @@ fn draw<DB: DrawingBackend>(
     let pad = if x1 > x0 { (x1 - x0) * 0.05 } else { 0.5 };
     let (x0, x1) = match &chart.x_scale {
         XScale::Categories(names) => (-0.5, names.len() as f64 - 0.5),
-        // p50 .. p99.99 with room for the end labels (placed at 0.3 and 4).
-        XScale::Percentile => (0.2, 4.25),
+        // p50 up to p99.99 or the highest percentile drawn, with room for the end labels
+        // (p50 is placed at 0.3, p99.99 at 4).
+        XScale::Percentile => (0.2, (x1.max(1.0) + 0.25).min(4.25)),
         _ => (x0 - pad, x1 + pad),
     };
     let (y0, y1) = chart.y_range.unwrap_or_else(|| {
@@ -305,6 +313,24 @@ fn draw<DB: DrawingBackend>(
     Ok(())
 }
 
+/// `text` in lines of at most `width` characters, broken at spaces (a longer word stays
+/// whole on its own line).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let line = lines.last_mut().expect("never empty");
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(format!("  {word}"));
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
+}
+
 /// Where series `i` of `count` sits within its category: side by side, centred on it, so
 /// the dots and whiskers of several series at one category do not cover each other.
 fn dodge(categories: bool, i: usize, count: usize) -> f64 {
@@ -352,5 +378,19 @@ fn trim(v: f64, decimals: usize) -> String {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footers_wrap_at_spaces_and_categories_sit_side_by_side() {
+        assert_eq!(wrap("a bb ccc", 4), ["a bb", "  ccc"]);
+        assert_eq!(wrap("short", 112), ["short"]);
+        assert_eq!(dodge(false, 1, 3), 0.0);
+        assert_eq!(dodge(true, 0, 1), 0.0);
+        assert!((dodge(true, 0, 2) + 0.15).abs() < 1e-9 && (dodge(true, 1, 2) - 0.15).abs() < 1e-9);
     }
 }

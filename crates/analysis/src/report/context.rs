@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::chart::target_name;
-use super::table::Table;
+use super::table::{Table, RECIPE_AS_RUN};
 use coordbench_results::tails;
 
 /// The header block and the charts' footer line of one report.
@@ -55,9 +55,13 @@ impl Context {
         let env = meta
             .and_then(|m| m.get("environment"))
             .or_else(|| runs.first().and_then(|r| r.get("environment")));
-        let versions = versions(table, rows);
+        let versions = versions(table, rows, true);
         let workloads = column("workload");
-        let recipes = column("recipe");
+        let recipes = column(if table.has(RECIPE_AS_RUN) {
+            RECIPE_AS_RUN
+        } else {
+            "recipe"
+        });
         let clients = column("clients");
         let sizes = column("cluster_size");
         let window = config("duration_s");
@@ -88,6 +92,7 @@ impl Context {
             },
         );
         add("Date", date(meta, &runs));
+        let versions_short = self::versions(table, rows, false);
         let footer = [
             [workloads.join(", "), recipes.join(", ")]
                 .join(" ")
@@ -95,7 +100,7 @@ impl Context {
                 .to_string(),
             list("clients", &clients),
             list("members", &sizes),
-            versions.join(", "),
+            versions_short.join(", "),
             format!(
                 "{repeats_text} repeat{}",
                 if repeats.1 == 1 { "" } else { "s" }
@@ -119,9 +124,9 @@ impl Context {
     }
 }
 
-/// Each target with its server version and where it came from: `zab (coordbench)
-/// 3.8.0-coordbench`, `etcd 3.6.16 (Debian package)`.
-fn versions(table: &Table, rows: &[usize]) -> Vec<String> {
+/// Each target with its server version and, with `source`, where it came from:
+/// `zab (coordbench) 3.8.0-coordbench`, `etcd 3.6.16 (Debian package)`.
+fn versions(table: &Table, rows: &[usize], source: bool) -> Vec<String> {
     distinct(rows.iter().filter_map(|&r| {
         let row = &table.rows[r];
         let target = row.get("target")?;
@@ -129,8 +134,8 @@ fn versions(table: &Table, rows: &[usize]) -> Vec<String> {
         if let Some(v) = row.get("server_version") {
             let _ = write!(s, " {v}");
         }
-        if let Some(source) = row.get("server_source") {
-            let _ = write!(s, " ({source})");
+        if let Some(from) = row.get("server_source").filter(|_| source) {
+            let _ = write!(s, " ({from})");
         }
         Some(s)
     }))

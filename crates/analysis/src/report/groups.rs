@@ -6,10 +6,10 @@
 //! follow from another axis (a workload sweep's `recipe` or `clients`) split nothing. A
 //! summary.csv put together from single runs has no such list: any axis column counts.
 
-use coordbench_results::axis::Axis;
+use coordbench_results::axis::{Axis, HERD_FREE};
 
 use super::chart::{target_name, XScale};
-use super::table::Table;
+use super::table::{Table, RECIPE_AS_RUN};
 
 /// What the x position of a row is.
 #[derive(Debug, Clone)]
@@ -184,7 +184,11 @@ pub fn group(table: &Table, rows: &[usize], x: &XAxis, others: &[(Axis, String)]
         let key = others
             .iter()
             .map(|(axis, column)| {
-                let v = r.get(column).unwrap_or("-");
+                let mut v = r.get(column).unwrap_or("-");
+                // A shared herd-free point keeps the recipe's own name in legends.
+                if *axis == Axis::Recipe && v == HERD_FREE {
+                    v = r.get(RECIPE_AS_RUN).unwrap_or(v);
+                }
                 if axis.is_categorical() {
                     v.to_string()
                 } else {

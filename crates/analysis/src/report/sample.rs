@@ -68,25 +68,62 @@ pub fn drawable_to(n: u64, timeouts: u64) -> Option<f64> {
     (top > 0.0).then_some(top)
 }
 
-/// A chart's footer line about what a line leaves out: `zab: 3 of 1,606 operations timed
-/// out (at 50 ms), not drawn; drawn up to p99.3 (n=1,606)`.
-pub fn note(label: &str, n: u64, timeouts: u64, limit_ms: Option<u64>, top: f64) -> String {
-    let mut note = format!("{label}: ");
-    if timeouts > 0 {
-        let plural = if timeouts == 1 { "timeout" } else { "timeouts" };
-        let at = limit_ms.map_or(String::new(), |ms| format!(" at the {ms} ms limit"));
-        note.push_str(&format!(
-            "{} {plural}{at} of {} operations, not drawn; ",
-            tails::thousands(timeouts),
-            tails::thousands(n)
+/// What a chart's line leaves out: its label, sample size, timeouts (and their limit, ms)
+/// and the highest fraction drawn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cut {
+    pub label: String,
+    pub n: u64,
+    pub timeouts: u64,
+    pub limit_ms: Option<u64>,
+    pub top: f64,
+}
+
+/// A chart's footer lines about what its lines leave out: one per line with timeouts
+/// (`zab: 3 timeouts at the 50 ms limit of 1,606 operations, not drawn`), then one for all
+/// lines cut at their supported tail below `full` (the chart's own end: p99.99 for a
+/// spectrum, 1 for a CDF).
+pub fn notes(cuts: &[Cut], full: f64) -> Vec<String> {
+    let mut notes: Vec<String> = cuts
+        .iter()
+        .filter(|c| c.timeouts > 0)
+        .map(|c| {
+            let plural = if c.timeouts == 1 {
+                "timeout"
+            } else {
+                "timeouts"
+            };
+            let at = c
+                .limit_ms
+                .map_or(String::new(), |ms| format!(" at the {ms} ms limit"));
+            format!(
+                "{}: {} {plural}{at} of {} operations, not drawn",
+                c.label,
+                tails::thousands(c.timeouts),
+                tails::thousands(c.n)
+            )
+        })
+        .collect();
+    let cut: Vec<&Cut> = cuts.iter().filter(|c| c.top < full - 1e-9).collect();
+    if !cut.is_empty() {
+        let lo = cut.iter().map(|c| c.n).min().unwrap_or(0);
+        let hi = cut.iter().map(|c| c.n).max().unwrap_or(0);
+        let n = if lo == hi {
+            tails::n_label(lo)
+        } else {
+            format!("n={}–{}", tails::thousands(lo), tails::thousands(hi))
+        };
+        notes.push(format!(
+            "{} stop at the highest percentile with {} operations beyond it ({n})",
+            if cut.len() == cuts.len() {
+                "lines"
+            } else {
+                "some lines"
+            },
+            tails::MIN_BEYOND
         ));
     }
-    note.push_str(&format!(
-        "drawn up to p{} ({})",
-        percentile_text(top),
-        tails::n_label(n)
-    ));
-    note
+    notes
 }
 
 /// 0.99265 as `99.26`: a fraction as a percentile, truncated so it never claims more.

@@ -11,6 +11,7 @@ use hdrhistogram::Histogram;
 use super::cdf;
 use super::chart::{target_color, Line, LineChart, XScale};
 use super::groups::{x_label, Series, XAxis};
+use super::sample;
 use super::table::Table;
 
 /// Percentiles drawn per line, evenly spaced on the spectrum's axis.
@@ -46,12 +47,12 @@ pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<Po
     points
         .into_iter()
         .filter_map(|(label, lines)| {
-            let mut notes = Vec::new();
+            let mut cuts = Vec::new();
             let lines: Vec<Line> = lines
                 .into_iter()
                 .filter_map(|(label, target, variant, rows)| {
-                    let (points, note) = cdf::drawn_line(dir, table, rows, &label, spectrum)?;
-                    notes.extend(note);
+                    let (points, cut) = cdf::drawn_line(dir, table, rows, &label, spectrum)?;
+                    cuts.push(cut);
                     Some(Line {
                         label,
                         color: target_color(target),
@@ -79,7 +80,7 @@ pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<Po
                     x_scale: XScale::Percentile,
                     y_range: None,
                     lines,
-                    notes,
+                    notes: sample::notes(&cuts, LAST),
                 },
             })
         })
