@@ -148,13 +148,31 @@ mod tests {
 
     #[test]
     fn notes_say_what_is_not_drawn() {
+        let cut = |label: &str, n, timeouts, top| Cut {
+            label: label.into(),
+            n,
+            timeouts,
+            limit_ms: Some(50),
+            top,
+        };
         assert_eq!(
-            note("zab", 1_606, 1, Some(50), 0.99377),
-            "zab: 1 timeout at the 50 ms limit of 1,606 operations, not drawn; drawn up to p99.37 (n=1,606)"
+            notes(
+                &[cut("zab", 1_606, 1, 0.99377), cut("etcd", 20, 0, 0.5)],
+                0.9999
+            ),
+            [
+                "zab: 1 timeout at the 50 ms limit of 1,606 operations, not drawn",
+                "lines stop at the highest percentile with 10 operations beyond it (n=20–1,606)"
+            ]
         );
+        assert!(notes(&[cut("etcd", 1_000_000, 0, 0.9999)], 0.9999).is_empty());
         assert_eq!(
-            note("etcd", 20, 0, None, 0.5),
-            "etcd: drawn up to p50 (n=20)"
+            notes(
+                &[cut("etcd", 1_000_000, 0, 0.9999), cut("zab", 200, 0, 0.95)],
+                0.9999
+            ),
+            ["some lines stop at the highest percentile with 10 operations beyond it (n=200)"]
         );
+        assert_eq!(percentile_text(0.99265), "99.26");
     }
 }
