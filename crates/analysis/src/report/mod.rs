@@ -217,9 +217,7 @@ fn figure_charts(
         if let Some(p) = percentile {
             withhold_unsupported(&mut chart, series, table, p);
         }
-        if chart.lines.is_empty() {
-            continue;
-        }
+        // Drawn even when every point is withheld: its footer says why it is empty.
         out.add(&chart, &format!("{stem}-vs-{axis_stem}"))?;
     }
     for point in spectrum::charts(dir, table, x, series) {
