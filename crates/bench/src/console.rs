@@ -8,7 +8,7 @@ use crate::outputs::record::LatencySummary;
 use crate::outputs::RunRecord;
 use crate::runner::Aggregator;
 use coordbench_results::format::format_us;
-use coordbench_results::tails;
+use coordbench_results::{noise, tails};
 
 /// Prints the status line at most once per interval, overwriting itself.
 pub struct StatusLine {
@@ -120,6 +120,20 @@ pub fn timeouts_note(timeouts: u64, op_timeout_ms: u64) -> String {
     format!(" ({timeouts} timeout{plural} at --op-timeout {limit})")
 }
 
+/// A warning when the generator waited for a CPU beyond [`noise::CPU_WAIT_SHARE`] of the
+/// window: its timings then include the wait.
+pub fn cpu_wait_warning(record: &RunRecord) -> Option<String> {
+    let wait = record.generator.as_ref()?.runqueue_wait_s;
+    let window = record.results.as_ref()?.window_s;
+    let share = noise::cpu_wait(wait, window)?;
+    Some(format!(
+        "  warning: noisy: the load generator waited for a CPU {wait:.2} s of the {window:.1} s window \
+         ({:.0}% > {:.0}%); its latencies include the wait",
+        share * 100.0,
+        noise::CPU_WAIT_SHARE * 100.0
+    ))
+}
+
 /// The end-of-run table, on stdout.
 pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
     let c = &record.config;
@@ -224,6 +238,9 @@ pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
                 );
             }
         }
+    }
+    if let Some(line) = cpu_wait_warning(record) {
+        println!("{line}");
     }
     if let Some(error) = &record.header.error {
         println!("  error: {error}");

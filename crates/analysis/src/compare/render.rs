@@ -61,6 +61,13 @@ fn render(c: &Comparison, checks: Option<&[Check]>, style: Style) -> String {
             ),
         );
         out.push_str(&grid(&figure_rows(point), style));
+        for line in &point.noisy {
+            let _ = writeln!(
+                out,
+                "{}noisy: {line}",
+                if style == Style::Markdown { "\n" } else { "  " }
+            );
+        }
         if let Some(distribution) = &point.distribution {
             let _ = writeln!(
                 out,

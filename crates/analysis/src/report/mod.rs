@@ -21,6 +21,7 @@ pub mod election;
 pub mod failover;
 pub mod font;
 pub mod groups;
+pub mod noise;
 pub mod planning;
 pub mod published;
 pub mod sample;

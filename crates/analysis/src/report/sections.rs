@@ -9,6 +9,7 @@ use super::chart::target_name;
 use super::context::Context;
 use super::document::Document;
 use super::groups::{mean, Series, XAxis, XKind};
+use super::noise;
 use super::sample;
 use super::table::Table;
 use coordbench_results::tails;
@@ -26,6 +27,8 @@ pub fn repo_link(path: &str) -> String {
 /// the sections after them.
 pub struct Sections<'a> {
     table: &'a Table,
+    /// The report's directory, where its runs are.
+    dir: std::path::PathBuf,
     /// The report's name (the sweep's, or the directory).
     pub name: String,
     header: String,
@@ -77,6 +80,7 @@ impl<'a> Sections<'a> {
         );
         Sections {
             table,
+            dir: dir.to_path_buf(),
             name,
             header: text,
             figures: String::new(),
@@ -125,6 +129,7 @@ impl<'a> Sections<'a> {
         }
         let _ = writeln!(s, "\n{rule}");
         let mut any_saturated = false;
+        let mut any_noisy = false;
         for se in series {
             for p in &se.points {
                 let p_rows = p.rows.clone();
@@ -146,12 +151,15 @@ impl<'a> Sections<'a> {
                     .iter()
                     .any(|&r| self.table.rows[r].get("generator_saturated") == Some("true"));
                 any_saturated |= saturated;
-                let badge = if saturated { " ⚠ saturated" } else { "" };
+                let mut badge = if saturated { " ⚠ saturated" } else { "" }.to_string();
+                let noisy = noise::badges(&self.dir, self.table, &p.rows);
+                any_noisy |= !noisy.is_empty();
+                badge.push_str(&noisy);
                 let _ = write!(
                     s,
                     "| {}{} | {} |",
                     target_name(&se.target),
-                    if x_column { "" } else { badge },
+                    if x_column { "" } else { badge.as_str() },
                     if se.key.is_empty() { "–" } else { &se.key },
                 );
                 if x_column {
@@ -181,6 +189,17 @@ impl<'a> Sections<'a> {
                  saturated or starved of CPU (`generator_saturated` in summary.csv, {}), \
                  so its figures understate the target.",
                 repo_link("docs/reference.md")
+            );
+        }
+        if any_noisy {
+            let _ = writeln!(
+                s,
+                "\n⚠ CPU wait: the load generator of a run of the point waited for a CPU more than \
+                 {:.0}% of its window (run.json `generator.runqueue_wait_s`), so its latencies \
+                 include that wait. ⚠ repeats ×R: the point's repeats differ in throughput by more \
+                 than ×{} (largest / smallest). Either way the point is noisy: compare it with care.",
+                coordbench_results::noise::CPU_WAIT_SHARE * 100.0,
+                coordbench_results::noise::REPEAT_SPREAD
             );
         }
         self.figures = format!("## Figures\n\n{s}\n");
