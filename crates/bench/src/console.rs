@@ -4,11 +4,12 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use crate::outputs::record::LatencySummary;
+use crate::outputs::record::{LatencySummary, MeasuredResults};
 use crate::outputs::RunRecord;
 use crate::runner::Aggregator;
 use coordbench_results::format::format_us;
 use coordbench_results::{noise, tails};
+use coordbench_workloads::checker::LockCheckSummary;
 
 /// Prints the status line at most once per interval, overwriting itself.
 pub struct StatusLine {
@@ -134,6 +135,30 @@ pub fn cpu_wait_warning(record: &RunRecord) -> Option<String> {
     ))
 }
 
+/// The lock rows of the end-of-run table: safety, handover, holder pauses.
+fn print_lock(r: &MeasuredResults, lock: &LockCheckSummary) {
+    let opt = |v: Option<u64>| v.map_or("-".into(), format_us);
+    println!("  {:<14} {:>12}", "violations", r.violations);
+    println!("  {:<14} {:>12}", "handover p99", opt(lock.handover_p99_us));
+    if let Some(f) = &r.holder_pauses {
+        println!("  {:<14} {:>12}", "protect", f.protect);
+        println!("  {:<14} {:>12}", "paused", f.paused_sections);
+        println!("  {:<14} {:>12}", "unsafe", f.unsafe_sections);
+        println!("  {:<14} {:>12}", "stale accepted", f.stale_writes_accepted);
+        println!("  {:<14} {:>12}", "stale rejected", f.stale_writes_rejected);
+        if f.stale_writes_failed > 0 {
+            println!("  {:<14} {:>12}", "stale failed", f.stale_writes_failed);
+        }
+        println!("  {:<14} {:>12}", "lost locks", f.lost_locks);
+    }
+    if r.session_reestablishments > 0 {
+        println!(
+            "  warning: {} sessions were silently re-established: locks may have been lost without the holder knowing",
+            r.session_reestablishments
+        );
+    }
+}
+
 /// The end-of-run table, on stdout.
 pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
     let c = &record.config;
@@ -218,25 +243,7 @@ pub fn print_summary(record: &RunRecord, dir: &std::path::Path) {
             }
         }
         if let Some(lock) = &r.lock {
-            println!("  {:<14} {:>12}", "violations", r.violations);
-            println!("  {:<14} {:>12}", "handover p99", opt(lock.handover_p99_us));
-            if let Some(f) = &r.holder_pauses {
-                println!("  {:<14} {:>12}", "protect", f.protect);
-                println!("  {:<14} {:>12}", "paused", f.paused_sections);
-                println!("  {:<14} {:>12}", "unsafe", f.unsafe_sections);
-                println!("  {:<14} {:>12}", "stale accepted", f.stale_writes_accepted);
-                println!("  {:<14} {:>12}", "stale rejected", f.stale_writes_rejected);
-                if f.stale_writes_failed > 0 {
-                    println!("  {:<14} {:>12}", "stale failed", f.stale_writes_failed);
-                }
-                println!("  {:<14} {:>12}", "lost locks", f.lost_locks);
-            }
-            if r.session_reestablishments > 0 {
-                println!(
-                    "  warning: {} sessions were silently re-established: locks may have been lost without the holder knowing",
-                    r.session_reestablishments
-                );
-            }
+            print_lock(r, lock);
         }
     }
     if let Some(line) = cpu_wait_warning(record) {

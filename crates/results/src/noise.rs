@@ -14,7 +14,8 @@ pub const REPEAT_SPREAD: f64 = 1.2;
 
 /// The share of `window_s` spent waiting for a CPU, when it is over [`CPU_WAIT_SHARE`].
 pub fn cpu_wait(runqueue_wait_s: f64, window_s: f64) -> Option<f64> {
-    if !(window_s > 0.0) {
+    // Also refuses a NaN window.
+    if window_s.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
         return None;
     }
     let share = runqueue_wait_s / window_s;

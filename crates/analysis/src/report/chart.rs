@@ -182,23 +182,7 @@ fn draw<DB: DrawingBackend>(
     chart: &LineChart,
 ) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    whole.fill(&WHITE).map_err(e)?;
-    let lines: Vec<String> = chart
-        .notes
-        .iter()
-        .flat_map(|n| wrap(n, NOTE_CHARS))
-        .collect();
-    let footer = NOTE_HEIGHT * lines.len() as u32;
-    let (root, notes) = whole.split_vertically(SIZE.1 - footer - if footer > 0 { 6 } else { 0 });
-    for (i, note) in lines.iter().enumerate() {
-        notes
-            .draw(&Text::new(
-                note.clone(),
-                (18, i as i32 * NOTE_HEIGHT as i32),
-                (FAMILY, NOTE_PX).into_font().color(&RGBColor(60, 60, 60)),
-            ))
-            .map_err(e)?;
-    }
+    let root = draw_footer(whole, &chart.notes)?;
     let categories = matches!(chart.x_scale, XScale::Categories(_));
     let count = chart.lines.len();
     let placed: Vec<Vec<(f64, f64)>> = chart
@@ -212,31 +196,7 @@ fn draw<DB: DrawingBackend>(
                 .collect()
         })
         .collect();
-    let xs = placed.iter().flatten().map(|p| p.0);
-    let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-        (a.min(x), b.max(x))
-    });
-    if !x0.is_finite() {
-        (x0, x1) = (0.0, 1.0);
-    }
-    let pad = if x1 > x0 { (x1 - x0) * 0.05 } else { 0.5 };
-    let (x0, x1) = match &chart.x_scale {
-        XScale::Categories(names) => (-0.5, names.len() as f64 - 0.5),
-        // p50 up to p99.99 or the highest percentile drawn, with room for the end labels
-        // (p50 is placed at 0.3, p99.99 at 4).
-        XScale::Percentile => (0.2, (x1.max(1.0) + 0.25).min(4.25)),
-        _ => (x0 - pad, x1 + pad),
-    };
-    let (y0, y1) = chart.y_range.unwrap_or_else(|| {
-        let bars = chart.lines.iter().flat_map(|l| &l.bars).map(|b| b.high);
-        let max = placed
-            .iter()
-            .flatten()
-            .map(|p| p.1)
-            .chain(bars)
-            .fold(0.0, f64::max);
-        (0.0, if max > 0.0 { max * 1.2 } else { 1.0 })
-    });
+    let ((x0, x1), (y0, y1)) = ranges(chart, &placed);
 
     let mut ctx = ChartBuilder::on(&root)
         .caption(&chart.title, (FAMILY, TITLE_PX))
@@ -311,6 +271,58 @@ fn draw<DB: DrawingBackend>(
         .map_err(e)?;
     root.present().map_err(e)?;
     Ok(())
+}
+
+/// Fills the canvas, writes the footer notes (wrapped) at its bottom, and returns the area
+/// above them for the plot.
+fn draw_footer<DB: DrawingBackend>(
+    whole: DrawingArea<DB, Shift>,
+    notes: &[String],
+) -> Result<DrawingArea<DB, Shift>, String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    whole.fill(&WHITE).map_err(e)?;
+    let lines: Vec<String> = notes.iter().flat_map(|n| wrap(n, NOTE_CHARS)).collect();
+    let footer = NOTE_HEIGHT * lines.len() as u32;
+    let (root, area) = whole.split_vertically(SIZE.1 - footer - if footer > 0 { 6 } else { 0 });
+    for (i, note) in lines.iter().enumerate() {
+        area.draw(&Text::new(
+            note.clone(),
+            (18, i as i32 * NOTE_HEIGHT as i32),
+            (FAMILY, NOTE_PX).into_font().color(&RGBColor(60, 60, 60)),
+        ))
+        .map_err(e)?;
+    }
+    Ok(root)
+}
+
+/// The plot's x and y ranges for the `placed` points of `chart`.
+fn ranges(chart: &LineChart, placed: &[Vec<(f64, f64)>]) -> ((f64, f64), (f64, f64)) {
+    let xs = placed.iter().flatten().map(|p| p.0);
+    let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+        (a.min(x), b.max(x))
+    });
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    let pad = if x1 > x0 { (x1 - x0) * 0.05 } else { 0.5 };
+    let x = match &chart.x_scale {
+        XScale::Categories(names) => (-0.5, names.len() as f64 - 0.5),
+        // p50 up to p99.99 or the highest percentile drawn, with room for the end labels
+        // (p50 is placed at 0.3, p99.99 at 4).
+        XScale::Percentile => (0.2, (x1.max(1.0) + 0.25).min(4.25)),
+        _ => (x0 - pad, x1 + pad),
+    };
+    let y = chart.y_range.unwrap_or_else(|| {
+        let bars = chart.lines.iter().flat_map(|l| &l.bars).map(|b| b.high);
+        let max = placed
+            .iter()
+            .flatten()
+            .map(|p| p.1)
+            .chain(bars)
+            .fold(0.0, f64::max);
+        (0.0, if max > 0.0 { max * 1.2 } else { 1.0 })
+    });
+    (x, y)
 }
 
 /// `text` in lines of at most `width` characters, broken at spaces (a longer word stays

@@ -182,26 +182,7 @@ impl<'a> Sections<'a> {
                 s.push('\n');
             }
         }
-        if any_saturated {
-            let _ = writeln!(
-                s,
-                "\n⚠ saturated: the load generator of at least one run of the point was \
-                 saturated or starved of CPU (`generator_saturated` in summary.csv, {}), \
-                 so its figures understate the target.",
-                repo_link("docs/reference.md")
-            );
-        }
-        if any_noisy {
-            let _ = writeln!(
-                s,
-                "\n⚠ CPU wait: the load generator of a run of the point waited for a CPU more than \
-                 {:.0}% of its window (run.json `generator.runqueue_wait_s`), so its latencies \
-                 include that wait. ⚠ repeats ×R: the point's repeats differ in throughput by more \
-                 than ×{} (largest / smallest). Either way the point is noisy: compare it with care.",
-                coordbench_results::noise::CPU_WAIT_SHARE * 100.0,
-                coordbench_results::noise::REPEAT_SPREAD
-            );
-        }
+        s.push_str(&badge_notes(any_saturated, any_noisy));
         self.figures = format!("## Figures\n\n{s}\n");
     }
 
@@ -228,4 +209,30 @@ impl<'a> Sections<'a> {
         doc.text(self.tail);
         doc
     }
+}
+
+/// What the figures table's badges mean, for those it shows.
+fn badge_notes(saturated: bool, noisy: bool) -> String {
+    let mut s = String::new();
+    if saturated {
+        let _ = writeln!(
+            s,
+            "\n⚠ saturated: the load generator of at least one run of the point was \
+             saturated or starved of CPU (`generator_saturated` in summary.csv, {}), \
+             so its figures understate the target.",
+            repo_link("docs/reference.md")
+        );
+    }
+    if noisy {
+        let _ = writeln!(
+            s,
+            "\n⚠ CPU wait: the load generator of a run of the point waited for a CPU more than \
+             {:.0}% of its window (run.json `generator.runqueue_wait_s`), so its latencies \
+             include that wait. ⚠ repeats ×R: the point's repeats differ in throughput by more \
+             than ×{} (largest / smallest). Either way the point is noisy: compare it with care.",
+            coordbench_results::noise::CPU_WAIT_SHARE * 100.0,
+            coordbench_results::noise::REPEAT_SPREAD
+        );
+    }
+    s
 }
