@@ -41,7 +41,12 @@ impl StatusLine {
         };
         self.last_ops = ops;
         self.last_elapsed = elapsed;
-        let p99 = aggregator.p99_so_far().map_or("-".into(), format_us);
+        // The successes so far: a lower bound of the sample p99 is read from.
+        let p99 = if tails::supported(ops, 0.99) {
+            aggregator.p99_so_far().map_or("-".into(), format_us)
+        } else {
+            tails::WITHHELD.into()
+        };
         let phase = if elapsed.is_zero() {
             "warm-up"
         } else {
