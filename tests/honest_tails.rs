@@ -129,9 +129,17 @@ fn timeouts_are_counted_and_unsupported_tails_withheld_on_the_console_and_in_the
 
     // report.html: the header block leads, and no link points at a file it does not have.
     let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
-    let header = html.find("<td>Servers</td>").expect("header block in report.html");
-    assert!(header < html.find("<h2>Figures</h2>").expect("figures"), "header first");
-    assert!(html.contains("zab (coordbench) 3.8.0-coordbench"), "server version");
+    let header = html
+        .find("<td>Servers</td>")
+        .expect("header block in report.html");
+    assert!(
+        header < html.find("<h2>Figures</h2>").expect("figures"),
+        "header first"
+    );
+    assert!(
+        html.contains("zab (coordbench) 3.8.0-coordbench"),
+        "server version"
+    );
     for link in html.split("href=\"").skip(1) {
         let target = &link[..link.find('"').unwrap()];
         assert!(

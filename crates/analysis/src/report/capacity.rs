@@ -110,7 +110,10 @@ fn search_curve(path: &Path) -> Option<Curve> {
         .iter()
         .filter_map(|p| {
             // The probe's successful operations: a lower bound of its latency sample.
-            let n = p.pointer("/figures/ops").and_then(|v| v.as_u64()).unwrap_or(0);
+            let n = p
+                .pointer("/figures/ops")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0);
             Some(CurvePoint {
                 throughput: p.get("throughput_ops_s")?.as_f64()?,
                 p50_ms: ms(p, "p50_us")?,
