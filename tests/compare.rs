@@ -47,10 +47,12 @@ fn write_run(dir: &Path, run: &FakeRun) {
         "results": { "errors_by_kind": if run.errors > 0 { serde_json::json!({"timeout": run.errors}) } else { serde_json::json!({}) } },
     });
     std::fs::write(dir.join("run.json"), record.to_string()).unwrap();
+    // A 10 s window's operations: enough to support p99 (docs/reference.md).
     let csv = format!(
-        "target,workload,disk,throughput_ops_s,p50_us,p99_us,errors,violations,complete\n{},kv-put,{},{},{},{},{},0,true\n",
+        "target,workload,disk,ops,throughput_ops_s,p50_us,p99_us,errors,violations,complete\n{},kv-put,{},{},{},{},{},{},0,true\n",
         run.target,
         run.disk,
+        (run.throughput * 10.0) as u64,
         run.throughput,
         run.p99_us / 4,
         run.p99_us,
@@ -152,6 +154,18 @@ fn known_samples_give_known_verdicts() {
     let o = coordbench(&["compare", base.to_str().unwrap(), worse.to_str().unwrap()]);
     let p99 = line_of(&String::from_utf8_lossy(&o.stdout), "p99_us").to_string();
     assert!(p99.ends_with('~'), "{p99}");
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("noisy"));
+
+    // Repeats 30% apart are named too noisy to judge, whatever the verdict.
+    let wild = repeats(tmp.path(), "wild", "raft", &[800.0, 1040.0, 900.0, 950.0]);
+    let o = coordbench(&["compare", base.to_str().unwrap(), wild.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", describe(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        line_of(&stdout, "noisy:"),
+        "noisy: throughput_ops_s: too noisy to judge (candidate repeats ×1.30 > ×1.2)",
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -247,6 +261,19 @@ fn a_tail_regression_shows_in_the_distribution_when_the_medians_agree() {
     let tail = line_of(&stdout, "p99.9 ");
     assert!(tail.ends_with("worse"), "{stdout}");
     assert!(line_of(&stdout, "max ").ends_with("worse"), "{stdout}");
+    // 4 repeats of 10,000 operations: 40,000 support p99.9 but not p99.99 or beyond.
+    assert!(
+        stdout.contains(
+            "baseline n=40,000, candidate n=40,000; p99.99, p99.999 withheld: fewer than 10"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        !stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("p99.99 ")),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! End-to-end tests of `coordbench gate`: quick gates on 1-member raft clusters on
 //! 127.0.0.1. Same build and options on both sides passes (exit 0); a candidate on an
-//! emulated hdd against a tmpfs baseline breaches throughput and p99 (exit 3) and gate.md
+//! emulated hdd against a tmpfs baseline breaches throughput and p50 (exit 3) and gate.md
 //! names them; junit.xml parses with one testcase per threshold and point; the runs were
 //! interleaved; a candidate whose runs fail exits 1; a bad spec exits 2 in one line.
 
@@ -41,7 +41,9 @@ use output::describe;
 /// false_alarm 0.01 an A/A gate fails only if a side wins all 25 pairings of a figure and
 /// moves it beyond a wide limit; a slow emulated hdd against tmpfs does both.
 fn spec(dir: &Path, candidate: &str) -> std::path::PathBuf {
-    let thresholds = "throughput_ops_s = { max_drop = \"30%\" }\np99_us = { max_rise = \"50%\" }\nviolations = { max = 0 }";
+    // p50, not p99: a 1 s run of a few hundred operations (fewer on the hdd) cannot
+    // support a p99, which needs 1,000 (docs/reference.md, "Percentiles shown").
+    let thresholds = "throughput_ops_s = { max_drop = \"30%\" }\np50_us = { max_rise = \"50%\" }\nviolations = { max = 0 }";
     spec_with(dir, candidate, 5, thresholds)
 }
 
@@ -117,7 +119,7 @@ fn run_order(out: &Path) -> Vec<String> {
 }
 
 #[test]
-fn an_a_a_gate_passes_and_an_hdd_candidate_breaches_throughput_and_p99() {
+fn an_a_a_gate_passes_and_an_hdd_candidate_breaches_throughput_and_p50() {
     let _serial = one_at_a_time();
     let tmp = TempDir::new().unwrap();
     let same = spec(tmp.path(), "");
@@ -153,8 +155,8 @@ fn an_a_a_gate_passes_and_an_hdd_candidate_breaches_throughput_and_p99() {
     assert_eq!(json["passed"], true);
     assert_eq!(json["schema"], "coordbench.gate/1");
 
-    // An hdd slowed to 40 ms per sync: a debug build's tmpfs p99 on a loaded 2-core machine can
-    // reach 15 ms, and the p99 verdict needs the sides apart in (nearly) every pairing.
+    // An hdd slowed to 40 ms per sync: every write waits for it, so its p50 is far above a
+    // debug build's tmpfs p50 on a loaded 2-core machine in every pairing.
     let hdd = spec(tmp.path(), "disk = \"hdd\"\nsync_delay = \"40ms\"");
     let out = tmp.path().join("ab");
     let o = gate(&hdd, &out, &[]);
@@ -166,7 +168,7 @@ fn an_a_a_gate_passes_and_an_hdd_candidate_breaches_throughput_and_p99() {
         "{md}"
     );
     assert!(
-        md.contains("| ✗ | p99_us max_rise 50% | raft kv-put |"),
+        md.contains("| ✗ | p50_us max_rise 50% | raft kv-put |"),
         "{md}"
     );
     assert!(

@@ -3,6 +3,7 @@
 //! by kind, `errors.<kind>`, which come from run.json `results.errors_by_kind`.
 
 use super::load::Run;
+use coordbench_results::tails;
 
 /// Which direction is an improvement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -55,6 +56,17 @@ const COLUMNS: &[(&str, Better, Scale)] = &[
     ("unavailable_max_us", Better::Lower, Scale::Ratio),
 ];
 
+/// The percentile a column of the run's own latency is (p50_us: 0.5); `None` for others,
+/// whose percentiles are over other samples (handovers, propagations).
+fn latency_percentile(column: &str) -> Option<f64> {
+    match column {
+        "p50_us" => Some(0.5),
+        "p99_us" => Some(0.99),
+        "p999_us" => Some(0.999),
+        _ => None,
+    }
+}
+
 /// The prefix of error counts by kind.
 pub const ERRORS_BY_KIND: &str = "errors.";
 
@@ -84,11 +96,18 @@ impl Figure {
     }
 
     /// The value one run measured, if it measured it. An error kind a run did not see
-    /// counts as zero.
+    /// counts as zero; a latency percentile the run's sample cannot support
+    /// ([`tails::supported`]) was not measured.
     pub fn value(&self, run: &Run) -> Option<f64> {
         match self.name.strip_prefix(ERRORS_BY_KIND) {
             Some(kind) => Some(run.errors_by_kind.get(kind).copied().unwrap_or(0) as f64),
-            None => run.summary.num(&self.name),
+            None => {
+                let value = run.summary.num(&self.name);
+                match latency_percentile(&self.name) {
+                    Some(p) => tails::shown(run.summary.latency_n(), p, value),
+                    None => value,
+                }
+            }
         }
     }
 }

@@ -30,6 +30,9 @@ pub struct Run {
     pub summary: Row,
     /// run.json `results.errors_by_kind`.
     pub errors_by_kind: BTreeMap<String, u64>,
+    /// The share of its window the generator waited for a CPU (run.json
+    /// `generator.runqueue_wait_s` / `results.window_s`), when the run records it.
+    pub cpu_wait_share: Option<f64>,
 }
 
 impl Run {
@@ -147,11 +150,19 @@ fn run(dir: &Path, json: &serde_json::Value, side: &mut Side) -> Result<(), Load
                 .collect()
         })
         .unwrap_or_default();
+    let wait = json
+        .pointer("/generator/runqueue_wait_s")
+        .and_then(|v| v.as_f64());
+    let window = json.pointer("/results/window_s").and_then(|v| v.as_f64());
     side.runs.push(Run {
         dir: dir.to_path_buf(),
         config,
         summary,
         errors_by_kind,
+        cpu_wait_share: wait
+            .zip(window)
+            .filter(|(_, w)| *w > 0.0)
+            .map(|(a, w)| a / w),
     });
     Ok(())
 }

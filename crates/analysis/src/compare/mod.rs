@@ -26,6 +26,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 pub use args::{CompareArgs, CompareFormat};
+use coordbench_results::noise;
 use coordbench_results::outcome::{Outcome, UsageError};
 
 /// The default significance level: each direction at 0.05 (see docs/reference.md).
@@ -74,7 +75,9 @@ pub struct PointComparison {
     pub cand_dirs: Vec<String>,
     pub figures: Vec<verdict::Judged>,
     /// Latency percentiles of the merged latency.hlog of each side.
-    pub distribution: Option<Vec<distribution::Percentile>>,
+    pub distribution: Option<distribution::Distribution>,
+    /// What was too noisy to judge with confidence ([`noisy`]), one line each.
+    pub noisy: Vec<String>,
 }
 
 /// A comparison that cannot be made.
@@ -123,7 +126,7 @@ pub fn compare(base: &[PathBuf], cand: &[PathBuf], alpha: f64) -> Result<Compari
 }
 
 fn point(p: &points::Point, alpha: f64) -> PointComparison {
-    let figures = figures::present(&p.base, &p.cand)
+    let figures: Vec<verdict::Judged> = figures::present(&p.base, &p.cand)
         .iter()
         .filter_map(|f| {
             let base: Vec<f64> = p.base.iter().filter_map(|r| f.value(r)).collect();
@@ -137,9 +140,52 @@ fn point(p: &points::Point, alpha: f64) -> PointComparison {
         key: p.key.iter().cloned().collect(),
         base_dirs: dirs(&p.base),
         cand_dirs: dirs(&p.cand),
+        noisy: noisy(&figures, &p.base, &p.cand),
         figures,
         distribution: distribution::compare(&p.base, &p.cand, alpha),
     }
+}
+
+/// The point's noise ([`coordbench_results::noise`]): each ratio figure whose repeats on a
+/// side differ by more than the threshold, and the runs whose generator waited for a CPU
+/// beyond its share of the window.
+fn noisy(figures: &[verdict::Judged], base: &[&load::Run], cand: &[&load::Run]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for f in figures.iter().filter(|f| f.scale == figures::Scale::Ratio) {
+        let sides = [("baseline", &f.base_values), ("candidate", &f.cand_values)];
+        let spread: Vec<String> = sides
+            .iter()
+            .filter_map(|(side, values)| {
+                let ratio = noise::repeat_spread(values)?;
+                Some(format!("{side} repeats ×{ratio:.2}"))
+            })
+            .collect();
+        if !spread.is_empty() {
+            lines.push(format!(
+                "{}: too noisy to judge ({} > ×{})",
+                f.figure,
+                spread.join(", "),
+                noise::REPEAT_SPREAD
+            ));
+        }
+    }
+    for (side, runs) in [("baseline", base), ("candidate", cand)] {
+        let waited = runs
+            .iter()
+            .filter(|r| {
+                r.cpu_wait_share
+                    .is_some_and(|s| noise::cpu_wait(s, 1.0).is_some())
+            })
+            .count();
+        if waited > 0 {
+            lines.push(format!(
+                "{side}: the generator waited for a CPU over {:.0}% of the window in {waited} of {} runs: latencies include the wait",
+                noise::CPU_WAIT_SHARE * 100.0,
+                runs.len()
+            ));
+        }
+    }
+    lines
 }
 
 fn side_info(paths: &[PathBuf], side: &load::Side) -> SideInfo {

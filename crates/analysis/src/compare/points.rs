@@ -178,6 +178,7 @@ mod tests {
                 .collect(),
             summary: Row::default(),
             errors_by_kind: Default::default(),
+            cpu_wait_share: None,
         }
     }
 

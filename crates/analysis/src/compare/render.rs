@@ -5,12 +5,13 @@
 use std::fmt::Write as _;
 
 use super::checks::{Check, CheckOutcome};
-use super::distribution::{trim, Percentile};
+use super::distribution::{trim, Distribution, Percentile};
 use super::figures::Scale;
 use super::thresholds::signed_percent;
 use super::verdict::Judged;
 use super::{Comparison, PointComparison};
 use coordbench_results::format::format_us;
+use coordbench_results::tails;
 
 /// Aligned columns for a terminal.
 pub fn table(c: &Comparison, checks: Option<&[Check]>) -> String {
@@ -60,17 +61,20 @@ fn render(c: &Comparison, checks: Option<&[Check]>, style: Style) -> String {
             ),
         );
         out.push_str(&grid(&figure_rows(point), style));
+        for line in &point.noisy {
+            let _ = writeln!(
+                out,
+                "{}noisy: {line}",
+                if style == Style::Markdown { "\n" } else { "  " }
+            );
+        }
         if let Some(distribution) = &point.distribution {
             let _ = writeln!(
                 out,
                 "{}",
-                if style == Style::Markdown {
-                    "\nLatency distribution (merged latency.hlog of each side):\n"
-                } else {
-                    "  latency distribution (merged latency.hlog of each side):"
-                }
+                distribution_heading(distribution, style == Style::Markdown)
             );
-            out.push_str(&grid(&distribution_rows(distribution), style));
+            out.push_str(&grid(&distribution_rows(&distribution.percentiles), style));
         }
     }
     for (side, labels) in [("baseline", &c.only_base), ("candidate", &c.only_cand)] {
@@ -151,6 +155,36 @@ fn figure_rows(point: &PointComparison) -> Vec<Vec<String>> {
         ]);
     }
     rows
+}
+
+/// The distribution table's heading: each side's sample size, and the percentiles left
+/// out because a side cannot support them.
+fn distribution_heading(d: &Distribution, markdown: bool) -> String {
+    let mut text = format!(
+        "latency distribution (merged latency.hlog of each side; baseline {}, candidate {}",
+        tails::n_label(d.base_n),
+        tails::n_label(d.cand_n)
+    );
+    if !d.withheld.is_empty() {
+        let names: Vec<String> = d
+            .withheld
+            .iter()
+            .map(|p| format!("p{}", trim(*p)))
+            .collect();
+        text.push_str(&format!(
+            "; {} withheld: fewer than {} operations lie beyond them",
+            names.join(", "),
+            tails::MIN_BEYOND
+        ));
+    }
+    text.push(')');
+    if markdown {
+        let mut chars = text.chars();
+        let first = chars.next().map(|c| c.to_ascii_uppercase()).unwrap_or(' ');
+        format!("\n{first}{}:\n", chars.as_str())
+    } else {
+        format!("  {text}:")
+    }
 }
 
 fn distribution_rows(rows: &[Percentile]) -> Vec<Vec<String>> {

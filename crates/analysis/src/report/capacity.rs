@@ -60,6 +60,9 @@ pub fn curves(dir: &Path, table: &Table, rows: &[usize]) -> Vec<Curve> {
         ) else {
             continue;
         };
+        // Tails the run cannot support are not drawn (NaN is left out of the lines).
+        let n = row.latency_n();
+        let (p99, p999) = (drawable(n, 0.99, p99), drawable(n, 0.999, p999));
         if row.get("mode") != Some("open") {
             continue;
         }
@@ -85,6 +88,15 @@ pub fn curves(dir: &Path, table: &Table, rows: &[usize]) -> Vec<Curve> {
     swept
 }
 
+/// `ms` when `n` operations support percentile `p`, else NaN (not drawn).
+fn drawable(n: u64, p: f64, ms: f64) -> f64 {
+    if coordbench_results::tails::supported(n, p) {
+        ms
+    } else {
+        f64::NAN
+    }
+}
+
 /// The probes of one capacity.json as a curve.
 fn search_curve(path: &Path) -> Option<Curve> {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
@@ -97,11 +109,16 @@ fn search_curve(path: &Path) -> Option<Curve> {
         .as_array()?
         .iter()
         .filter_map(|p| {
+            // The probe's successful operations: a lower bound of its latency sample.
+            let n = p
+                .pointer("/figures/ops")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0);
             Some(CurvePoint {
                 throughput: p.get("throughput_ops_s")?.as_f64()?,
                 p50_ms: ms(p, "p50_us")?,
-                p99_ms: ms(p, "p99_us")?,
-                p999_ms: ms(p, "p999_us").unwrap_or(f64::NAN),
+                p99_ms: drawable(n, 0.99, ms(p, "p99_us")?),
+                p999_ms: ms(p, "p999_us").map_or(f64::NAN, |v| drawable(n, 0.999, v)),
             })
         })
         .collect();
@@ -203,6 +220,7 @@ pub fn chart(curves: &[Curve]) -> Option<LineChart> {
         x_scale: XScale::Linear,
         y_range: Some((0.0, y_top)),
         lines,
+        notes: Vec::new(),
     })
 }
 

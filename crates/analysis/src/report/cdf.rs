@@ -1,5 +1,7 @@
 //! Latency CDFs from a run's latency.hlog: every interval histogram merged, then read back
-//! as (latency, fraction of operations at or below it); one CDF chart per target.
+//! as (latency, fraction of operations at or below it); one CDF chart per target. A line
+//! stops at the highest fraction its sample supports and below its timeouts, which the
+//! chart's footer counts instead ([`super::sample`]).
 
 use std::path::Path;
 
@@ -8,8 +10,9 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 
-use super::chart::{shade, target_color, Line, LineChart, XScale};
+use super::chart::{shade, target_color, target_name, Line, LineChart, XScale};
 use super::groups::{point_label, Series, XAxis};
+use super::sample;
 use super::table::Table;
 
 /// Adds every untagged interval of `path` (the combined histograms; tagged ones are a
@@ -48,8 +51,10 @@ pub fn merged(dir: &Path, table: &Table, rows: &[usize]) -> Histogram<u64> {
     h
 }
 
-/// (latency in ms, fraction ≤ it), one point per recorded value bucket.
-pub fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+/// (latency in ms, fraction ≤ it), one point per recorded value bucket, up to the
+/// fraction `top` (the fraction of all operations, timeouts included, so that a line
+/// with timeouts ends below 1).
+pub fn points(h: &Histogram<u64>, top: f64) -> Vec<(f64, f64)> {
     if h.is_empty() {
         return Vec::new();
     }
@@ -60,7 +65,36 @@ pub fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
                 v.quantile_iterated_to(),
             )
         })
+        .take_while(|&(_, q)| q <= top + 1e-12)
         .collect()
+}
+
+/// A point's line as a chart may draw it, and what it leaves out; `None` when the sample
+/// supports nothing. `read` turns the merged histogram and the highest drawable fraction
+/// into the line's points.
+pub fn drawn_line(
+    dir: &Path,
+    table: &Table,
+    rows: &[usize],
+    label: &str,
+    read: impl Fn(&Histogram<u64>, f64) -> Vec<(f64, f64)>,
+) -> Option<(Vec<(f64, f64)>, sample::Cut)> {
+    let h = merged(dir, table, rows);
+    let n = h.len();
+    let timeouts = sample::timeouts(table, rows).min(n);
+    let top = sample::drawable_to(n, timeouts)?;
+    let points = read(&h, top);
+    if points.is_empty() {
+        return None;
+    }
+    let cut = sample::Cut {
+        label: label.to_string(),
+        n,
+        timeouts,
+        limit_ms: sample::op_timeout_ms(dir, table, rows),
+        top,
+    };
+    Some((points, cut))
 }
 
 /// One CDF chart per target: a line per x value (and per other axis value), from the
@@ -75,18 +109,19 @@ pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<(S
     let mut charts = Vec::new();
     for target in targets {
         let mut lines = Vec::new();
+        let mut cuts = Vec::new();
         let of_target: Vec<&Series> = series.iter().filter(|s| s.target == target).collect();
         let count: usize = of_target.iter().map(|s| s.points.len()).sum();
         for s in of_target {
             for p in &s.points {
-                let points = points(&merged(dir, table, &p.rows));
-                if points.is_empty() {
-                    continue;
-                }
                 let mut label = point_label(x, s, p);
                 if label.is_empty() {
-                    label = target.to_string();
+                    label = target_name(target);
                 }
+                let Some((points, cut)) = drawn_line(dir, table, &p.rows, &label, points) else {
+                    continue;
+                };
+                cuts.push(cut);
                 let t = if count > 1 {
                     lines.len() as f64 / (count - 1) as f64
                 } else {
@@ -108,12 +143,13 @@ pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<(S
         charts.push((
             target.to_string(),
             LineChart {
-                title: format!("Latency CDF: {target}"),
+                title: format!("Latency CDF: {}", target_name(target)),
                 x_label: "latency (ms, log scale)".into(),
                 y_label: "fraction of operations at or below".into(),
                 x_scale: XScale::Log10,
                 y_range: Some((0.0, 1.02)),
                 lines,
+                notes: sample::notes(&cuts, 1.0),
             },
         ));
     }

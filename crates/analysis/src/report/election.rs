@@ -170,6 +170,7 @@ fn chart_for(range: &str, live: &[Live], broadcast: Duration) -> Option<LineChar
         x_scale: XScale::Linear,
         y_range: Some((0.0, 1.02)),
         lines,
+        notes: Vec::new(),
     })
 }
 

@@ -105,6 +105,7 @@ pub fn chart(dir: &Path, table: &Table, series: &[Series]) -> Option<LineChart> 
         x_scale: XScale::Linear,
         y_range: Some((0.0, 1.02)),
         lines,
+        notes: Vec::new(),
     })
 }
 
@@ -218,10 +219,10 @@ mod tests {
         assert_eq!(
             labels,
             [
-                "raft 150-155: new leader (1 faults)",
-                "raft 150-155: first write (1 faults)",
-                "raft 150-300: new leader (1 faults)",
-                "raft 150-300: first write (1 faults)",
+                "raft (coordbench) 150-155: new leader (1 faults)",
+                "raft (coordbench) 150-155: first write (1 faults)",
+                "raft (coordbench) 150-300: new leader (1 faults)",
+                "raft (coordbench) 150-300: first write (1 faults)",
             ]
         );
         assert_eq!(chart.lines[2].points, vec![(250.0, 1.0)]);

@@ -6,10 +6,10 @@
 //! follow from another axis (a workload sweep's `recipe` or `clients`) split nothing. A
 //! summary.csv put together from single runs has no such list: any axis column counts.
 
-use coordbench_results::axis::Axis;
+use coordbench_results::axis::{Axis, HERD_FREE};
 
-use super::chart::XScale;
-use super::table::Table;
+use super::chart::{target_name, XScale};
+use super::table::{Table, RECIPE_AS_RUN};
 
 /// What the x position of a row is.
 #[derive(Debug, Clone)]
@@ -48,11 +48,13 @@ pub struct Series {
 }
 
 impl Series {
+    /// The series in legends: its target as [`target_name`] names it, and its key.
     pub fn label(&self) -> String {
+        let target = target_name(&self.target);
         if self.key.is_empty() {
-            self.target.clone()
+            target
         } else {
-            format!("{} {}", self.target, self.key)
+            format!("{target} {}", self.key)
         }
     }
 }
@@ -182,7 +184,11 @@ pub fn group(table: &Table, rows: &[usize], x: &XAxis, others: &[(Axis, String)]
         let key = others
             .iter()
             .map(|(axis, column)| {
-                let v = r.get(column).unwrap_or("-");
+                let mut v = r.get(column).unwrap_or("-");
+                // A shared herd-free point keeps the recipe's own name in legends.
+                if *axis == Axis::Recipe && v == HERD_FREE {
+                    v = r.get(RECIPE_AS_RUN).unwrap_or(v);
+                }
                 if axis.is_categorical() {
                     v.to_string()
                 } else {
@@ -361,10 +367,10 @@ mod tests {
         assert_eq!(
             labels,
             [
-                "raft kv-put /v1/coordbench",
-                "raft kv-put /v2/coordbench",
-                "raft lock /v1/coordbench",
-                "raft lock /v2/coordbench"
+                "raft (coordbench) kv-put /v1/coordbench",
+                "raft (coordbench) kv-put /v2/coordbench",
+                "raft (coordbench) lock /v1/coordbench",
+                "raft (coordbench) lock /v2/coordbench"
             ]
         );
 
@@ -383,7 +389,13 @@ mod tests {
         assert!(matches!(x.kind, XKind::Axis(Axis::Workload, _)), "{x:?}");
         let series = group(&t, &all(&t), &x, &others);
         let labels: Vec<String> = series.iter().map(Series::label).collect();
-        assert_eq!(labels, ["raft /v1/coordbench", "raft /v2/coordbench"]);
+        assert_eq!(
+            labels,
+            [
+                "raft (coordbench) /v1/coordbench",
+                "raft (coordbench) /v2/coordbench"
+            ]
+        );
         assert!(series.iter().all(|s| s.points.len() == 2), "{series:?}");
         let (_, others) = choose_x(&t, &all(&t), None);
         assert_eq!(

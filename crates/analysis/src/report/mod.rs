@@ -15,13 +15,16 @@ pub mod args;
 pub mod capacity;
 pub mod cdf;
 pub mod chart;
+pub mod context;
 pub mod document;
 pub mod election;
 pub mod failover;
 pub mod font;
 pub mod groups;
+pub mod noise;
 pub mod planning;
 pub mod published;
+pub mod sample;
 pub mod sections;
 pub mod spectrum;
 pub mod state_cost;
@@ -32,6 +35,7 @@ use std::path::{Path, PathBuf};
 
 pub use args::ReportArgs;
 use chart::{target_color, Bar, Line, LineChart};
+use context::Context;
 use coordbench_results::axis::Axis;
 use coordbench_results::axis::HERD_FREE;
 use coordbench_results::outcome::{Outcome, UsageError};
@@ -97,9 +101,11 @@ pub fn write(dir: &Path, font_file: &Path, planning: &Planning) -> Result<Writte
     let (x, others) = choose_x(&table, &rows, swept.as_deref());
     let series = group(&table, &rows, &x, &others);
 
+    let context = Context::new(dir, meta.as_ref(), &table, &rows, repeats(&series));
     let mut out = Charts {
         dir: charts_dir.clone(),
-        sections: Sections::new(dir, meta.as_ref(), &table, &rows),
+        sections: Sections::new(dir, meta.as_ref(), &table, &rows, &context),
+        footer: context.footer.clone(),
         files: Vec::new(),
     };
     if !series.is_empty() {
@@ -146,28 +152,48 @@ pub fn write(dir: &Path, font_file: &Path, planning: &Planning) -> Result<Writte
 struct Charts<'a> {
     dir: PathBuf,
     sections: Sections<'a>,
+    /// What every chart says under it ([`Context::footer`]).
+    footer: String,
     files: Vec<PathBuf>,
 }
 
 impl Charts<'_> {
     fn add(&mut self, chart: &LineChart, stem: &str) -> Result<(), ReportError> {
-        self.files.extend(chart::render(chart, &self.dir, stem)?);
+        let mut chart = chart.clone();
+        chart.notes.push(self.footer.clone());
+        self.files.extend(chart::render(&chart, &self.dir, stem)?);
         self.sections.chart(&chart.title, stem);
         Ok(())
     }
 }
 
 /// The figures every report charts against its x axis: (title, y label, summary.csv
-/// column, scale to the y unit, file stem).
-const MAIN_FIGURES: [(&str, &str, &str, f64, &str); 2] = [
+/// column, scale to the y unit, file stem, the percentile it is, if one).
+type MainFigure = (
+    &'static str,
+    &'static str,
+    &'static str,
+    f64,
+    &'static str,
+    Option<f64>,
+);
+const MAIN_FIGURES: [MainFigure; 2] = [
     (
         "Throughput",
         "throughput (ops/s)",
         "throughput_ops_s",
         1.0,
         "throughput",
+        None,
     ),
-    ("p99 latency", "p99 latency (ms)", "p99_us", 1e-3, "p99"),
+    (
+        "p99 latency",
+        "p99 latency (ms)",
+        "p99_us",
+        1e-3,
+        "p99",
+        Some(0.99),
+    ),
 ];
 
 /// Throughput and p99 against x, the percentile spectrum of every point, the per-target
@@ -183,9 +209,16 @@ fn figure_charts(
         XKind::Axis(axis, _) => axis.name().to_string(),
         _ => "target".into(),
     };
-    for (title, y_label, column, scale, stem) in MAIN_FIGURES {
+    // One point alone (a single run) is a number, in the figures table, not a chart.
+    let points: usize = series.iter().map(|s| s.points.len()).sum();
+    let main: &[MainFigure] = if points > 1 { &MAIN_FIGURES } else { &[] };
+    for &(title, y_label, column, scale, stem, percentile) in main {
         let title = format!("{title} vs {}", x.label);
-        let chart = line_chart(title, x, y_label, series, table, (column, scale));
+        let mut chart = line_chart(title, x, y_label, series, table, (column, scale));
+        if let Some(p) = percentile {
+            withhold_unsupported(&mut chart, series, table, p);
+        }
+        // Drawn even when every point is withheld: its footer says why it is empty.
         out.add(&chart, &format!("{stem}-vs-{axis_stem}"))?;
     }
     for point in spectrum::charts(dir, table, x, series) {
@@ -201,6 +234,47 @@ fn figure_charts(
         out.add(&chart, &name)?;
     }
     Ok(())
+}
+
+/// Takes out of `chart` (drawn from `series` by [`line_chart`]) the points whose repeats
+/// do not all support percentile `p`, or whose percentile `p` is a timeout (the limit, not
+/// a latency), and says so in its footer.
+fn withhold_unsupported(chart: &mut LineChart, series: &[Series], table: &Table, p: f64) {
+    let mut withheld = Vec::new();
+    let mut timeouts = Vec::new();
+    for s in series {
+        let Some(line) = chart.lines.iter_mut().find(|l| l.label == s.label()) else {
+            continue;
+        };
+        for point in &s.points {
+            let name = format!("{} ({})", s.label(), point.x_text);
+            if !sample::rows_support(table, &point.rows, p) {
+                withheld.push(name);
+            } else if sample::rows_at_timeout(table, &point.rows, p) {
+                timeouts.push(name);
+            } else {
+                continue;
+            }
+            line.points.retain(|(x, _)| *x != point.x);
+            line.bars.retain(|b| b.x != point.x);
+        }
+    }
+    chart.lines.retain(|l| !l.points.is_empty());
+    if !withheld.is_empty() {
+        chart.notes.push(format!(
+            "p{} withheld where a run has under {} operations: {}",
+            sample::percentile_text(p),
+            coordbench_results::tails::thousands(coordbench_results::tails::min_ops(p)),
+            withheld.join(", ")
+        ));
+    }
+    if !timeouts.is_empty() {
+        chart.notes.push(format!(
+            "p{} not drawn where it is a timeout (the limit, not a latency): {}",
+            sample::percentile_text(p),
+            timeouts.join(", ")
+        ));
+    }
 }
 
 /// Herd figures: lock runs whose clients (or locks) vary, against waiters per lock.
@@ -241,6 +315,17 @@ fn herd_charts(
         out.add(&chart, stem)?;
     }
     Ok(())
+}
+
+/// The fewest and most repeats of a point in `series`; (1, 1) when there is none.
+fn repeats(series: &[Series]) -> (usize, usize) {
+    let counts = series.iter().flat_map(|s| &s.points).map(|p| p.rows.len());
+    let (lo, hi) = counts.fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
+    if hi == 0 {
+        (1, 1)
+    } else {
+        (lo, hi)
+    }
 }
 
 /// `dir/run.json`, if it is there and parses.
@@ -324,5 +409,6 @@ fn line_chart(
             })
             .filter(|l| !l.points.is_empty())
             .collect(),
+        notes: Vec::new(),
     }
 }

@@ -11,6 +11,7 @@ use hdrhistogram::Histogram;
 use super::cdf;
 use super::chart::{target_color, Line, LineChart, XScale};
 use super::groups::{x_label, Series, XAxis};
+use super::sample;
 use super::table::Table;
 
 /// Percentiles drawn per line, evenly spaced on the spectrum's axis.
@@ -46,11 +47,13 @@ pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<Po
     points
         .into_iter()
         .filter_map(|(label, lines)| {
+            let mut cuts = Vec::new();
             let lines: Vec<Line> = lines
                 .into_iter()
                 .filter_map(|(label, target, variant, rows)| {
-                    let points = spectrum(&cdf::merged(dir, table, rows));
-                    (!points.is_empty()).then(|| Line {
+                    let (points, cut) = cdf::drawn_line(dir, table, rows, &label, spectrum)?;
+                    cuts.push(cut);
+                    Some(Line {
                         label,
                         color: target_color(target),
                         dashed: variant % 2 == 1,
@@ -77,23 +80,25 @@ pub fn charts(dir: &Path, table: &Table, x: &XAxis, series: &[Series]) -> Vec<Po
                     x_scale: XScale::Percentile,
                     y_range: None,
                     lines,
+                    notes: sample::notes(&cuts, LAST),
                 },
             })
         })
         .collect()
 }
 
-/// (percentile as a fraction, latency in ms) from p50 to p99.99, evenly spaced in
-/// log10(1 / (1 − p)).
-pub fn spectrum(h: &Histogram<u64>) -> Vec<(f64, f64)> {
-    if h.is_empty() {
+/// (percentile as a fraction, latency in ms) from p50 to p99.99 or `top` if lower, evenly
+/// spaced in log10(1 / (1 − p)); nothing when `top` is below p50.
+pub fn spectrum(h: &Histogram<u64>, top: f64) -> Vec<(f64, f64)> {
+    let last = LAST.min(top);
+    if h.is_empty() || last < FIRST {
         return Vec::new();
     }
-    let (from, to) = (placed(FIRST), placed(LAST));
+    let (from, to) = (placed(FIRST), placed(last));
     (0..=STEPS)
         .map(|i| {
             let p = 1.0 - 10f64.powf(-(from + (to - from) * i as f64 / STEPS as f64));
-            let p = p.clamp(FIRST, LAST);
+            let p = p.clamp(FIRST, last);
             (p, h.value_at_quantile(p) as f64 / 1000.0)
         })
         .collect()
@@ -129,13 +134,21 @@ mod tests {
             // 1 ms for most, 100 ms for the slowest 0.1%.
             h.record(if v > 9_990 { 100_000 } else { 1_000 }).unwrap();
         }
-        let s = spectrum(&h);
+        let s = spectrum(&h, 1.0);
         assert_eq!(s.len(), STEPS + 1);
         assert!((s[0].0 - 0.5).abs() < 1e-9 && (s[STEPS].0 - 0.9999).abs() < 1e-9);
         assert!((s[0].1 - 1.0).abs() < 0.01, "{:?}", s[0]);
         assert!(s[STEPS].1 > 99.0, "{:?}", s[STEPS]);
         assert!(s.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
-        assert!(spectrum(&Histogram::<u64>::new(3).unwrap()).is_empty());
+        assert!(spectrum(&Histogram::<u64>::new(3).unwrap(), 1.0).is_empty());
+        let cut = spectrum(&h, 0.999);
+        assert!((cut[STEPS].0 - 0.999).abs() < 1e-9, "{:?}", cut[STEPS]);
+        assert!(
+            cut[STEPS].1 < 2.0,
+            "stops below the slowest 0.1%: {:?}",
+            cut[STEPS]
+        );
+        assert!(spectrum(&h, 0.4).is_empty());
     }
 
     #[test]

@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use super::ReportError;
 use coordbench_results::axis::{HERD_FREE, HERD_FREE_RECIPES};
 
+/// The column [`Table::name_herd_free_recipes`] keeps each row's recipe in, as run.
+pub const RECIPE_AS_RUN: &str = "recipe_as_run";
+
 /// One row: column → value as written.
 #[derive(Debug, Clone, Default)]
 pub struct Row(pub BTreeMap<String, String>);
@@ -21,6 +24,14 @@ impl Row {
 
     pub fn num(&self, column: &str) -> Option<f64> {
         self.get(column)?.parse().ok()
+    }
+
+    /// The run's latency sample size: its successful operations plus its timeouts (which
+    /// its latency histogram holds at the timeout; a summary from before the `timeouts`
+    /// column counts its successes alone).
+    pub fn latency_n(&self) -> u64 {
+        let count = |c: &str| self.num(c).unwrap_or(0.0) as u64;
+        count("ops") + count("timeouts")
     }
 
     /// Rows without a `complete` column count as complete.
@@ -67,15 +78,21 @@ impl Table {
 
     /// Renames every family's herd-free recipe (`etcd-mutex`, `zk-recipe`, `mutex`) to
     /// `herd-free` in the `recipe` column, so that targets of different API families that
-    /// each ran their own herd-free recipe share a point.
+    /// each ran their own herd-free recipe share a point; the name as run stays in
+    /// [`RECIPE_AS_RUN`], which legends and the header show, as the console does.
     pub fn name_herd_free_recipes(&mut self) {
         let names = HERD_FREE_RECIPES;
         for row in &mut self.rows {
-            if let Some(recipe) = row.0.get_mut("recipe") {
-                if names.contains(&recipe.as_str()) {
-                    *recipe = HERD_FREE.to_string();
-                }
+            let Some(recipe) = row.0.get("recipe").cloned() else {
+                continue;
+            };
+            row.0.insert(RECIPE_AS_RUN.into(), recipe.clone());
+            if names.contains(&recipe.as_str()) {
+                row.0.insert("recipe".into(), HERD_FREE.to_string());
             }
+        }
+        if self.has("recipe") && !self.has(RECIPE_AS_RUN) {
+            self.columns.push(RECIPE_AS_RUN.into());
         }
     }
 
@@ -119,5 +136,11 @@ mod tests {
             .map(|r| r.get("recipe").unwrap())
             .collect();
         assert_eq!(names, ["herd-free", "herd-free", "naive", "herd-free"]);
+        let as_run: Vec<_> = table
+            .rows
+            .iter()
+            .map(|r| r.get(RECIPE_AS_RUN).unwrap())
+            .collect();
+        assert_eq!(as_run, ["etcd-mutex", "zk-recipe", "naive", "mutex"]);
     }
 }

@@ -10,14 +10,15 @@ use super::table::Table;
 use coordbench_results::axis::{Axis, NOT_APPLICABLE};
 
 /// What these charts add to the report's main figures ([`super::MAIN_FIGURES`]), alike:
-/// (title, y label, summary.csv column, scale to the y unit, file stem).
-const VERSION_FIGURES: [(&str, &str, &str, f64, &str); 3] = [
+/// (title, y label, summary.csv column, scale to the y unit, file stem, percentile).
+const VERSION_FIGURES: [super::MainFigure; 3] = [
     (
         "Server CPU per operation",
         "server CPU per op (µs, all members)",
         "server_cpu_us_per_op",
         1.0,
         "server-cpu",
+        None,
     ),
     (
         "Server peak RSS",
@@ -25,6 +26,7 @@ const VERSION_FIGURES: [(&str, &str, &str, f64, &str); 3] = [
         "server_peak_rss_mb",
         1.0,
         "server-rss",
+        None,
     ),
     (
         "Lock handover p99",
@@ -32,6 +34,7 @@ const VERSION_FIGURES: [(&str, &str, &str, f64, &str); 3] = [
         "handover_p99_us",
         1e-3,
         "handover-p99",
+        None,
     ),
 ];
 
@@ -69,9 +72,12 @@ pub fn charts(
     };
     main.iter()
         .chain(VERSION_FIGURES.iter())
-        .map(|(title, y_label, column, scale, stem)| {
+        .map(|(title, y_label, column, scale, stem, percentile)| {
             let title = format!("{title} by server version");
-            let chart = super::line_chart(title, &x, y_label, &series, table, (column, *scale));
+            let mut chart = super::line_chart(title, &x, y_label, &series, table, (column, *scale));
+            if let Some(p) = percentile {
+                super::withhold_unsupported(&mut chart, &series, table, *p);
+            }
             (chart, format!("version-{stem}"))
         })
         .filter(|(chart, _)| chart.lines.iter().any(|l| !l.points.is_empty()))

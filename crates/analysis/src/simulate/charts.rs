@@ -39,6 +39,7 @@ fn chart(title: String, x_scale: XScale, lines: Vec<Line>) -> LineChart {
         x_scale,
         y_range: Some((0.0, 1.02)),
         lines,
+        notes: Vec::new(),
     }
 }
 

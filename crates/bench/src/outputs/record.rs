@@ -15,7 +15,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::generator::GeneratorUsage;
-use crate::runner::{EndReason, RunOutcome};
+use crate::runner::{EndReason, RunOutcome, TIMEOUT};
 use crate::server_stats::ServerCounters;
 use coordbench_lab::environment::Environment;
 use coordbench_lab::provision::disk::SyncProbe;
@@ -104,6 +104,9 @@ pub struct MeasuredResults {
     /// Open loop: intended starts in the window never sent before it ended.
     pub schedule_dropped: Option<u64>,
     pub errors: u64,
+    /// Of `errors`, the operations that hit the operation timeout (`errors_by_kind.timeout`):
+    /// they are in the latency histogram at the timeout, not as latencies measured.
+    pub timeouts: u64,
     pub errors_by_kind: BTreeMap<String, u64>,
     /// Safety violations found by the workload's checker.
     pub violations: u64,
@@ -185,6 +188,7 @@ impl MeasuredResults {
                 .map(|_| LatencySummary::of(&outcome.total.schedule_lag)),
             schedule_dropped: outcome.schedule_dropped,
             errors: outcome.total.errors_total(),
+            timeouts: outcome.total.errors.get(TIMEOUT).copied().unwrap_or(0),
             errors_by_kind: outcome
                 .total
                 .errors

@@ -38,6 +38,8 @@ pub struct SummaryRow {
     pub schedule_lag_max_us: Option<u64>,
     pub schedule_dropped: Option<u64>,
     pub errors: u64,
+    /// Of `errors`, the operations that hit the operation timeout.
+    pub timeouts: u64,
     /// kv-mixed: the read probability asked for (`--read-ratio`).
     pub read_ratio: Option<f64>,
     /// kv-put: every write created a new key (`--create-keys`).
@@ -176,6 +178,7 @@ impl SummaryRow {
         self.throughput_ops_s = r.throughput_ops_s;
         self.schedule_dropped = r.schedule_dropped;
         self.errors = r.errors;
+        self.timeouts = r.timeouts;
         self.read_ops = r.reads.as_ref().map(|k| k.ops);
         self.read_errors = r.reads.as_ref().map(|k| k.errors);
         self.write_ops = r.writes.as_ref().map(|k| k.ops);

@@ -26,6 +26,9 @@ use tokio_util::sync::CancellationToken;
 use crate::shard::{wait_for_start, Part, StartError, StartRule, Started};
 
 pub use op_timeout::OpTimeout;
+
+/// The error kind of an operation that hit the operation timeout (`errors_by_kind`).
+pub const TIMEOUT: &str = "timeout";
 pub use pacer::{LoadMode, Pacer};
 pub use recorder::{Aggregator, ClientRecorder, IntervalStats};
 pub use timer::PreciseTimer;
@@ -470,7 +473,7 @@ async fn client_loop(
                 now = Instant::now();
             }
             Err(op_timeout::Elapsed) => {
-                recorder.record_error(completed, "timeout", Some(queued + op_timeout), lag, class)
+                recorder.record_error(completed, TIMEOUT, Some(queued + op_timeout), lag, class)
             }
         }
     }
