@@ -55,8 +55,8 @@ impl FromStr for NetDelay {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let parse = |part: &str| {
-            humantime::parse_duration(part.trim())
-                .map_err(|e| format!("'{part}': {e} (write e.g. 5ms or 5ms,1ms)"))
+            coordbench_results::parse::parse_duration(part)
+                .map_err(|e| format!("'{part}': {e}; e.g. 5ms or 5ms,1ms"))
         };
         let (delay, jitter) = match s.split_once(',') {
             Some((d, j)) => (parse(d)?, parse(j)?),
