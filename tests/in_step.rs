@@ -111,7 +111,7 @@ fn the_notebooks_colour_every_target_as_the_report_does() {
         .map(|p| (p[0].as_str(), p[1].as_str()))
         .collect();
     for target in coordbench_results::kinds::TargetKind::value_variants() {
-        let name = target.name();
+        let name = coordbench_results::kinds::value_name(*target);
         let c = coordbench_analysis::report::chart::target_color(&name);
         let want = format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2);
         assert_eq!(colours.get(name.as_str()).copied(), Some(want.as_str()), "{name}");
