@@ -51,7 +51,8 @@ pub enum Command {
 }
 
 /// What `run --help` and `capacity --help` say of every timing option.
-const DURATIONS: &str = "Durations (--duration, --warmup, --ttl, --heartbeat, --election-timeout's bounds, ...): \
+const DURATIONS: &str =
+    "Durations (--duration, --warmup, --ttl, --heartbeat, --election-timeout's bounds, ...): \
 a number with its unit (10s, 500ms, 2m, 75us) or a bare whole number of milliseconds (150).";
 
 /// The built-in engines a process can serve.

@@ -37,7 +37,7 @@ fn help(args: &[&str]) -> String {
 fn generated() -> String {
     let mut doc = String::from(
         "# Command-line reference\n\n\
-         Generated from `coordbench … --help` by `tests/cli_docs.rs`; do not edit by hand. After \
+         Generated from `coordbench … --help` by `tests/in_step.rs`; do not edit by hand. After \
          changing an option, regenerate it with\n\
          `COORDBENCH_UPDATE_DOCS=1 cargo test --test in_step`. `coordbench report --help`, \
          `compare --help` and `simulate --help` describe the analysis commands.\n\n",
@@ -83,7 +83,9 @@ fn docs_cli_md_is_the_binarys_own_help() {
 fn python_strings(start: &str, end: char) -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("notebooks/resultdir.py");
     let text = std::fs::read_to_string(&path).expect("notebooks/resultdir.py");
-    let from = text.find(start).unwrap_or_else(|| panic!("{start} in resultdir.py"));
+    let from = text
+        .find(start)
+        .unwrap_or_else(|| panic!("{start} in resultdir.py"));
     let body = &text[from + start.len()..];
     let body = &body[..body.find(end).expect("end of the literal")];
     body.split('"')
@@ -114,6 +116,10 @@ fn the_notebooks_colour_every_target_as_the_report_does() {
         let name = coordbench_results::kinds::value_name(*target);
         let c = coordbench_analysis::report::chart::target_color(&name);
         let want = format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2);
-        assert_eq!(colours.get(name.as_str()).copied(), Some(want.as_str()), "{name}");
+        assert_eq!(
+            colours.get(name.as_str()).copied(),
+            Some(want.as_str()),
+            "{name}"
+        );
     }
 }

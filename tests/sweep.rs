@@ -96,7 +96,10 @@ fn serve(engine: &str, data: &Path) -> Member {
     while std::net::TcpStream::connect(("127.0.0.1", client)).is_err() {
         let exited = member.child.try_wait().expect("wait");
         assert!(exited.is_none(), "{engine} member exited: {exited:?}");
-        assert!(Instant::now() < deadline, "{engine} never listened on {client}");
+        assert!(
+            Instant::now() < deadline,
+            "{engine} never listened on {client}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     member

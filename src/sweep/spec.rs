@@ -153,14 +153,20 @@ impl<'de> Deserialize<'de> for RawTargets {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a list of targets, or a [targets.NAME] table per target")
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawTargets, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RawTargets, A::Error> {
                 let mut names = Vec::new();
                 while let Some(name) = seq.next_element()? {
                     names.push(name);
                 }
                 Ok(RawTargets::List(names))
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<RawTargets, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<RawTargets, A::Error> {
                 let mut tables: Vec<(String, Spanned<Options>)> = Vec::new();
                 while let Some(name) = map.next_key()? {
                     tables.push((name, map.next_value()?));
@@ -555,7 +561,8 @@ fn per_target_settings(
         let mut settings = Vec::new();
         for (key, value) in options {
             let location = ctx.location(value.span(), format!("targets.{target}.{key}"));
-            if Axis::from_name(&key.replace('-', "_")).is_some_and(|a| axes.contains_key(a.name())) {
+            if Axis::from_name(&key.replace('-', "_")).is_some_and(|a| axes.contains_key(a.name()))
+            {
                 return Err(ctx.at(
                     &location,
                     format!("{key} is also an axis; set it in one place"),
@@ -1068,7 +1075,12 @@ targets = ["zookeeper", "raft"]
         );
         assert_eq!(
             args("zookeeper"),
-            ["--clients", "4", "--endpoints", "127.0.0.1:2181,127.0.0.1:2182"]
+            [
+                "--clients",
+                "4",
+                "--endpoints",
+                "127.0.0.1:2181,127.0.0.1:2182"
+            ]
         );
         assert_eq!(args("raft"), ["--clients", "4"]);
         let own = &spec.target_settings[0].1;
@@ -1101,9 +1113,8 @@ targets = ["zookeeper", "raft"]
             e.starts_with("t.toml:3: targets.etcd.workload: not allowed in a target's table"),
             "{e}"
         );
-        let e = error(
-            "workload = \"kv-put\"\n[targets.etcd]\nclients = 2\n[axes]\nclients = [1, 2]\n",
-        );
+        let e =
+            error("workload = \"kv-put\"\n[targets.etcd]\nclients = 2\n[axes]\nclients = [1, 2]\n");
         assert!(
             e.starts_with("t.toml:3: targets.etcd.clients: clients is also an axis"),
             "{e}"

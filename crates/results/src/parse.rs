@@ -77,7 +77,9 @@ mod tests {
             assert!(e.contains("a bare number is milliseconds"), "{bad}: {e}");
         }
         assert_eq!(parse_positive_duration("15"), Ok(ms(15)));
-        assert!(parse_positive_duration("0").unwrap_err().contains("greater than zero"));
+        assert!(parse_positive_duration("0")
+            .unwrap_err()
+            .contains("greater than zero"));
         assert!(parse_positive_duration("0s").is_err());
     }
 }

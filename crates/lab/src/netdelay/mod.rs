@@ -384,7 +384,13 @@ mod tests {
         );
         let d: NetDelay = "5ms,1ms".parse().unwrap();
         assert_eq!(d.jitter, Duration::from_millis(1));
-        for bad in ["", "5", "1ms,2ms", "fast", "1h"] {
+        // A bare number is milliseconds, as in every timing option.
+        let d: NetDelay = "5,1".parse().unwrap();
+        assert_eq!(
+            (d.delay, d.jitter),
+            (Duration::from_millis(5), Duration::from_millis(1))
+        );
+        for bad in ["", "1ms,2ms", "fast", "1h", "5x"] {
             let err = bad.parse::<NetDelay>().unwrap_err();
             assert!(!err.contains('\n'), "{bad}: {err}");
         }
