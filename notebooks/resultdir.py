@@ -65,7 +65,9 @@ def summary(directory, complete_only=True):
         table.insert(0, "point", ".")
     if "repeat" not in table.columns:
         table.insert(1, "repeat", 1)
-    table["dir"] = [directory / p for p in table["point"]]
+    # One new column on a defragmented copy (pandas warns on a frame built column by column).
+    table = pd.concat([table, pd.DataFrame({"dir": [directory / p for p in table["point"]]},
+                                           index=table.index)], axis=1)
     if complete_only and "complete" in table.columns:
         table = table[table["complete"].astype(str).str.lower() == "true"]
     return table.reset_index(drop=True)
