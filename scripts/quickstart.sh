@@ -82,4 +82,6 @@ echo "notifications/release and requests/release are the herd effect: about 1 pe
 echo "herd-free, about one per waiter (15 here) naive. Definitions: docs/reference.md."
 echo "server releases that ran: the server_version column of $out/summary.csv"
 echo "report: $out/report.html (one file, charts inline) and $out/report.md"
-echo "time: $(IFS=,; echo "${timings[*]}" | sed 's/,/, /g')"
+line=""
+for t in "${timings[@]}"; do line+="${line:+; }$t"; done
+echo "time: $line"
