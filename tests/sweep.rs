@@ -145,6 +145,12 @@ fn a_sweep_compares_two_clusters_started_by_hand_through_per_target_endpoints() 
     }
     assert!(out.join("report.md").exists());
     assert!(out.join("report.html").exists());
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(
+        record["target_options"]["zab"],
+        serde_json::json!(["--endpoints", format!("127.0.0.1:{}", zab.client)])
+    );
 }
 
 const TINY: &str = r#"
