@@ -11,20 +11,26 @@ from pathlib import Path
 
 import pandas as pd
 
-# The report's colours (src/report): each target keeps its colour on every chart.
+# The report's colours (crates/analysis/src/report/chart.rs, target_color): each target
+# keeps its colour on every chart. tests/in_step.rs holds this table to the tool's.
 TARGET_COLOURS = {
     "etcd": "#1f77b4",
     "zookeeper": "#ff7f0e",
     "raft": "#2ca02c",
     "zab": "#d62728",
     "null": "#7f7f7f",
+    "redis": "#8c564b",
+    "postgres": "#9467bd",
 }
 
-# A sweep's axes in the order its summary.csv and the report use: the first that varies
-# goes on the x axis (quantities before names), the others split lines.
+# Every sweep axis, in the order a sweep's summary.csv and the report use (Axis::ALL in
+# crates/results/src/axis.rs; tests/in_step.rs holds the two equal): the first that varies
+# goes on the x axis (quantities before names), the others split lines. A sweep's own
+# run.json names the axes it swept; this list serves directories without one.
 AXES = [
-    "workload", "cluster_size", "ttl", "clients", "locks", "disk", "net_delay",
-    "value_size", "rate", "recipe", "etcd_bin", "zk_classpath", "engine_bin",
+    "workload", "cluster_size", "ttl", "clients", "locks", "state", "disk", "net_delay",
+    "election_timeout", "heartbeat", "value_size", "rate", "read_ratio", "recipe", "secure",
+    "server_version", "etcd_bin", "zk_classpath", "engine_bin",
 ]
 # Where a run's own summary.csv holds an axis under another name.
 RUN_COLUMNS = {"ttl": "ttl_ms", "net_delay": "net_delay_us"}
@@ -59,14 +65,18 @@ def summary(directory, complete_only=True):
         table.insert(0, "point", ".")
     if "repeat" not in table.columns:
         table.insert(1, "repeat", 1)
-    table["dir"] = [directory / p for p in table["point"]]
+    # One new column on a defragmented copy (pandas warns on a frame built column by column).
+    table = pd.concat([table, pd.DataFrame({"dir": [directory / p for p in table["point"]]},
+                                           index=table.index)], axis=1)
     if complete_only and "complete" in table.columns:
         table = table[table["complete"].astype(str).str.lower() == "true"]
     return table.reset_index(drop=True)
 
 
 def swept_axes(directory, table):
-    """The axes the sweep swept (its run.json `axes`), else every axis column present."""
+    """The axes the sweep swept, as its run.json `axes` names them (so an axis this file
+    does not know still counts), in summary.csv's column order; without a sweep's run.json,
+    every known axis with a column."""
     axes = run_json(directory).get("axes")
     if isinstance(axes, dict):
         names = list(axes)
@@ -74,7 +84,8 @@ def swept_axes(directory, table):
         names = [a[0] if isinstance(a, (list, tuple)) else a.get("axis") for a in axes]
     else:
         names = AXES
-    return [a for a in AXES if a in names and axis_column(table, a)]
+    present = [a for a in names if axis_column(table, a)]
+    return sorted(present, key=lambda a: list(table.columns).index(axis_column(table, a)))
 
 
 def axis_column(table, axis):

@@ -11,10 +11,21 @@
 # (Python 3's venv module; Debian's python3-venv where it lacks one). Safe to run
 # repeatedly: it installs nothing that is already there, and rebuilds the venv only when
 # requirements.txt changed since it was made.
-# Usage: scripts/install-deps.sh [build]   (build: only what building, reports and notebooks
-# need, for the built-in engines alone; no etcd, ZooKeeper, Java, Redis or PostgreSQL)
+# Usage: scripts/install-deps.sh [MODE]
+#   (none)   everything above: what scripts/test.sh needs
+#   build    only what building, reports and notebooks need, for the built-in engines
+#            alone (no etcd, ZooKeeper, Java, Redis or PostgreSQL); the venvs too
+#   compile  only what building and the report's charts need: protoc, its headers, fonts;
+#            no Python venvs (scripts/quickstart.sh, first part)
+#   servers  compile, plus Debian's etcd, etcdctl, ZooKeeper, a Java runtime and Maven:
+#            what scripts/quickstart.sh's second part runs; no Redis, PostgreSQL or venvs
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=${1:-all}
+case $mode in
+  all | build | compile | servers) ;;
+  *) echo "error: unknown mode '$mode'; use build, compile or servers (or nothing)" >&2; exit 2 ;;
+esac
 
 # command-that-proves-it-is-installed:debian-package
 wanted=(
@@ -22,7 +33,16 @@ wanted=(
   /usr/include/google/protobuf/descriptor.proto:libprotobuf-dev
   /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:fonts-dejavu-core
 )
-if [[ ${1:-} != build ]]; then
+if [[ $mode == servers ]]; then
+  wanted+=(
+    etcd:etcd-server
+    etcdctl:etcd-client
+    /usr/share/java/zookeeper.jar:zookeeper
+    java:default-jre-headless
+    mvn:maven
+  )
+fi
+if [[ $mode == all ]]; then
   wanted+=(
     etcd:etcd-server
     etcdctl:etcd-client
@@ -41,8 +61,11 @@ if [[ ${1:-} != build ]]; then
 fi
 
 missing=()
+# Only the venvs need Python.
+venvs=$([[ $mode == all || $mode == build ]] && echo yes || echo no)
 # python3 with venv and ensurepip (Debian splits them off into python3-venv).
-if ! command -v python3 >/dev/null 2>&1; then missing+=(python3 python3-venv)
+if [[ $venvs == no ]]; then :
+elif ! command -v python3 >/dev/null 2>&1; then missing+=(python3 python3-venv)
 elif ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then missing+=(python3-venv)
 fi
 for pair in "${wanted[@]}"; do
@@ -81,6 +104,7 @@ ensure_venv() {
     echo "$want" >"$venv/.requirements.sha256"
   fi
 }
+[[ $venvs == yes ]] || exit 0
 # The notebooks' venv.
 ensure_venv target/notebooks-venv notebooks/requirements.txt
 # The second ZooKeeper client library (kazoo) of tests/kazoo_interop.rs.

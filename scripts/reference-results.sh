@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Makes results/reference/ (committed; the notebooks' default input): three short sweeps,
-# workloads/reference-{kv,herd,failover}.toml, each into results/reference/<part>/, with a
+# Makes results/reference/ (committed; the notebooks' default input): four short sweeps,
+# workloads/reference-{kv,herd,failover,capacity}.toml, each into results/reference/<part>/, with a
 # release build. Then it drops what is most of the size: server logs (nothing reads them),
 # charts and reports (`coordbench report DIR` redraws them; results/reference/.gitignore
 # keeps them out of git), and ZooKeeper points' run.json `server_counters`, every mntr value
 # of every member (50-150 KB a point; set to null, as for the other targets; the figures
 # summary.csv takes from them stay). Every directory stays an ordinary sweep directory.
 #
-#   scripts/reference-results.sh [--base-port N] [PART...]     (parts: kv herd failover)
+#   scripts/reference-results.sh [--base-port N] [PART...]     (parts: kv herd failover capacity)
 #
 # --base-port puts every started member on fixed ports from N (spec option base_port).
 # Rerunning skips the points already complete (as any sweep does), so an interrupted
@@ -20,11 +20,11 @@ parts=()
 while (($#)); do
   case $1 in
     --base-port) base_port=${2:?--base-port needs a port}; shift 2 ;;
-    kv|herd|failover) parts+=("$1"); shift ;;
-    *) echo "error: unknown argument $1 (use --base-port N, kv, herd, failover)" >&2; exit 2 ;;
+    kv|herd|failover|capacity) parts+=("$1"); shift ;;
+    *) echo "error: unknown argument $1 (use --base-port N, kv, herd, failover, capacity)" >&2; exit 2 ;;
   esac
 done
-((${#parts[@]})) || parts=(kv herd failover)
+((${#parts[@]})) || parts=(kv herd failover capacity)
 if [[ ! -x $bin ]]; then
   echo "error: $bin missing: run cargo build --release first" >&2
   exit 2
@@ -39,12 +39,13 @@ for part in "${parts[@]}"; do
     spec=target/reference-specs/reference-$part.toml
   fi
   "$bin" sweep "$spec" --out "results/reference/$part"
-  find "results/reference/$part" -mindepth 2 -maxdepth 2 -type d -name logs -exec rm -rf {} +
+  # Server logs, also those of a capacity search's windows (a level deeper).
+  find "results/reference/$part" -mindepth 2 -maxdepth 3 -type d -name logs -exec rm -rf {} +
   rm -rf "results/reference/$part/charts" "results/reference/$part/report.md" \
     "results/reference/$part/report.html"
   python3 - "results/reference/$part" <<'PY'
 import json, pathlib, sys
-for path in pathlib.Path(sys.argv[1]).glob("*/run.json"):
+for path in [*pathlib.Path(sys.argv[1]).glob("*/run.json"), *pathlib.Path(sys.argv[1]).glob("*/*/run.json")]:
     record = json.loads(path.read_text())
     if record.get("server_counters") is not None:
         record["server_counters"] = None

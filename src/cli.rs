@@ -21,9 +21,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one workload against one target and write its results.
+    #[command(after_help = DURATIONS)]
     Run(RunArgs),
     /// Search, in open loop, for the highest --rate that meets every --slo for a whole
     /// window, on one cluster; writes capacity.json and summary.csv.
+    #[command(after_help = DURATIONS)]
     Capacity(crate::capacity::CapacityArgs),
     /// Run every point of a sweep spec (targets × axis values × repeats), then report.
     Sweep(crate::sweep::SweepArgs),
@@ -47,6 +49,11 @@ pub enum Command {
     #[command(subcommand)]
     Simulate(coordbench_analysis::simulate::args::SimulateCommand),
 }
+
+/// What `run --help` and `capacity --help` say of every timing option.
+const DURATIONS: &str =
+    "Durations (--duration, --warmup, --ttl, --heartbeat, --election-timeout's bounds, ...): \
+a number with its unit (10s, 500ms, 2m, 75us) or a bare whole number of milliseconds (150).";
 
 /// The built-in engines a process can serve.
 #[derive(Debug, Subcommand)]

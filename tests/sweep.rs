@@ -2,8 +2,10 @@
 //! built-in engines (1-member raft and zab clusters on 127.0.0.1, 1 s points) writing
 //! summary.csv, SVG and PNG charts and report.md; rerunning it skipping complete points and
 //! rerunning an incomplete one; Ctrl-C during a point (exit 130, the point written as
-//! incomplete) and the rerun completing only the missing points; a report on a hand-made
-//! summary.csv with published figures beside ours; and bad specs refused in one line.
+//! incomplete) and the rerun completing only the missing points; a sweep over two clusters
+//! started by hand (`coordbench serve raft` and `serve zab`) with per-target endpoints; a
+//! report on a hand-made summary.csv with published figures beside ours; and bad specs
+//! refused in one line.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -53,6 +55,102 @@ fn assert_png(path: &Path) {
         path.display()
     );
     assert!(bytes.len() > 10_000, "{} is nearly empty", path.display());
+}
+
+/// A one-member cluster of a built-in engine started by hand, as a user would; killed
+/// when dropped.
+struct Member {
+    child: std::process::Child,
+    client: u16,
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port nothing listens on now (the kernel's pick, released at once).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().unwrap().port()
+}
+
+/// `coordbench serve ENGINE` as one member on free 127.0.0.1 ports, once its client port
+/// accepts connections.
+fn serve(engine: &str, data: &Path) -> Member {
+    let (peer, client) = (free_port(), free_port());
+    let child = Command::new(BIN)
+        .args(["serve", engine, "--id", "1", "--disk", "nofsync"])
+        .arg(format!("--peers=1=127.0.0.1:{peer}"))
+        .arg(format!("--clients=1=127.0.0.1:{client}"))
+        .arg("--data-dir")
+        .arg(data)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("coordbench serve starts");
+    let mut member = Member { child, client };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", client)).is_err() {
+        let exited = member.child.try_wait().expect("wait");
+        assert!(exited.is_none(), "{engine} member exited: {exited:?}");
+        assert!(
+            Instant::now() < deadline,
+            "{engine} never listened on {client}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    member
+}
+
+#[test]
+fn a_sweep_compares_two_clusters_started_by_hand_through_per_target_endpoints() {
+    let tmp = TempDir::new().unwrap();
+    let raft = serve("raft", &tmp.path().join("raft-data"));
+    let zab = serve("zab", &tmp.path().join("zab-data"));
+    let spec = tmp.path().join("attached.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "name = \"attached\"\nworkload = \"kv-put\"\nwarmup = \"0s\"\nduration = \"1s\"\n\
+             [options]\nclients = 2\n\
+             [targets.raft]\nendpoints = \"127.0.0.1:{}\"\n\
+             [targets.zab]\nendpoints = [\"127.0.0.1:{}\"]\n",
+            raft.client, zab.client
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("sweep");
+    let ran = sweep(&spec, &out);
+    assert!(ran.status.success(), "{}", describe(&ran));
+
+    let (header, rows) = csv_rows(&out.join("summary.csv"));
+    let names: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(names, ["raft-r1", "zab-r1"], "{header:?}");
+    let throughput = header.iter().position(|h| h == "throughput_ops_s").unwrap();
+    for (row, member) in rows.iter().zip([&raft, &zab]) {
+        let t: f64 = row[throughput].parse().unwrap();
+        assert!(t > 0.0, "{row:?}");
+        // The point ran against the member started here, not a cluster of its own.
+        let run = std::fs::read_to_string(out.join(&row[0]).join("run.json")).unwrap();
+        let run: serde_json::Value = serde_json::from_str(&run).unwrap();
+        let attached = run.to_string();
+        assert!(
+            attached.contains(&format!("127.0.0.1:{}", member.client)),
+            "{} run.json does not name its endpoint",
+            row[0]
+        );
+    }
+    assert!(out.join("report.md").exists());
+    assert!(out.join("report.html").exists());
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(
+        record["target_options"]["zab"],
+        serde_json::json!(["--endpoints", format!("127.0.0.1:{}", zab.client)])
+    );
 }
 
 const TINY: &str = r#"

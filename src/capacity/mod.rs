@@ -54,12 +54,12 @@ pub struct SearchArgs {
     pub precision: f64,
 
     /// The confirming window at the answer (search windows last --duration).
-    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "20s", value_parser = coordbench_results::parse::parse_duration)]
     pub confirm_duration: Duration,
 
     /// Warm-up of a window on a freshly started cluster (other windows warm up for
     /// --warmup): a JVM's just-started servers run slow until their code is compiled.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = coordbench_results::parse::parse_duration)]
     pub fresh_warmup: Duration,
 }
 

@@ -148,6 +148,10 @@ fn side(spec: &Spec, table: &SideTable) -> Result<Spec, SpecError> {
         }
         side.settings.retain(|s| flag_of(s) != flag);
         side.settings.push(setting.clone());
+        // The side's setting wins over a target's own too.
+        for (_, own) in &mut side.target_settings {
+            own.retain(|s| flag_of(s) != flag);
+        }
     }
     if let Some((target, location)) = &table.target {
         side.targets = vec![(target.clone(), location.clone())];

@@ -34,7 +34,7 @@ pub struct MergeArgs {
 
     /// lock: how far the shards' clocks may disagree; sections of different shards overlap
     /// only by more than this (default: the measured start skew, at least 1 ms).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = coordbench_results::parse::parse_duration)]
     pub clock_uncertainty: Option<Duration>,
 }
 

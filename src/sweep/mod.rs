@@ -30,7 +30,8 @@ use spec::Spec;
 
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
-    /// The sweep spec (TOML; see workloads/*.toml).
+    /// The sweep spec (TOML: targets, workload, [options], [targets.NAME], [axes],
+    /// [quick]; see workloads/*.toml and docs/reference.md, "Sweep specs").
     pub spec: PathBuf,
 
     /// Sweep directory; rerunning into it skips complete points (default:

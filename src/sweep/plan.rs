@@ -185,7 +185,7 @@ fn point_run(
         argv.extend(["--workload".into(), workload.clone()]);
         flags.push(("--workload".into(), workload.clone(), location.clone()));
     }
-    for setting in &spec.settings {
+    for setting in spec.settings_for(entry) {
         argv.extend(setting.args.iter().cloned());
         if let Some(flag) = setting.args.first() {
             let value = setting.args.get(1).cloned().unwrap_or_default();

@@ -30,8 +30,12 @@ pub struct SweepRecord {
     /// The workload, or the swept workloads joined by `,`.
     pub workload: String,
     pub repeats: u32,
-    /// `coordbench run` options every point shares.
+    /// `coordbench run` options every point shares (unless its target's own replace one).
     pub options: Vec<String>,
+    /// `[targets.NAME]`: each target's own options, replacing those of `options` with the
+    /// same flag for its points.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub target_options: BTreeMap<String, Vec<String>>,
     /// Axis name → values, in column order.
     pub axes: Vec<(String, Vec<String>)>,
     pub environment: Environment,
@@ -64,6 +68,12 @@ impl SweepRecord {
             workload: spec.workloads().join(","),
             repeats: spec.repeats,
             options: spec.settings.iter().flat_map(|s| s.args.clone()).collect(),
+            target_options: spec
+                .target_settings
+                .iter()
+                .filter(|(_, own)| !own.is_empty())
+                .map(|(t, own)| (t.clone(), own.iter().flat_map(|s| s.args.clone()).collect()))
+                .collect(),
             axes: spec
                 .axes
                 .iter()

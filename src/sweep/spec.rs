@@ -1,6 +1,8 @@
-//! A sweep spec: the TOML file naming the targets, the workload (at the top level, or
-//! several as the `workload` axis), `coordbench run` options, the axes to vary, repeats,
-//! warm-up and duration, and a `[quick]` table of overrides.
+//! A sweep spec: the TOML file naming the targets (a list, or one `[targets.NAME]` table
+//! each with run options for that target's points alone, e.g. the endpoints of a cluster
+//! you run), the workload (at the top level, or several as the `workload` axis),
+//! `coordbench run` options, the axes to vary, repeats, warm-up and duration, and a
+//! `[quick]` table of overrides.
 //!
 //! Every value keeps where it was written (toml's spans), so a bad spec is refused in one
 //! line naming the file, the line and the field. Values are checked by the `run` command
@@ -63,6 +65,9 @@ pub struct Spec {
     pub interleave: bool,
     /// Warm-up, duration and `[options]`: the same for every point.
     pub settings: Vec<Setting>,
+    /// `[targets.NAME]` tables: options for one target's points only (the target entry as
+    /// written, e.g. `etcd` or `redis:redlock`); they replace `[options]` of the same name.
+    pub target_settings: Vec<(String, Vec<Setting>)>,
     /// In [`Axis::ALL`] order.
     pub axes: Vec<AxisSpec>,
     /// `[capacity]`: every point searches for its highest rate meeting these objectives.
@@ -78,7 +83,7 @@ type Axes = BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>;
 struct RawSpec {
     name: Option<String>,
     description: Option<String>,
-    targets: Values,
+    targets: Spanned<RawTargets>,
     workload: Option<Spanned<String>>,
     repeats: Option<Spanned<u32>>,
     /// Run repeat by repeat (every point's r1, then every point's r2, ...) rather than point
@@ -92,6 +97,9 @@ struct RawSpec {
     #[serde(default)]
     axes: Axes,
     quick: Option<Spanned<RawQuick>>,
+    /// `[quick] targets`, once [`apply_quick`] took it: the targets `--quick` runs.
+    #[serde(skip)]
+    quick_targets: Option<Values>,
     /// `[capacity]`: every point is a capacity search (`coordbench capacity`).
     capacity: Option<Spanned<RawCapacity>>,
     // Gate specs only (`coordbench gate`).
@@ -127,6 +135,49 @@ pub struct SideTable {
     /// `target = "etcd"`: the side runs this target instead of the spec's `targets`.
     pub target: Option<(String, Location)>,
     pub settings: Vec<Setting>,
+}
+
+/// `targets`: a list of names, or one table of run options per target (the tables' order
+/// is the targets' order). A custom visitor, because serde's untagged enums lose the
+/// spans.
+enum RawTargets {
+    List(Vec<Spanned<String>>),
+    Tables(Vec<(String, Spanned<Options>)>),
+}
+
+impl<'de> Deserialize<'de> for RawTargets {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawTargets;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of targets, or a [targets.NAME] table per target")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RawTargets, A::Error> {
+                let mut names = Vec::new();
+                while let Some(name) = seq.next_element()? {
+                    names.push(name);
+                }
+                Ok(RawTargets::List(names))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<RawTargets, A::Error> {
+                let mut tables: Vec<(String, Spanned<Options>)> = Vec::new();
+                while let Some(name) = map.next_key()? {
+                    tables.push((name, map.next_value()?));
+                }
+                // Written order, whatever order the parser hands the keys over in.
+                tables.sort_by_key(|(_, t)| t.span().start);
+                Ok(RawTargets::Tables(tables))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 /// What `[quick]` may override (serde's flatten would lose the spans).
@@ -222,9 +273,12 @@ impl Spec {
             options,
             axes,
             capacity,
+            quick_targets,
             ..
         } = raw;
-        let targets = checked_targets(ctx, targets, &axes, &names)?;
+        let (listed, tables) = target_names(ctx, targets, quick_targets, &names);
+        let targets = checked_targets(ctx, listed, &axes)?;
+        let target_settings = per_target_settings(ctx, tables, &axes)?;
         let workload = top_level_workload(ctx, workload, &axes, &names)?;
         let (repeats, repeats_location) = checked_repeats(ctx, repeats, &names)?;
         let settings = run_settings(
@@ -254,6 +308,7 @@ impl Spec {
             repeats_location,
             interleave,
             settings,
+            target_settings,
             axes,
             capacity,
             text: ctx.text.to_string(),
@@ -287,6 +342,24 @@ impl Spec {
         };
         let value = toml::Value::String(value.to_string());
         side_entry(&ctx, side, key, &value, location)
+    }
+
+    /// The run options of `entry`'s points: `warmup`, `duration` and `[options]`, each
+    /// replaced by the entry's `[targets.NAME]` setting of the same option, then the
+    /// entry's others.
+    pub fn settings_for(&self, entry: &str) -> Vec<&Setting> {
+        let own: &[Setting] = self
+            .target_settings
+            .iter()
+            .find(|(t, _)| t == entry)
+            .map_or(&[], |(_, s)| s.as_slice());
+        let mut settings: Vec<&Setting> = self
+            .settings
+            .iter()
+            .filter(|s| !own.iter().any(|o| o.args.first() == s.args.first()))
+            .collect();
+        settings.extend(own);
+        settings
     }
 
     /// The points of one target and one repeat: every combination of axis values.
@@ -372,7 +445,7 @@ fn apply_quick(ctx: &Ctx, raw: &mut RawSpec) -> Result<FieldNames, SpecError> {
     let mut names = FieldNames::default();
     let mut replaced = |field: &str| names.quick.insert(field.to_string());
     if let Some(t) = q.targets {
-        raw.targets = t;
+        raw.quick_targets = Some(t);
         replaced("targets");
     }
     for (field, over, value) in [
@@ -403,26 +476,62 @@ fn apply_quick(ctx: &Ctx, raw: &mut RawSpec) -> Result<FieldNames, SpecError> {
     Ok(names)
 }
 
-/// The checked `targets`: at least one, each a target `coordbench run` knows, and a
+/// The targets as listed (where the list is, and each entry), and the `[targets.NAME]`
+/// tables' options. `[quick] targets` replaces the list and keeps the tables of the
+/// targets it names.
+fn target_names(
+    ctx: &Ctx,
+    targets: Spanned<RawTargets>,
+    quick_targets: Option<Values>,
+    names: &FieldNames,
+) -> (Listed, Vec<(String, Location, Options)>) {
+    let field = names.field("targets");
+    let whole = ctx.location(targets.span(), "targets".into());
+    let (mut listed, tables) = match targets.into_inner() {
+        RawTargets::List(list) => {
+            let entries = list
+                .into_iter()
+                .map(|t| (ctx.location(t.span(), field.clone()), t.into_inner()))
+                .collect();
+            ((whole, entries), Vec::new())
+        }
+        RawTargets::Tables(tables) => {
+            let mut entries = Vec::new();
+            let mut options = Vec::new();
+            for (name, table) in tables {
+                let location = ctx.location(table.span(), format!("targets.{name}"));
+                entries.push((location.clone(), name.clone()));
+                options.push((name, location, table.into_inner()));
+            }
+            ((whole, entries), options)
+        }
+    };
+    if let Some(list) = quick_targets {
+        let whole = ctx.location(list.span(), field.clone());
+        let entries = list
+            .into_inner()
+            .into_iter()
+            .map(|t| (ctx.location(t.span(), field.clone()), t.into_inner()))
+            .collect();
+        listed = (whole, entries);
+    }
+    (listed, tables)
+}
+
+/// Where `targets` is written, and each entry with where it is.
+type Listed = (Location, Vec<(Location, String)>);
+
+/// The checked targets: at least one, each a target `coordbench run` knows, and a
 /// `target:recipe` entry only beside a recipe axis.
 fn checked_targets(
     ctx: &Ctx,
-    targets: Values,
+    (targets_location, listed): Listed,
     axes: &Axes,
-    names: &FieldNames,
 ) -> Result<Vec<(String, Location)>, SpecError> {
-    let targets_location = ctx.location(targets.span(), names.field("targets"));
-    if targets.get_ref().is_empty() {
+    if listed.is_empty() {
         return Err(ctx.at(&targets_location, "list at least one target".into()));
     }
-    let targets: Vec<(String, Location)> = targets
-        .into_inner()
-        .into_iter()
-        .map(|t| {
-            let location = ctx.location(t.span(), names.field("targets"));
-            (t.into_inner(), location)
-        })
-        .collect();
+    let targets: Vec<(String, Location)> = listed.into_iter().map(|(l, t)| (t, l)).collect();
     for (t, location) in &targets {
         let (name, recipe) = split_choice(t);
         let mut args = vec!["--target".to_string(), name.to_string()];
@@ -438,6 +547,32 @@ fn checked_targets(
         ctx.check(location, &args)?;
     }
     Ok(targets)
+}
+
+/// The checked `[targets.NAME]` options: each a run option `[options]` may hold, and not
+/// an axis (an axis sets the option for every target).
+fn per_target_settings(
+    ctx: &Ctx,
+    tables: Vec<(String, Location, Options)>,
+    axes: &Axes,
+) -> Result<Vec<(String, Vec<Setting>)>, SpecError> {
+    let mut all = Vec::new();
+    for (target, _, options) in tables {
+        let mut settings = Vec::new();
+        for (key, value) in options {
+            let location = ctx.location(value.span(), format!("targets.{target}.{key}"));
+            if Axis::from_name(&key.replace('-', "_")).is_some_and(|a| axes.contains_key(a.name()))
+            {
+                return Err(ctx.at(
+                    &location,
+                    format!("{key} is also an axis; set it in one place"),
+                ));
+            }
+            settings.push(ctx.setting(&key, value.get_ref(), location, "a target's table")?);
+        }
+        all.push((target, settings));
+    }
+    Ok(all)
 }
 
 /// The checked `repeats` (1 when not set, and then located at line 1) and where it was set.
@@ -900,6 +1035,101 @@ cluster_size = [1]
         );
         assert!(
             e.contains("options.engine_bin: engine_bin is also an axis"),
+            "{e}"
+        );
+    }
+
+    const ATTACHED: &str = r#"
+workload = "kv-put"
+[options]
+clients = 4
+[targets.etcd]
+endpoints = "127.0.0.1:2379"
+clients = 8
+[targets.zookeeper]
+endpoints = ["127.0.0.1:2181", "127.0.0.1:2182"]
+[targets.raft]
+[quick]
+targets = ["zookeeper", "raft"]
+"#;
+
+    #[test]
+    fn target_tables_give_targets_in_written_order_and_their_own_options() {
+        let spec = parse(ATTACHED, false).unwrap();
+        let targets: Vec<(&str, usize)> = spec
+            .targets
+            .iter()
+            .map(|(t, l)| (t.as_str(), l.line))
+            .collect();
+        assert_eq!(targets, [("etcd", 5), ("zookeeper", 8), ("raft", 10)]);
+        let args = |entry: &str| -> Vec<String> {
+            spec.settings_for(entry)
+                .into_iter()
+                .flat_map(|s| s.args.clone())
+                .collect()
+        };
+        // The target's own `clients` replaces [options]'s.
+        assert_eq!(
+            args("etcd"),
+            ["--clients", "8", "--endpoints", "127.0.0.1:2379"]
+        );
+        assert_eq!(
+            args("zookeeper"),
+            [
+                "--clients",
+                "4",
+                "--endpoints",
+                "127.0.0.1:2181,127.0.0.1:2182"
+            ]
+        );
+        assert_eq!(args("raft"), ["--clients", "4"]);
+        let own = &spec.target_settings[0].1;
+        assert_eq!(
+            (own[0].location.line, own[0].location.field.as_str()),
+            (7, "targets.etcd.clients")
+        );
+
+        // `[quick] targets` picks targets; their tables still apply.
+        let quick = parse(ATTACHED, true).unwrap();
+        let names: Vec<&str> = quick.targets.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(names, ["zookeeper", "raft"]);
+        assert!(quick
+            .settings_for("zookeeper")
+            .iter()
+            .any(|s| s.args[0] == "--endpoints"));
+    }
+
+    #[test]
+    fn bad_target_tables_name_the_file_line_and_field() {
+        let e = error("workload = \"kv-put\"\n[targets.etcd]\nclients = \"many\"\n");
+        assert!(e.starts_with("t.toml:3: targets.etcd.clients: "), "{e}");
+        let e = error("workload = \"kv-put\"\n[targets.mysql]\nclients = 1\n");
+        assert!(
+            e.starts_with("t.toml:2: targets.mysql: ") && e.contains("mysql"),
+            "{e}"
+        );
+        let e = error("workload = \"kv-put\"\n[targets.etcd]\nworkload = \"lock\"\n");
+        assert!(
+            e.starts_with("t.toml:3: targets.etcd.workload: not allowed in a target's table"),
+            "{e}"
+        );
+        let e =
+            error("workload = \"kv-put\"\n[targets.etcd]\nclients = 2\n[axes]\nclients = [1, 2]\n");
+        assert!(
+            e.starts_with("t.toml:3: targets.etcd.clients: clients is also an axis"),
+            "{e}"
+        );
+        let e = error("workload = \"kv-put\"\n[targets.etcd]\nno_such = 1\n");
+        assert!(
+            e.contains("targets.etcd.no_such: `coordbench run` has no --no-such option"),
+            "{e}"
+        );
+        // A list and tables at once is a TOML error, located.
+        let e = error("targets = [\"etcd\"]\nworkload = \"kv-put\"\n[targets.etcd]\nclients = 1\n");
+        assert!(e.starts_with("t.toml:"), "{e}");
+        let e = error("targets = \"etcd\"\nworkload = \"kv-put\"\n");
+        assert!(
+            e.starts_with("t.toml:1: targets: ") && e.contains("[targets.NAME]"),
             "{e}"
         );
     }

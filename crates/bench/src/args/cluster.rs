@@ -31,7 +31,7 @@ pub struct ClusterOptions {
 
     /// With --disk hdd|ssd|nvme: the delay added to every sync instead of the profile's
     /// (hdd 8ms, ssd 750us, nvme 75us).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = coordbench_results::parse::parse_duration)]
     pub sync_delay: Option<Duration>,
 
     /// One-way delay between started members, through a TCP proxy: DELAY or DELAY,JITTER
@@ -43,14 +43,14 @@ pub struct ClusterOptions {
     #[arg(long)]
     pub net_delay_clients: bool,
 
-    /// Started clusters: the election timeout range, MIN-MAX in ms (150-300 or 150ms-300ms),
+    /// Started clusters: the election timeout range, MIN-MAX (150-300 or 150ms-300ms),
     /// mapped onto each target's own settings; what a target cannot meet exactly is noted in
     /// run.json (docs/reference.md, Election timing).
     #[arg(long, value_name = "MIN-MAX", value_parser = parse_timeout_range)]
     pub election_timeout: Option<TimeoutRange>,
 
-    /// Started clusters: the leader's heartbeat interval, whole ms (default with
-    /// --election-timeout: MIN / 10; else the target's own).
+    /// Started clusters: the leader's heartbeat interval, a whole number of ms: 15 or 15ms
+    /// (default with --election-timeout: MIN / 10; else the target's own).
     #[arg(long, value_parser = parse_positive_duration)]
     pub heartbeat: Option<Duration>,
 

@@ -43,12 +43,13 @@ pub struct LoadOptions {
     #[arg(long, value_parser = parse_rate)]
     pub rate: Option<f64>,
 
-    /// Length of the measured window (e.g. 10s, 2m).
+    /// Length of the measured window (e.g. 10s, 2m; a bare number is ms, as in every
+    /// timing option).
     #[arg(long, default_value = "10s", value_parser = parse_positive_duration)]
     pub duration: Duration,
 
     /// Warm-up before the measured window; its operations are not reported.
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = coordbench_results::parse::parse_duration)]
     pub warmup: Duration,
 
     /// Stop after this many operations in the measured window.

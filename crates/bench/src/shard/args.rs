@@ -44,7 +44,7 @@ fn parse_start_at(s: &str) -> Result<SystemTime, String> {
 }
 
 fn parse_timeout(s: &str) -> Result<Duration, String> {
-    match humantime::parse_duration(s) {
+    match coordbench_results::parse::parse_duration(s) {
         Ok(d) if !d.is_zero() => Ok(d),
         _ => Err("must be a duration greater than zero, e.g. 30s".into()),
     }

@@ -46,7 +46,7 @@ pub const NULL: Descriptor = Descriptor {
 pub struct NullServiceArgs {
     /// null: every kv request (put, get) takes this long of one of --service-concurrency
     /// servers, first come first served: a target whose capacity is concurrency / time.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = coordbench_results::parse::parse_duration)]
     pub service_time: Option<std::time::Duration>,
 
     /// null, with --service-time: requests served at once (default 1).

@@ -55,8 +55,8 @@ impl FromStr for NetDelay {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let parse = |part: &str| {
-            humantime::parse_duration(part.trim())
-                .map_err(|e| format!("'{part}': {e} (write e.g. 5ms or 5ms,1ms)"))
+            coordbench_results::parse::parse_duration(part)
+                .map_err(|e| format!("'{part}': {e}; e.g. 5ms or 5ms,1ms"))
         };
         let (delay, jitter) = match s.split_once(',') {
             Some((d, j)) => (parse(d)?, parse(j)?),
@@ -384,7 +384,13 @@ mod tests {
         );
         let d: NetDelay = "5ms,1ms".parse().unwrap();
         assert_eq!(d.jitter, Duration::from_millis(1));
-        for bad in ["", "5", "1ms,2ms", "fast", "1h"] {
+        // A bare number is milliseconds, as in every timing option.
+        let d: NetDelay = "5,1".parse().unwrap();
+        assert_eq!(
+            (d.delay, d.jitter),
+            (Duration::from_millis(5), Duration::from_millis(1))
+        );
+        for bad in ["", "1ms,2ms", "fast", "1h", "5x"] {
             let err = bad.parse::<NetDelay>().unwrap_err();
             assert!(!err.contains('\n'), "{bad}: {err}");
         }

@@ -38,11 +38,11 @@ pub enum DiskKind {
     /// Like `disk`, but syncs are skipped: the server's own switch where it has one, else
     /// the sync-delay filesystem acknowledging syncs without syncing.
     Nofsync,
-    /// Emulated 7200 rpm disk: tmpfs + 8 ms per sync (default; see --sync-delay).
+    /// Emulated 7200 rpm disk: tmpfs + 8 ms per sync (--sync-delay sets another).
     Hdd,
-    /// Emulated SATA SSD: tmpfs + 0.75 ms per sync.
+    /// Emulated SATA SSD: tmpfs + 0.75 ms per sync (--sync-delay sets another).
     Ssd,
-    /// Emulated NVMe drive: tmpfs + 75 µs per sync.
+    /// Emulated NVMe drive: tmpfs + 75 µs per sync (--sync-delay sets another).
     Nvme,
 }
 

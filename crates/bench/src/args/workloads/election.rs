@@ -18,7 +18,7 @@ pub struct ElectionOptions {
     pub elections: Option<u64>,
 
     /// election: how long a leader leads before it resigns.
-    #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "50ms", value_parser = coordbench_results::parse::parse_duration)]
     pub term: Duration,
 
     /// election: leaders crash at the end of their term (abandon their session) instead of

@@ -24,11 +24,12 @@ pub struct LockOptions {
     /// lock: how long a holder keeps the lock. The default, 10ms, is a short critical
     /// section that lets waiters settle between releases (see docs/reference.md, herd effect);
     /// 0s measures the lock service's own acquisition rate.
-    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10ms", value_parser = coordbench_results::parse::parse_duration)]
     pub hold: Duration,
 
-    /// lock, election: recipe (etcd: etcd-mutex | naive; zookeeper: zk-recipe | naive).
-    /// Default: the target's herd-free recipe.
+    /// lock, election: the recipe, per target (the first is the default): etcd, raft:
+    /// etcd-mutex | naive; zookeeper, zab: zk-recipe | naive; redis: set-nx | set-nx-notify
+    /// | redlock; postgres: advisory | lease-row; null: mutex | naive.
     #[arg(long)]
     pub recipe: Option<String>,
 
@@ -141,6 +142,34 @@ impl LockOptions {
             (None, Some(_)) => Err(
                 "--holder-pause-ratio needs --holder-pause D: how long a paused holder freezes".into(),
             ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args, Command};
+    use coordbench_drivers::ApiFamily;
+
+    /// `--recipe`'s help names every recipe of every target, so it cannot fall behind.
+    #[test]
+    fn the_recipe_help_lists_every_targets_recipes() {
+        let command = super::LockOptions::augment_args(Command::new("run"));
+        let recipe = command
+            .get_arguments()
+            .find(|a| a.get_id() == "recipe")
+            .expect("--recipe");
+        let help = recipe.get_help().expect("help").to_string();
+        for family in [
+            ApiFamily::Etcd,
+            ApiFamily::ZooKeeper,
+            ApiFamily::Redis,
+            ApiFamily::Postgres,
+            ApiFamily::Null,
+        ] {
+            for (name, _) in family.recipes() {
+                assert!(help.contains(name), "--recipe's help lacks {name}: {help}");
+            }
         }
     }
 }
