@@ -74,8 +74,8 @@ pub enum ZkClientArg {
 pub enum ConsistencyArg {
     Linearizable,
     Serializable,
-    /// ZooKeeper only: sync() then getData, as ZooKeeper's users write a fresh read (not
-    /// linearizable for a session on the leader).
+    // ZooKeeper only: sync() then getData (not linearizable for a session on the leader).
+    // A plain comment: a doc comment would turn `--help`'s value list into one per line.
     Sync,
 }
 

@@ -15,6 +15,8 @@ use crate::shard::{Part, Sharding, StartRule};
 /// Clients that share one gRPC connection when `--conns` is not given (etcd API).
 pub const CLIENTS_PER_CONN: usize = 64;
 
+/// The shortest measured window `--duration` takes.
+pub const MIN_WINDOW: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Load")]
 pub struct LoadOptions {
@@ -139,6 +141,19 @@ impl LoadOptions {
     }
 
     /// `--ttl` on the etcd API, whose leases are whole seconds.
+    /// A window shorter than [`MIN_WINDOW`] measures nothing; the likeliest cause is a bare
+    /// number meant as seconds (bare numbers are milliseconds in every timing option).
+    pub fn check_window(&self) -> Result<(), String> {
+        if self.duration < MIN_WINDOW {
+            let ms = self.duration.as_millis();
+            return Err(format!(
+                "--duration {ms}ms is too short to measure (at least {}ms); a bare number is milliseconds: write {ms}s for seconds",
+                MIN_WINDOW.as_millis()
+            ));
+        }
+        Ok(())
+    }
+
     pub fn check_ttl(&self) -> Result<(), String> {
         if self.ttl < Duration::from_secs(1) && self.family() == ApiFamily::Etcd {
             return Err(

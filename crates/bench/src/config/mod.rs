@@ -210,6 +210,7 @@ fn check(args: &RunArgs) -> Result<Checked, String> {
     args.attach.check_secure(load.target)?;
     let access = args.attach.access(load.target, zk_client_kind)?;
     load.check_ttl()?;
+    load.check_window()?;
     let sharding = sharding::sharding_of(args, shape.clients)?;
     let plan = load.plan(&shape, sharding.as_ref());
     Ok(Checked {
@@ -338,6 +339,7 @@ mod tests {
                 "sync",
             ],
             &["--pin-client", "1000"],
+            &["--duration", "5"],
             &["--target", "etcd", "--secure", "--endpoints", "127.0.0.1:1"],
             &["--target", "raft", "--secure", "true", "--user", "a:b"],
             &["--target", "null", "--secure"],
@@ -586,6 +588,20 @@ mod tests {
         assert_eq!(
             record(&serializable).unwrap().zk_client.as_deref(),
             Some("async")
+        );
+    }
+
+    #[test]
+    fn a_bare_window_length_is_milliseconds_and_too_short_ones_say_so() {
+        let err = config(&["--duration", "5"]).unwrap_err().to_string();
+        assert!(err.contains("write 5s for seconds"), "{err}");
+        assert_eq!(
+            config(&["--duration", "1500"])
+                .unwrap()
+                .plan
+                .duration
+                .as_millis(),
+            1500
         );
     }
 
