@@ -388,11 +388,11 @@ fn a_report_on_a_hand_made_summary_puts_published_figures_beside_ours() {
             .join(format!("{stem}.svg"))
             .exists());
     }
-    // The spread of etcd's repeats: a bar per point, whose mid-point mark is r=5 (the
-    // line's own markers are r=4).
+    // The spread of etcd's repeats: a bar per point, whose mid-point mark is r=6 (half the
+    // bar's 12 px width; the line's own markers are r=4).
     let svg =
         std::fs::read_to_string(tmp.path().join("charts/throughput-vs-cluster_size.svg")).unwrap();
-    assert_eq!(svg.matches("r=\"5\"").count(), 3, "one bar per etcd point");
+    assert_eq!(svg.matches("r=\"6\"").count(), 3, "one bar per etcd point");
     let html = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
     assert_eq!(html.matches("<svg").count(), 2, "both charts inline");
