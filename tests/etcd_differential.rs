@@ -28,7 +28,7 @@ use common::{raft_options, within};
 use coordbench_lab::install::{installations, ServerKind};
 use coordbench_lab::provision::etcd::{self, EtcdOptions};
 use coordbench_lab::provision::raft::{self, RaftOptions};
-use coordbench_lab::provision::{Cluster, ClusterSpec, DiskKind};
+use coordbench_lab::provision::Cluster;
 use coordbench_results::version::Version;
 use tempfile::TempDir;
 
@@ -77,15 +77,7 @@ struct Pair {
 impl Pair {
     async fn start(base: u16, wrong_answer: Option<&str>) -> Pair {
         let work = TempDir::new().unwrap();
-        let spec = |port: u16, size: usize| ClusterSpec {
-            base_port: Some(port),
-            ..ClusterSpec::new(
-                size,
-                DiskKind::Tmpfs,
-                Duration::from_secs(10),
-                work.path().join(port.to_string()),
-            )
-        };
+        let spec = |port: u16, size: usize| differential::member_spec(work.path(), port, size);
         let release = control_release();
         eprintln!("control: etcd {release}");
         let options = EtcdOptions {

@@ -51,15 +51,7 @@ impl Pair {
     /// `wrong_answer`: zab's test-only wrong answer (`serve zab --wrong-answer`).
     async fn start(base: u16, wrong_answer: Option<&str>) -> Pair {
         let work = TempDir::new().unwrap();
-        let spec = |port: u16, size: usize| ClusterSpec {
-            base_port: Some(port),
-            ..ClusterSpec::new(
-                size,
-                DiskKind::Tmpfs,
-                Duration::from_secs(10),
-                work.path().join(port.to_string()),
-            )
-        };
+        let spec = |port: u16, size: usize| differential::member_spec(work.path(), port, size);
         let options = zookeeper::ZkOptions {
             extended_types: true,
             version: Some(ZAB_SPEAKS.parse().expect("a release")),

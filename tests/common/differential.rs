@@ -6,6 +6,9 @@
 
 use std::fmt::Display;
 use std::path::Path;
+use std::time::Duration;
+
+use coordbench_lab::provision::{ClusterSpec, DiskKind};
 
 /// The seeds of the random sequences: `var` as `N` or `A..B`, else `default`.
 pub fn seeds(var: &str, default: &[u64]) -> Vec<u64> {
@@ -31,6 +34,20 @@ pub fn base_port(var: &str, default: u16) -> u16 {
         p.parse()
             .unwrap_or_else(|_| panic!("{var} is a port, not {p:?}"))
     })
+}
+
+/// A cluster of `size` members on tmpfs from `port` on, its data under `work`/`port`: the
+/// shape of both servers of a differential pair.
+pub fn member_spec(work: &Path, port: u16, size: usize) -> ClusterSpec {
+    ClusterSpec {
+        base_port: Some(port),
+        ..ClusterSpec::new(
+            size,
+            DiskKind::Tmpfs,
+            Duration::from_secs(10),
+            work.join(port.to_string()),
+        )
+    }
 }
 
 /// The index of the first line where the transcripts differ.

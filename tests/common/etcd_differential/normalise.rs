@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use coordbench_kv::key_range::prefix_end;
 use etcd_client::proto::{
     PbDeleteResponse, PbEvent, PbKeyValue, PbLeaseGrantResponse, PbLeaseKeepAliveResponse,
     PbLeaseLeasesResponse, PbLeaseTimeToLiveResponse, PbPutResponse, PbRangeResponse,
@@ -166,18 +167,6 @@ impl Names {
             format!("ttl={ttl} (expected about {expected:.1})")
         }
     }
-}
-
-/// The key after every key with `prefix` (etcd's `GetPrefixRangeEnd`).
-fn prefix_end(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![0]
 }
 
 /// A gRPC error.

@@ -106,24 +106,18 @@ impl Wire {
         Q: prost::Message + Send + Sync + 'static,
         A: prost::Message + Default + Send + Sync + 'static,
     {
+        let grpc = &mut self.grpc;
         let call = async {
-            self.grpc
-                .ready()
-                .await
-                .map_err(|e| Status::unavailable(format!("not ready: {e}")))?;
+            ready(grpc).await?;
             let codec = tonic_prost::ProstCodec::<Q, A>::default();
-            self.grpc
-                .unary(
-                    tonic::Request::new(req),
-                    PathAndQuery::from_static(method),
-                    codec,
-                )
-                .await
+            grpc.unary(
+                tonic::Request::new(req),
+                PathAndQuery::from_static(method),
+                codec,
+            )
+            .await
         };
-        match tokio::time::timeout(CALL_BOUND, call).await {
-            Ok(r) => r.map(tonic::Response::into_inner),
-            Err(_) => Err(Status::deadline_exceeded("no answer (test's bound)")),
-        }
+        bounded(call).await.map(tonic::Response::into_inner)
     }
 
     /// Opens a bidirectional stream whose requests are sent through the returned sender.
@@ -140,23 +134,33 @@ impl Wire {
     {
         let (tx, rx) = mpsc::unbounded();
         tx.unbounded_send(first).expect("receiver held");
+        let grpc = &mut self.grpc;
         let call = async {
-            self.grpc
-                .ready()
-                .await
-                .map_err(|e| Status::unavailable(format!("not ready: {e}")))?;
+            ready(grpc).await?;
             let codec = tonic_prost::ProstCodec::<Q, A>::default();
-            self.grpc
-                .streaming(
-                    tonic::Request::new(rx),
-                    PathAndQuery::from_static(method),
-                    codec,
-                )
-                .await
+            grpc.streaming(
+                tonic::Request::new(rx),
+                PathAndQuery::from_static(method),
+                codec,
+            )
+            .await
         };
-        match tokio::time::timeout(CALL_BOUND, call).await {
-            Ok(r) => r.map(|s| (tx, s.into_inner())),
-            Err(_) => Err(Status::deadline_exceeded("no answer (test's bound)")),
-        }
+        bounded(call).await.map(|s| (tx, s.into_inner()))
     }
+}
+
+/// Waits until the channel can take a call.
+async fn ready(grpc: &mut Grpc<Channel>) -> Result<(), Status> {
+    grpc.ready()
+        .await
+        .map_err(|e| Status::unavailable(format!("not ready: {e}")))
+}
+
+/// `call`, or a `DeadlineExceeded` once it outlives [`CALL_BOUND`].
+async fn bounded<T>(
+    call: impl std::future::Future<Output = Result<T, Status>>,
+) -> Result<T, Status> {
+    tokio::time::timeout(CALL_BOUND, call)
+        .await
+        .unwrap_or_else(|_| Err(Status::deadline_exceeded("no answer (test's bound)")))
 }
