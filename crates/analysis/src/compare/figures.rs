@@ -90,6 +90,12 @@ impl Figure {
             })
     }
 
+    /// Whether this figure is a latency percentile, which a run's sample may be too small
+    /// to support ([`tails::supported`]).
+    pub fn is_percentile(&self) -> bool {
+        latency_percentile(&self.name).is_some()
+    }
+
     /// Every figure's name, for error messages.
     pub fn names() -> Vec<&'static str> {
         COLUMNS.iter().map(|(c, _, _)| *c).collect()
