@@ -48,6 +48,8 @@ const COLUMNS: &[(&str, Better, Scale)] = &[
     ("unpropagated", Better::Lower, Scale::Shift),
     ("stale_writes_accepted", Better::Lower, Scale::Shift),
     ("server_cpu_us_per_op", Better::Lower, Scale::Ratio),
+    ("client_cpu_us_per_op", Better::Lower, Scale::Ratio),
+    ("engine_instructions_per_op", Better::Lower, Scale::Ratio),
     ("server_peak_rss_mb", Better::Lower, Scale::Ratio),
     ("detect_p50_us", Better::Lower, Scale::Ratio),
     ("new_leader_p50_us", Better::Lower, Scale::Ratio),
