@@ -48,6 +48,7 @@ impl Server {
             sync_delay: None,
             net_delay: None,
             net_delay_clients: false,
+            snapshot_every: None,
         };
         let cluster = within(
             START_BOUND,

@@ -45,6 +45,7 @@ impl Zk {
             sync_delay: None,
             net_delay: None,
             net_delay_clients: false,
+            snapshot_every: None,
         };
         let cluster = within(
             START_BOUND,

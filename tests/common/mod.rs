@@ -164,6 +164,7 @@ pub async fn start_target(kind: TargetKind, size: usize) -> Target {
         sync_delay: None,
         net_delay: None,
         net_delay_clients: false,
+        snapshot_every: None,
     };
     let cluster = match kind {
         TargetKind::Etcd => within(

@@ -79,6 +79,14 @@ pub struct ClusterOptions {
     #[arg(long)]
     pub engine_bin: Option<PathBuf>,
 
+    /// Entries (transactions) between a member's snapshots, for the started cluster: raft
+    /// and zab --snapshot-every, etcd --snapshot-count, ZooKeeper snapCount (default: each
+    /// one's own: raft 10,000, zab and ZooKeeper 100,000, etcd its release's). A restarted
+    /// member replays the log since its last snapshot: fewer bound its rejoin in long fault
+    /// runs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(100..=100_000_000))]
+    pub snapshot_every: Option<u64>,
+
     /// raft, zab: after the window, count the instructions the engine binary spends per
     /// committed write on a seeded simulated workload (`coordbench simulate cost`, under
     /// valgrind) and record it as engine_instructions_per_op: a figure that repeats exactly,

@@ -67,6 +67,8 @@ pub struct RunConfig {
     pub zk_heap_mb: Option<u32>,
     /// raft, zab: the coordbench binary the members run from (`--engine-bin`).
     pub engine_bin: Option<PathBuf>,
+    /// Entries between a started member's snapshots (`--snapshot-every`).
+    pub snapshot_every: Option<u64>,
     /// raft, zab: count the engine's deterministic cost after the window (`--engine-cost`).
     pub engine_cost: bool,
     /// Whether coordbench starts the cluster secured (`--secure`).
@@ -155,6 +157,7 @@ impl RunConfig {
             zk_heap_mb: args.cluster.zk_heap,
             engine_bin: args.cluster.engine_bin.clone(),
             engine_cost: args.cluster.engine_cost,
+            snapshot_every: args.cluster.snapshot_every,
             secure: args.attach.secure,
             zk_access: access.zk.access,
             zk_access_record: access.zk.record,

@@ -159,6 +159,9 @@ impl Descriptor {
         if args.cluster.engine_bin.is_some() && !self.engine {
             return Err("--engine-bin applies only to --target raft or zab".into());
         }
+        if args.cluster.snapshot_every.is_some() && !args.starts_servers() {
+            return Err("--snapshot-every applies to clusters coordbench starts (raft, zab, etcd, zookeeper)".into());
+        }
         if args.cluster.engine_cost && !self.engine {
             return Err("--engine-cost applies only to --target raft or zab".into());
         }
@@ -332,5 +335,6 @@ fn cluster_spec(config: &RunConfig, work_dir: &Path) -> ClusterSpec {
                 .then(NetDelay::default)
         }),
         net_delay_clients: config.net_delay_clients,
+        snapshot_every: config.snapshot_every,
     }
 }

@@ -421,6 +421,9 @@ impl Members<'_> {
         if self.spec.disk == DiskKind::Nofsync && self.caps.no_fsync {
             args.push("--unsafe-no-fsync".into());
         }
+        if let Some(every) = self.spec.snapshot_every {
+            args.push(format!("--snapshot-count={every}"));
+        }
         if let Some(secure) = &opts.secure {
             args.extend(client_tls_args(&secure.certs));
             if let Some(ttl) = secure.token_ttl {
@@ -451,6 +454,9 @@ fn cluster_info(
         ("election-timeout-ms".into(), opts.election_ms.to_string()),
         ("fsync".into(), fsync),
     ];
+    if let Some(every) = spec.snapshot_every {
+        settings.push(("snapshot-count".into(), every.to_string()));
+    }
     if opts.secure.is_some() {
         settings.push(("client-transport".into(), SECURE_TRANSPORT.into()));
         settings.push(("auth".into(), super::etcd_auth::DESCRIPTION.into()));

@@ -60,6 +60,10 @@ pub struct ClusterSpec {
     pub net_delay: Option<NetDelay>,
     /// Also delay clients' traffic to members (`--net-delay-clients`).
     pub net_delay_clients: bool,
+    /// Entries (transactions) between a member's snapshots (`--snapshot-every`): raft and
+    /// zab `--snapshot-every`, etcd `--snapshot-count`, ZooKeeper `snapCount`; `None`: each
+    /// one's own default.
+    pub snapshot_every: Option<u64>,
 }
 
 impl ClusterSpec {
@@ -74,6 +78,7 @@ impl ClusterSpec {
             sync_delay: None,
             net_delay: None,
             net_delay_clients: false,
+            snapshot_every: None,
         }
     }
 }

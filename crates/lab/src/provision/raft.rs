@@ -202,7 +202,8 @@ pub(super) fn serve_tls_args(certs: Option<&RunCertificates>) -> Vec<String> {
 /// the thread that spawned them); on any error everything started so far is stopped.
 pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, ProvisionError> {
     let mut extra_args = serve_tls_args(opts.tls.as_ref());
-    extra_args.push(format!("--snapshot-every={RAFT_SNAPSHOT_EVERY}"));
+    let snapshot_every = spec.snapshot_every.unwrap_or(RAFT_SNAPSHOT_EVERY);
+    extra_args.push(format!("--snapshot-every={snapshot_every}"));
     if let Some(ttl) = opts.auth_token_ttl {
         extra_args.push(format!("--auth-token-ttl={}", ttl.as_secs().max(1)));
     }
@@ -212,7 +213,7 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
     })
     .await?;
     let settings = &mut cluster.info_mut().settings;
-    settings.extend(snapshot_settings(RAFT_SNAPSHOT_EVERY));
+    settings.extend(snapshot_settings(snapshot_every));
     if opts.tls.is_some() {
         settings.push((
             "client-transport".into(),

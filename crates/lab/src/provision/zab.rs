@@ -31,11 +31,12 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
         session_args.push("--enforce-auth".into());
     }
     session_args.extend(super::raft::serve_tls_args(opts.tls.as_ref()));
-    session_args.push(format!("--snapshot-every={ZAB_SNAPSHOT_EVERY}"));
+    let snapshot_every = spec.snapshot_every.unwrap_or(ZAB_SNAPSHOT_EVERY);
+    session_args.push(format!("--snapshot-every={snapshot_every}"));
     // ZooKeeper clients take plain host:port connect strings.
     let mut cluster = launch_members(spec, opts, TARGET, &session_args, str::to_string).await?;
     let settings = &mut cluster.info_mut().settings;
-    settings.extend(super::raft::snapshot_settings(ZAB_SNAPSHOT_EVERY));
+    settings.extend(super::raft::snapshot_settings(snapshot_every));
     if opts.secure {
         settings.push(("enforce.auth.schemes".into(), "digest".into()));
     }

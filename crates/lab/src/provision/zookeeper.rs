@@ -349,6 +349,12 @@ impl Ensemble<'_> {
             ("forceSync".into(), self.force_sync().into()),
             ("fsync".into(), self.spec.fsync_label("off (forceSync=no)")),
             ("heap-mb".into(), opts.heap_mb.to_string()),
+            (
+                "snapCount".into(),
+                self.spec
+                    .snapshot_every
+                    .map_or("100000 (default)".into(), |n| n.to_string()),
+            ),
         ];
         if opts.enforce_auth {
             settings.push(("enforce.auth.schemes".into(), "digest".into()));
@@ -479,18 +485,20 @@ impl Ensemble<'_> {
         };
         write(data_dir.join("myid"), format!("{id}\n"))?;
         let config_file = member_dir.join("zoo.cfg");
-        write(
-            config_file.clone(),
-            zoo_cfg(
-                &self.timing,
-                &data_dir,
-                &log_dir,
-                &zookeeper_tls::client_port_cfg(client_port, self.secure_port),
-                self.force_sync(),
-                server_lines,
-                self.opts,
-            ),
-        )?;
+        let mut cfg = zoo_cfg(
+            &self.timing,
+            &data_dir,
+            &log_dir,
+            &zookeeper_tls::client_port_cfg(client_port, self.secure_port),
+            self.force_sync(),
+            server_lines,
+            self.opts,
+        );
+        if let Some(every) = self.spec.snapshot_every {
+            // ZooKeeper snapshots after a random count in [snapCount/2, snapCount].
+            cfg.push_str(&format!("snapCount={every}\n"));
+        }
+        write(config_file.clone(), cfg)?;
         Ok(config_file)
     }
 }
