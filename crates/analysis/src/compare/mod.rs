@@ -16,6 +16,7 @@ pub mod figures;
 pub mod load;
 pub mod points;
 pub mod render;
+pub mod signed_rank;
 pub mod stats;
 pub mod thresholds;
 pub mod verdict;
