@@ -210,10 +210,13 @@ fn judge(
     started_at: &str,
     took: Duration,
 ) -> Result<Outcome, UsageError> {
-    let comparison = compare::compare(
+    // The sides ran interleaved, a baseline and a candidate run of each repeat back to
+    // back: their runs pair by repeat (docs/reference.md, "Comparing runs and gates").
+    let comparison = compare::compare_with(
         &[out.join(Side::Baseline.dir_name())],
         &[out.join(Side::Candidate.dir_name())],
         compare::DEFAULT_ALPHA,
+        compare::Pairing::ByRepeat,
     )
     .map_err(|e| UsageError(coordbench_results::outcome::one_line(&e.to_string())))?;
     let checks = checks::evaluate(&spec.thresholds, &comparison, spec.false_alarm);

@@ -33,6 +33,9 @@ pub struct Run {
     /// The share of its window the generator waited for a CPU (run.json
     /// `generator.runqueue_wait_s` / `results.window_s`), when the run records it.
     pub cpu_wait_share: Option<f64>,
+    /// The repeat index a sweep or gate side gave the run (its run.json `points[].repeat`);
+    /// a gate's baseline and candidate runs of one repeat ran as a pair.
+    pub repeat: Option<u32>,
 }
 
 impl Run {
@@ -110,7 +113,12 @@ fn sweep_points(dir: &Path, json: &serde_json::Value, side: &mut Side) -> Result
         let point_dir = dir.join(name);
         let record = point_dir.join("run.json");
         if record.is_file() {
+            let before = side.runs.len();
             run(&point_dir, &read_json(&record)?, side)?;
+            let repeat = point.get("repeat").and_then(|r| r.as_u64());
+            if let (Some(added), Some(repeat)) = (side.runs.get_mut(before), repeat) {
+                added.repeat = u32::try_from(repeat).ok();
+            }
         }
     }
     Ok(())
@@ -163,6 +171,7 @@ fn run(dir: &Path, json: &serde_json::Value, side: &mut Side) -> Result<(), Load
             .zip(window)
             .filter(|(_, w)| *w > 0.0)
             .map(|(a, w)| a / w),
+        repeat: None,
     });
     Ok(())
 }

@@ -10,6 +10,7 @@
 //! turns a comparison into pass/fail lines for `--thresholds` and `coordbench gate`.
 
 pub mod args;
+pub mod benchfmt;
 pub mod checks;
 pub mod distribution;
 pub mod figures;
@@ -81,6 +82,17 @@ pub struct PointComparison {
     pub noisy: Vec<String>,
 }
 
+/// Whether runs of the two sides are paired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pairing {
+    /// Independent samples (`coordbench compare` of any result directories).
+    Unpaired,
+    /// Runs of a point with the same repeat index ran back to back as a pair (a gate's
+    /// sides): each figure also carries its pairs ([`verdict::Judged::pairs`]).
+    ByRepeat,
+}
+
 /// A comparison that cannot be made.
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
@@ -90,8 +102,18 @@ pub enum CompareError {
     Unmatched(String),
 }
 
-/// Compares the runs under `base` with those under `cand`.
+/// Compares the runs under `base` with those under `cand`, unpaired.
 pub fn compare(base: &[PathBuf], cand: &[PathBuf], alpha: f64) -> Result<Comparison, CompareError> {
+    compare_with(base, cand, alpha, Pairing::Unpaired)
+}
+
+/// [`compare`], with the sides' runs paired as `pairing` says.
+pub fn compare_with(
+    base: &[PathBuf],
+    cand: &[PathBuf],
+    alpha: f64,
+    pairing: Pairing,
+) -> Result<Comparison, CompareError> {
     let base_side = load::side(base)?;
     let cand_side = load::side(cand)?;
     let matching = points::match_sides(&base_side.runs, &cand_side.runs);
@@ -104,7 +126,11 @@ pub fn compare(base: &[PathBuf], cand: &[PathBuf], alpha: f64) -> Result<Compari
             list(&matching.only_cand),
         )));
     }
-    let points = matching.points.iter().map(|p| point(p, alpha)).collect();
+    let points = matching
+        .points
+        .iter()
+        .map(|p| point(p, alpha, pairing))
+        .collect();
     Ok(Comparison {
         method: METHOD,
         alpha,
@@ -126,13 +152,20 @@ pub fn compare(base: &[PathBuf], cand: &[PathBuf], alpha: f64) -> Result<Compari
     })
 }
 
-fn point(p: &points::Point, alpha: f64) -> PointComparison {
+fn point(p: &points::Point, alpha: f64, pairing: Pairing) -> PointComparison {
     let figures: Vec<verdict::Judged> = figures::present(&p.base, &p.cand)
         .iter()
         .filter_map(|f| {
             let base: Vec<f64> = p.base.iter().filter_map(|r| f.value(r)).collect();
             let cand: Vec<f64> = p.cand.iter().filter_map(|r| f.value(r)).collect();
-            (!base.is_empty() && !cand.is_empty()).then(|| verdict::judge(f, base, cand, alpha))
+            if base.is_empty() || cand.is_empty() {
+                return None;
+            }
+            let mut judged = verdict::judge(f, base, cand, alpha);
+            if pairing == Pairing::ByRepeat {
+                judged.pairs = pairs(f, &p.base, &p.cand);
+            }
+            Some(judged)
         })
         .collect();
     let dirs = |runs: &[&load::Run]| runs.iter().map(|r| r.dir.display().to_string()).collect();
@@ -145,6 +178,27 @@ fn point(p: &points::Point, alpha: f64) -> PointComparison {
         figures,
         distribution: distribution::compare(&p.base, &p.cand, alpha),
     }
+}
+
+/// The figure's values of the runs with the same repeat index on both sides, in repeat
+/// order. None at all when a side holds a repeat index twice (the pairing is ambiguous)
+/// or a run has none.
+fn pairs(f: &figures::Figure, base: &[&load::Run], cand: &[&load::Run]) -> Vec<(f64, f64)> {
+    let by_repeat = |runs: &[&load::Run]| -> Option<BTreeMap<u32, Option<f64>>> {
+        let mut map = BTreeMap::new();
+        for r in runs {
+            if map.insert(r.repeat?, f.value(r)).is_some() {
+                return None;
+            }
+        }
+        Some(map)
+    };
+    let (Some(b), Some(c)) = (by_repeat(base), by_repeat(cand)) else {
+        return Vec::new();
+    };
+    b.iter()
+        .filter_map(|(repeat, bv)| Some(((*bv)?, (*c.get(repeat)?)?)))
+        .collect()
 }
 
 /// The point's noise ([`coordbench_results::noise`]): each ratio figure whose repeats on a
