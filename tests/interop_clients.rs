@@ -23,7 +23,7 @@ mod common;
 mod interop_build;
 use interop_build::program;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use common::{start_target, within, Target, TargetKind};
