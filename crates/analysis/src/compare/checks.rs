@@ -67,11 +67,11 @@ struct Pending {
     p_one_sided: f64,
 }
 
-/// How a relative check is judged: the false-alarm bound's strictest Holm level (which
-/// decides whether pairs can be used) and the comparison's alpha (for intervals).
+/// How a relative check is judged: the pairs the paired test needs ([`min_gate_pairs`])
+/// and the comparison's alpha (for intervals).
 #[derive(Clone, Copy)]
 struct Levels {
-    strictest: f64,
+    min_pairs: usize,
     alpha: f64,
 }
 
@@ -88,7 +88,7 @@ pub fn evaluate(thresholds: &[Threshold], comparison: &Comparison, false_alarm: 
         .filter(|(p, t)| p.figures.iter().any(|j| j.figure == t.figure))
         .count();
     let levels = Levels {
-        strictest: false_alarm / relative_checks.max(1) as f64,
+        min_pairs: min_gate_pairs(relative_checks, false_alarm),
         alpha: comparison.alpha,
     };
     let mut checks = Vec::new();
@@ -213,8 +213,7 @@ fn paired(
     levels: Levels,
 ) -> Option<Pending> {
     let n = judged.pairs.len();
-    let enough = stats::reaches_alpha(signed_rank::min_p_one_sided(n), levels.strictest);
-    if judged.scale != Scale::Ratio || n == 0 || !enough {
+    if judged.scale != Scale::Ratio || n < levels.min_pairs {
         return None;
     }
     let (base, cand): (Vec<f64>, Vec<f64>) = judged.pairs.iter().copied().unzip();
@@ -294,6 +293,16 @@ pub fn min_gate_repeats(relative_checks: usize, false_alarm: f64) -> usize {
     let level = false_alarm / relative_checks.max(1) as f64;
     (1..=1000)
         .find(|&n| stats::reaches_alpha(stats::min_p_value(n, n) / 2.0, level))
+        .unwrap_or(usize::MAX)
+}
+
+/// The fewest pairs with which the paired test can breach at all in a gate of
+/// `relative_checks` relative checks: its smallest one-sided p, 2^-n, must reach the
+/// strictest Holm level, false_alarm / relative_checks.
+pub fn min_gate_pairs(relative_checks: usize, false_alarm: f64) -> usize {
+    let level = false_alarm / relative_checks.max(1) as f64;
+    (1..=1000)
+        .find(|&n| stats::reaches_alpha(signed_rank::min_p_one_sided(n), level))
         .unwrap_or(usize::MAX)
 }
 
@@ -397,5 +406,14 @@ mod tests {
         assert_eq!(min_gate_repeats(2, 0.05), 4);
         assert_eq!(min_gate_repeats(8, 0.05), 5);
         assert_eq!(min_gate_repeats(40, 0.05), 6);
+    }
+
+    #[test]
+    fn the_pairs_a_gate_needs_grow_with_its_checks() {
+        let checks = [1, 2, 3, 4, 6, 7, 12, 13];
+        let pairs = checks.map(|k| min_gate_pairs(k, 0.05));
+        assert_eq!(pairs, [5, 6, 6, 7, 7, 8, 8, 9]);
+        // The gate test's spec: 2 relative checks at false_alarm 0.01.
+        assert_eq!(min_gate_pairs(2, 0.01), 8);
     }
 }
