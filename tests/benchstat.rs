@@ -44,7 +44,16 @@ fn unit(rng: &mut SplitMix64) -> f64 {
 /// Throughput-like samples around 1000 ops/s, ±15% run to run; the candidate's scaled by
 /// `factor` (1 for A/A).
 fn cases(rng: &mut SplitMix64) -> Vec<Case> {
-    let sizes = [(4, 4), (5, 5), (6, 6), (8, 8), (10, 10), (5, 8), (12, 9), (20, 20)];
+    let sizes = [
+        (4, 4),
+        (5, 5),
+        (6, 6),
+        (8, 8),
+        (10, 10),
+        (5, 8),
+        (12, 9),
+        (20, 20),
+    ];
     let factors = [1.0, 1.0, 0.97, 0.93, 0.88, 1.06, 1.12];
     let mut cases = Vec::new();
     for (i, &(n, m)) in sizes.iter().cycle().take(56).enumerate() {
@@ -104,7 +113,8 @@ fn mann_whitney_agrees_with_benchstat_on_a_a_and_a_b_samples() {
     let cases = cases(&mut SplitMix64::new(0xbe9c_5a7));
     for case in &cases {
         let pooled: Vec<f64> = case.base.iter().chain(&case.cand).copied().collect();
-        let distinct: std::collections::BTreeSet<u64> = pooled.iter().map(|v| v.to_bits()).collect();
+        let distinct: std::collections::BTreeSet<u64> =
+            pooled.iter().map(|v| v.to_bits()).collect();
         assert_eq!(distinct.len(), pooled.len(), "{}: ties", case.name);
     }
     write_side(tmp.path(), "base.txt", &cases, |c| &c.base);

@@ -36,4 +36,3 @@ fn built_path(var: &str) -> PathBuf {
         .find_map(|l| l.strip_prefix(&prefix).map(PathBuf::from))
         .unwrap_or_else(|| panic!("scripts/build-interop.sh --print names no {var}"))
 }
-

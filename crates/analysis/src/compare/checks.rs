@@ -236,9 +236,17 @@ fn paired(
     check.test = format!("paired Wilcoxon signed-rank, {n} pairs");
     Some(Pending {
         index,
-        beyond: if limit < 0.0 { change < limit } else { change > limit },
+        beyond: if limit < 0.0 {
+            change < limit
+        } else {
+            change > limit
+        },
         shifted: true,
-        p_one_sided: if limit < 0.0 { test.p_below } else { test.p_above },
+        p_one_sided: if limit < 0.0 {
+            test.p_below
+        } else {
+            test.p_above
+        },
     })
 }
 
@@ -357,8 +365,12 @@ mod tests {
     /// its baseline partner every time (±1%): the sides' ranges overlap, so the unpaired
     /// test cannot tell them apart, but every pair's log-ratio is below ln 0.95.
     fn drifting_pairs() -> Vec<(f64, f64)> {
-        let levels = [1000.0, 1300.0, 760.0, 1150.0, 900.0, 1250.0, 800.0, 1050.0, 950.0, 1200.0];
-        let wobble = [0.0, 0.01, -0.01, 0.005, -0.005, 0.0, 0.008, -0.008, 0.003, -0.003];
+        let levels = [
+            1000.0, 1300.0, 760.0, 1150.0, 900.0, 1250.0, 800.0, 1050.0, 950.0, 1200.0,
+        ];
+        let wobble = [
+            0.0, 0.01, -0.01, 0.005, -0.005, 0.0, 0.008, -0.008, 0.003, -0.003,
+        ];
         levels
             .iter()
             .zip(wobble)

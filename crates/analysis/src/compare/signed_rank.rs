@@ -258,7 +258,10 @@ mod tests {
         let observed: u64 = (0..n).filter(|&i| nonzero[i] > 0.0).map(|i| ranks[i]).sum();
         let (mut below, mut above) = (0u64, 0u64);
         for mask in 0u64..1 << n {
-            let w: u64 = (0..n).filter(|i| mask >> i & 1 == 1).map(|i| ranks[i]).sum();
+            let w: u64 = (0..n)
+                .filter(|i| mask >> i & 1 == 1)
+                .map(|i| ranks[i])
+                .sum();
             below += u64::from(w <= observed);
             above += u64::from(w >= observed);
         }
@@ -281,7 +284,13 @@ mod tests {
                 }
             }
             let d: Vec<f64> = (1..=10)
-                .map(|r| if positive.contains(&r) { r as f64 } else { -(r as f64) })
+                .map(|r| {
+                    if positive.contains(&r) {
+                        r as f64
+                    } else {
+                        -(r as f64)
+                    }
+                })
                 .collect();
             let t = signed_rank(&d).unwrap();
             assert_eq!((t.n, t.w_plus, t.exact), (10, w as f64, true));
@@ -299,7 +308,7 @@ mod tests {
         for case in 0..400 {
             let n = 1 + (rng.next_u64() % 12) as usize;
             let levels = [2, 3, 5, 1000][case % 4]; // few levels = many ties
-            // Symmetric integer levels: ties of equal and opposite values, and zeros.
+                                                    // Symmetric integer levels: ties of equal and opposite values, and zeros.
             let d: Vec<f64> = (0..n)
                 .map(|_| (rng.next_u64() % (2 * levels + 1)) as f64 - levels as f64)
                 .collect();
@@ -328,16 +337,29 @@ mod tests {
     fn normal_approximation_agrees_with_exact_at_the_limit() {
         let mut rng = SplitMix::new(11);
         for shift in [0.0, 0.1, 0.3] {
-            let d: Vec<f64> = (0..EXACT_LIMIT).map(|_| unit(&mut rng) - 0.5 + shift).collect();
+            let d: Vec<f64> = (0..EXACT_LIMIT)
+                .map(|_| unit(&mut rng) - 0.5 + shift)
+                .collect();
             let exact = test(&d, true).unwrap();
             let approx = test(&d, false).unwrap();
-            assert!(close(exact.p_below, approx.p_below, 0.005), "{exact:?} {approx:?}");
-            assert!(close(exact.p_above, approx.p_above, 0.005), "{exact:?} {approx:?}");
+            assert!(
+                close(exact.p_below, approx.p_below, 0.005),
+                "{exact:?} {approx:?}"
+            );
+            assert!(
+                close(exact.p_above, approx.p_above, 0.005),
+                "{exact:?} {approx:?}"
+            );
         }
         // Heavy ties: the variance's tie correction keeps them close too.
-        let d: Vec<f64> = (0..EXACT_LIMIT).map(|_| (rng.next_u64() % 5) as f64 - 1.5).collect();
+        let d: Vec<f64> = (0..EXACT_LIMIT)
+            .map(|_| (rng.next_u64() % 5) as f64 - 1.5)
+            .collect();
         let (exact, approx) = (test(&d, true).unwrap(), test(&d, false).unwrap());
-        assert!(close(exact.p_below, approx.p_below, 0.01), "{exact:?} {approx:?}");
+        assert!(
+            close(exact.p_below, approx.p_below, 0.01),
+            "{exact:?} {approx:?}"
+        );
         assert!(!signed_rank(&vec![1.0; EXACT_LIMIT + 1]).unwrap().exact);
     }
 
@@ -350,7 +372,10 @@ mod tests {
         assert!(close(i.confidence, 0.75, 1e-15));
         assert!(walsh_interval(&[3.0, 1.0, 2.0], 0.10).is_none());
         let r = ratio_walsh_interval(&[100.0, 100.0, 100.0], &[90.0, 90.0, 90.0], 0.25).unwrap();
-        assert!(close(r.estimate, 0.9, 1e-12) && close(r.low, 0.9, 1e-12), "{r:?}");
+        assert!(
+            close(r.estimate, 0.9, 1e-12) && close(r.low, 0.9, 1e-12),
+            "{r:?}"
+        );
     }
 
     #[test]
