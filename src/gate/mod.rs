@@ -1,8 +1,9 @@
 //! `coordbench gate SPEC.toml`: a regression gate. It runs a baseline side and a candidate
 //! side of the same points interleaved in one session ([`schedule`]), each side written as
 //! a sweep directory (`DIR/baseline/`, `DIR/candidate/`, with charts), compares them
-//! ([`coordbench_analysis::compare`]) and holds the candidate to the spec's thresholds: gate.md, gate.json
-//! and junit.xml ([`outputs`], [`junit`]).
+//! ([`coordbench_analysis::compare`], runs of one repeat paired, as they ran back to back)
+//! and holds the candidate to the spec's thresholds: gate.md, gate.json, junit.xml and
+//! benchstat's input files ([`outputs`], [`junit`]).
 //!
 //! Exit codes: 0 every threshold held; 3 a threshold was breached; 2 bad input; 1 a run
 //! failed; 130 interrupted (what was measured is kept; rerunning into the same directory

@@ -7,7 +7,9 @@
 //! Each side is any mix of run, sweep and gate-side directories ([`load`]); runs are paired
 //! by configuration ([`points`]); every figure that matters is judged ([`figures`],
 //! [`verdict`]), and so is the whole latency distribution ([`distribution`]). [`thresholds`]
-//! turns a comparison into pass/fail lines for `--thresholds` and `coordbench gate`.
+//! turns a comparison into pass/fail lines for `--thresholds` and `coordbench gate`
+//! ([`checks`]); a gate's runs also pair by repeat ([`Pairing`]), and its checks then use
+//! the paired test of [`signed_rank`]. [`benchfmt`] writes samples for Go's benchstat.
 
 pub mod args;
 pub mod benchfmt;
