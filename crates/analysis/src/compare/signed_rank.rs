@@ -379,6 +379,18 @@ mod tests {
     }
 
     #[test]
+    fn walsh_interval_of_one_to_ten_by_hand() {
+        // 1..=10: 55 Walsh averages (i + j) / 2, i <= j; sums 2, 3, 4, 5, 6 occur 1, 1, 2,
+        // 2, 3 times, so the 9th smallest is 6 / 2 = 3 and, by symmetry, the 9th largest 8.
+        // At alpha 0.05: P(W+ <= 8) = 25/1024 <= 0.025 < P(W+ <= 9) = 33/1024, so k = 9,
+        // with confidence 1 - 50/1024.
+        let d: Vec<f64> = (1..=10).map(f64::from).collect();
+        let i = walsh_interval(&d, 0.05).unwrap();
+        assert_eq!((i.estimate, i.low, i.high), (5.5, 3.0, 8.0));
+        assert!(close(i.confidence, 1.0 - 50.0 / 1024.0, 1e-15), "{i:?}");
+    }
+
+    #[test]
     fn the_interval_inverts_the_test() {
         let mut rng = SplitMix::new(42);
         let (mut rejected, mut kept) = (0, 0);
