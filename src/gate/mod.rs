@@ -116,6 +116,9 @@ pub async fn run(args: GateArgs) -> Result<Outcome, UsageError> {
             String::new()
         }
     ));
+    if let Some(judging) = spec.judging() {
+        progress.line(&judging);
+    }
     let interrupted = run_order(&order, &mut sides, &stop, &mut progress).await?;
     progress.finish();
     for s in &mut sides {
