@@ -4,8 +4,8 @@
 //! breaches throughput and p50 (exit 3), judged unpaired (too few pairs for its
 //! false-alarm budget), and gate.md names them and the test; junit.xml parses with one
 //! testcase per threshold and point; the runs were interleaved; each side's repeats are
-//! written for benchstat; a candidate whose runs fail exits 1; a bad spec exits 2 in one
-//! line.
+//! written for benchstat, which reads them and agrees with the gate's unpaired p-value; a
+//! candidate whose runs fail exits 1; a bad spec exits 2 in one line.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -39,6 +39,51 @@ fn gate(spec: &Path, out: &Path, extra: &[&str]) -> Output {
 #[path = "common/output.rs"]
 mod output;
 use output::describe;
+#[path = "common/interop_build.rs"]
+mod interop_build;
+
+/// Go's benchstat on the gate's baseline.txt and candidate.txt reads 8 throughput repeats a
+/// side and, when they hold no ties (with ties it approximates, coordbench does not),
+/// finds gate.json's unpaired p-value to the 3 decimals it prints. Skipped (a failure
+/// under `CI`) without benchstat (scripts/build-interop.sh builds it).
+fn benchstat_agrees(out: &Path, gate_json: &serde_json::Value) {
+    let Some(benchstat) = interop_build::program("COORDBENCH_INTEROP_BENCHSTAT") else {
+        return;
+    };
+    let o = Command::new(benchstat)
+        .args(["-format", "csv", "-filter", ".unit:throughput_ops_s"])
+        .args(["baseline.txt", "candidate.txt"])
+        .current_dir(out)
+        .output()
+        .expect("benchstat runs");
+    assert!(o.status.success(), "{}", describe(&o));
+    let csv = String::from_utf8_lossy(&o.stdout);
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("Gate/raft/kv-put,"))
+        .unwrap_or_else(|| panic!("no row for the point: {csv}"));
+    let last = row.rsplit(',').next().unwrap();
+    assert!(last.ends_with(" n=8"), "{row}");
+    let theirs: f64 = last[2..].split(' ').next().unwrap().parse().unwrap();
+    let figure = gate_json["comparison"]["points"][0]["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["figure"] == "throughput_ops_s")
+        .unwrap();
+    let values = |side: &str| -> Vec<f64> {
+        let all = figure[side].as_array().unwrap();
+        all.iter().map(|v| v.as_f64().unwrap()).collect()
+    };
+    let pooled = [values("base_values"), values("cand_values")].concat();
+    let mut distinct = pooled.clone();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup();
+    if distinct.len() == pooled.len() {
+        let ours = figure["p_value"].as_f64().unwrap();
+        assert!((ours - theirs).abs() <= 0.0005 + 1e-12, "{ours} vs {row}");
+    }
+}
 
 /// A quick gate: one point (raft kv-put, 1 member), `repeats` repeats of 1 s per side.
 /// Its two relative limits at false_alarm 0.01 are each held to 0.005 at the strictest:
@@ -190,6 +235,7 @@ fn an_a_a_gate_passes_and_an_hdd_candidate_breaches_throughput_and_p50() {
         assert!(fields[2].parse::<f64>().unwrap() > 0.0, "{line}");
     }
     assert!(out.join("candidate.txt").is_file());
+    benchstat_agrees(&out, &json);
 
     // An hdd slowed to 40 ms per sync: every write waits for it, so its p50 is far above a
     // debug build's tmpfs p50 on a loaded 2-core machine in every pairing.
