@@ -267,7 +267,12 @@ fn list(labels: &[String]) -> String {
 
 /// `coordbench compare BASE CAND`.
 pub fn run(args: &CompareArgs) -> Result<Outcome, UsageError> {
-    let comparison = compare(&args.base_paths(), &args.cand_paths(), args.alpha)
+    let pairing = if args.paired {
+        Pairing::ByRepeat
+    } else {
+        Pairing::Unpaired
+    };
+    let comparison = compare_with(&args.base_paths(), &args.cand_paths(), args.alpha, pairing)
         .map_err(|e| UsageError(coordbench_results::outcome::one_line(&e.to_string())))?;
     let checks = match &args.thresholds {
         Some(file) => {
