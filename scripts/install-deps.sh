@@ -5,7 +5,8 @@
 # server binaries under /usr/lib/postgresql/<version>/bin and the `postgres` user they run
 # as when coordbench is root; coordbench starts its own instances on its own ports and
 # data directories, never the package's service), the protobuf compiler and headers (for gRPC code
-# generation) and the DejaVu fonts (text in the report's PNG charts); then the notebooks'
+# generation), the DejaVu fonts (text in the report's PNG charts), valgrind (the gates' deterministic
+# cost) and headless Chromium (the report's browser test); then the notebooks'
 # Python virtual environment, target/notebooks-venv, with notebooks/requirements.txt in it,
 # and the interop tests' one, target/interop-venv (kazoo, tests/interop/requirements.txt)
 # (Python 3's venv module; Debian's python3-venv where it lacks one). Safe to run
@@ -57,6 +58,10 @@ if [[ $mode == all ]]; then
     redis-server:redis-server
     /usr/lib/postgresql:postgresql
     /usr/lib/python3/dist-packages/yaml:python3-yaml
+    # run --engine-cost (workloads/gate.toml) counts instructions with cachegrind.
+    valgrind:valgrind
+    # tests/report_browser.rs renders report.html in headless Chromium.
+    chromium-headless-shell:chromium-headless-shell
   )
 fi
 

@@ -60,6 +60,9 @@ fn main() -> ExitCode {
             builder.worker_threads(workers);
         }
     }
+    if run_args.is_some_and(|a| a.generator.realtime) {
+        realtime(&mut builder);
+    }
     let runtime = match builder.build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -97,6 +100,22 @@ fn main() -> ExitCode {
             eprintln!("error: {}", e.0);
             ExitCode::from(2)
         }
+    }
+}
+
+/// `--realtime`: the main thread and every thread the runtime starts take the real-time
+/// priority; where the process may not, one warning and the run goes on at normal priority.
+fn realtime(builder: &mut tokio::runtime::Builder) {
+    use coordbench_lab::affinity::make_current_thread_realtime;
+    match make_current_thread_realtime() {
+        Ok(()) => {
+            builder.on_thread_start(|| {
+                let _ = make_current_thread_realtime();
+            });
+        }
+        Err(e) => eprintln!(
+            "warning: --realtime: no real-time priority here ({e}; it needs root or CAP_SYS_NICE); the generator runs at normal priority"
+        ),
     }
 }
 

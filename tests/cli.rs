@@ -392,6 +392,53 @@ fn null_open_loop_run_writes_every_result_file() {
     assert!(hlog.len() > 0, "latency.hlog is empty");
 }
 
+/// `--realtime` takes the real-time priority where the process may (root, CAP_SYS_NICE)
+/// and says so in run.json; where it may not, one warning and the run goes on.
+#[test]
+fn realtime_generator_is_recorded_or_refused_with_a_warning() {
+    let dir = tempdir();
+    let out = dir.path().join("out");
+    let args = [
+        "run",
+        "--target",
+        "null",
+        "--workload",
+        "kv-put",
+        "--rate",
+        "5000",
+    ];
+    let tail = [
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--realtime",
+        "--pin-client",
+        "0",
+        "--quiet",
+    ];
+    let mut all: Vec<&str> = args.iter().chain(&tail).copied().collect();
+    all.extend(["--out", path_str(&out)]);
+    let f = run(dir.path(), &all, Duration::from_secs(30));
+    assert_eq!(f.status.code(), Some(0), "{}", f.describe());
+    let record = read_json(&out.join("run.json"));
+    // SAFETY: a valid sched_param for the calling (test) thread: a probe of whether this
+    // process may take a real-time priority.
+    let permitted = unsafe {
+        let param = libc::sched_param { sched_priority: 1 };
+        libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0
+    };
+    if permitted {
+        // Back to normal for the rest of this test binary's threads.
+        let param = libc::sched_param { sched_priority: 0 };
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
+        assert_eq!(record["generator"]["realtime"], true, "{record:#}");
+    } else {
+        assert_eq!(record["generator"]["realtime"], false, "{record:#}");
+        assert!(f.stderr.contains("warning: --realtime"), "{}", f.describe());
+    }
+}
+
 /// A closed loop on the null target never waits: pinned to one core, the generator uses all
 /// of it (or waits for it), so the run must call itself saturated and say so.
 #[test]

@@ -157,6 +157,20 @@ fn known_samples_give_known_verdicts() {
     assert!(p99.ends_with('~'), "{p99}");
     assert!(!String::from_utf8_lossy(&o.stdout).contains("noisy"));
 
+    // Candidate repeats of 950 operations cannot support p99 (10 must lie beyond it): the
+    // missing verdict names that cause, not the number of repeats.
+    let short = repeats(tmp.path(), "short", "raft", &[1000.0, 95.0, 96.0]);
+    let o = coordbench(&["compare", base.to_str().unwrap(), short.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", describe(&o));
+    let p99 = line_of(&String::from_utf8_lossy(&o.stdout), "p99_us").to_string();
+    assert!(
+        p99.ends_with(
+            "no verdict: 5 of 5 baseline and 1 of 3 candidate repeats had enough operations \
+             beyond this percentile, need 3 each (longer windows)"
+        ),
+        "{p99}"
+    );
+
     // Repeats 30% apart are named too noisy to judge, whatever the verdict.
     let wild = repeats(tmp.path(), "wild", "raft", &[800.0, 1040.0, 900.0, 950.0]);
     let o = coordbench(&["compare", base.to_str().unwrap(), wild.to_str().unwrap()]);

@@ -266,6 +266,65 @@ fn an_a_a_gate_passes_and_an_hdd_candidate_breaches_throughput_and_p50() {
     assert_eq!(junit_counts(&out.join("junit.xml")), (3, 2));
 }
 
+/// A candidate engine that spins per committed command (the test build's slowdown hook,
+/// engines/node/src/slowdown.rs, set through a wrapper as `engine_bin`) breaches the
+/// deterministic cost, which every run counts under valgrind (`engine_cost`), while the
+/// baseline's own repeats agree with each other to far better than the limit.
+#[test]
+fn a_candidate_engine_with_a_known_per_commit_slowdown_breaches_the_deterministic_cost() {
+    let _serial = one_at_a_time();
+    let tmp = TempDir::new().unwrap();
+    let slow = tmp.path().join("slow-coordbench");
+    std::fs::write(
+        &slow,
+        format!("#!/bin/sh\nCOORDBENCH_TEST_COMMIT_SPIN=300 exec {BIN} \"$@\"\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let spec = spec_with(
+        tmp.path(),
+        &format!("engine_bin = \"{}\"", slow.display()),
+        3,
+        "engine_instructions_per_op = { max_rise = \"1%\" }",
+    );
+    // One check and a count that does not vary: 3 repeats a side decide it at 0.1.
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("[options]\n", "[options]\nengine_cost = true\n")
+        .replace("false_alarm = 0.01", "false_alarm = 0.1");
+    std::fs::write(&spec, text).unwrap();
+    let out = tmp.path().join("cost");
+    let o = gate(&spec, &out, &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    let md = std::fs::read_to_string(out.join("gate.md")).unwrap();
+    assert!(
+        md.contains("| ✗ | engine_instructions_per_op max_rise 1% | raft kv-put |"),
+        "{md}"
+    );
+    let costs = |side: &str| -> Vec<f64> {
+        (1..=3)
+            .map(|r| {
+                let run = std::fs::read_to_string(out.join(format!("{side}/raft-r{r}/run.json")))
+                    .unwrap();
+                let run: serde_json::Value = serde_json::from_str(&run).unwrap();
+                run["engine_cost"]["instructions_per_op"].as_f64().unwrap()
+            })
+            .collect()
+    };
+    let (base, cand) = (costs("baseline"), costs("candidate"));
+    let spread = |v: &[f64]| {
+        v.iter().cloned().fold(f64::MIN, f64::max) / v.iter().cloned().fold(f64::MAX, f64::min)
+    };
+    assert!(
+        spread(&base) < 1.002,
+        "a deterministic count varied: {base:?}"
+    );
+    assert!(
+        cand.iter().all(|c| *c > base[0] * 1.01),
+        "{base:?} {cand:?}"
+    );
+}
+
 #[test]
 fn a_candidate_whose_runs_fail_exits_1_and_bad_specs_exit_2() {
     let _serial = one_at_a_time();

@@ -88,7 +88,7 @@ const MODULE_LAYERS: &[ModuleLayers] = &[
     ModuleLayers {
         src: "crates/bench/src",
         layers: &[
-            &["generator", "runner", "shard"],
+            &["engine_cost", "generator", "runner", "shard"],
             &[
                 "args",
                 "config",

@@ -86,7 +86,7 @@ pub fn schedule_dropped(shards: &[ShardRun]) -> Option<u64> {
 }
 
 /// The generators together: CPU and waits summed over the shards' processes, cores
-/// added, the largest RSS, saturated when any shard was.
+/// added, the largest RSS, saturated when any shard was, real-time when every shard was.
 pub fn generators(shards: &[ShardRun], ops: u64, window: Duration) -> Option<GeneratorUsage> {
     let all: Vec<&GeneratorUsage> = shards
         .iter()
@@ -109,5 +109,6 @@ pub fn generators(shards: &[ShardRun], ops: u64, window: Duration) -> Option<Gen
         peak_rss_mb: all.iter().map(|g| g.peak_rss_mb).fold(0.0, f64::max),
         generator_saturated: all.iter().any(|g| g.generator_saturated),
         saturated_s: all.iter().map(|g| g.saturated_s).fold(0.0, f64::max),
+        realtime: all.iter().all(|g| g.realtime),
     })
 }

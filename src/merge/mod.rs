@@ -131,6 +131,7 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
         generator_saturated: generator.as_ref().map(|g| g.generator_saturated),
         generator,
         server_counters: None,
+        engine_cost: None,
         faults: None,
         results: Some(MeasuredResults::of(&outcome)),
         shard: None,

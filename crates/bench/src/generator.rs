@@ -84,6 +84,9 @@ pub struct GeneratorUsage {
     pub generator_saturated: bool,
     /// Seconds of the window at which it did.
     pub saturated_s: f64,
+    /// Whether its threads ran at a real-time priority (`--realtime`).
+    #[serde(default)]
+    pub realtime: bool,
 }
 
 /// A thread reading this process's usage until [`stop`](Self::stop).
@@ -200,6 +203,7 @@ fn summarize(
             / (1024.0 * 1024.0),
         generator_saturated: saturated_s > 0.0,
         saturated_s,
+        realtime: coordbench_lab::affinity::realtime(),
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod args;
 pub mod config;
 pub mod console;
+pub mod engine_cost;
 pub mod etcd_access;
 pub mod fault;
 pub mod generator;

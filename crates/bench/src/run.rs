@@ -137,6 +137,7 @@ pub fn new_record(config: &RunConfig) -> RunRecord {
         generator: None,
         generator_saturated: None,
         server_counters: None,
+        engine_cost: None,
         faults: None,
         results: None,
         shard: None,
@@ -309,6 +310,9 @@ pub async fn measure(
         shard.measure_start_unix_us = Some(anchor.wall_us(o.measure_start));
         shard.start_wait_ms = Some(o.start_wait.as_secs_f64() * 1000.0);
     }
+    if config.engine_cost && ran.measured.is_ok() {
+        errors.push(count_engine_cost(config, &mut record).await);
+    }
     // A shard that never got its common start measured nothing: bad input or environment.
     let start_refused = matches!(&ran.measured, Err(runner::RunError::Start(_)));
     let member_failure = target.cluster.as_mut().and_then(|c| c.check_alive().err());
@@ -322,6 +326,23 @@ pub async fn measure(
         return Err(UsageError(record.header.error.unwrap_or_default()));
     }
     Ok((outcome, record))
+}
+
+/// `--engine-cost`: counts the engine binary's deterministic cost into `record`; the error
+/// (valgrind missing, say) fails the run, which a gate then reports.
+async fn count_engine_cost(config: &RunConfig, record: &mut RunRecord) -> Option<String> {
+    let binary = match &config.engine_bin {
+        Some(b) => b.clone(),
+        None => std::env::current_exe().unwrap_or_else(|_| "coordbench".into()),
+    };
+    let engine = coordbench_results::kinds::value_name(config.target);
+    match crate::engine_cost::count(&binary, &engine).await {
+        Ok(cost) => {
+            record.engine_cost = Some(cost);
+            None
+        }
+        Err(e) => Some(e),
+    }
 }
 
 /// What running the workload (and the faults beside it) gave.

@@ -5,6 +5,8 @@
 //! `--pin-client 0 --pin-servers 1` gives each side its own cores. Pinning is applied to
 //! every thread of a process (Linux affinity is per thread); threads created later inherit
 //! the affinity of the thread that creates them, which is by then pinned too.
+//! `run --realtime` also gives the generator's threads a real-time priority, so that what
+//! else runs on its cores cannot delay its open-loop starts.
 
 use std::fmt;
 use std::str::FromStr;
@@ -141,6 +143,36 @@ impl serde::Serialize for CpuList {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
+}
+
+/// The real-time priority (SCHED_FIFO) of the generator's threads under `run --realtime`:
+/// above every normal task, low among real-time ones, so the kernel's own real-time
+/// threads still preempt it.
+pub const REALTIME_PRIORITY: i32 = 10;
+
+/// Whether this process's threads took [`REALTIME_PRIORITY`].
+static REALTIME: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Moves the calling thread to SCHED_FIFO at [`REALTIME_PRIORITY`], so that a busy machine
+/// cannot keep it off its CPU (the kernel's real-time throttling still leaves other tasks
+/// 5% of each second). Fails where the process may not (no root, CAP_SYS_NICE or rtprio
+/// limit).
+pub fn make_current_thread_realtime() -> std::io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: REALTIME_PRIORITY,
+    };
+    // SAFETY: pid 0 is the calling thread; param is a valid sched_param.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    REALTIME.store(true, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+/// Whether any thread of this process took the real-time priority.
+pub fn realtime() -> bool {
+    REALTIME.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ mod raft_node;
 mod record;
 mod runtime;
 mod seam;
+pub mod slowdown;
 mod snapfile;
 pub mod tcp;
 pub mod transport;

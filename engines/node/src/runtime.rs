@@ -774,6 +774,7 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
                 let mut sm = self.sm.write().unwrap_or_else(|e| e.into_inner());
                 for e in chunk {
                     if let Some(cmd) = C::Log::command(e) {
+                        crate::slowdown::per_commit();
                         bytes += cmd.len() as u64;
                         let at = (C::Log::index(e), C::Log::term(e));
                         let out = sm.apply(at.0, cmd);

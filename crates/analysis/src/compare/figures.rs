@@ -48,6 +48,8 @@ const COLUMNS: &[(&str, Better, Scale)] = &[
     ("unpropagated", Better::Lower, Scale::Shift),
     ("stale_writes_accepted", Better::Lower, Scale::Shift),
     ("server_cpu_us_per_op", Better::Lower, Scale::Ratio),
+    ("client_cpu_us_per_op", Better::Lower, Scale::Ratio),
+    ("engine_instructions_per_op", Better::Lower, Scale::Ratio),
     ("server_peak_rss_mb", Better::Lower, Scale::Ratio),
     ("detect_p50_us", Better::Lower, Scale::Ratio),
     ("new_leader_p50_us", Better::Lower, Scale::Ratio),
@@ -88,6 +90,12 @@ impl Figure {
                 better,
                 scale,
             })
+    }
+
+    /// Whether this figure is a latency percentile, which a run's sample may be too small
+    /// to support ([`tails::supported`]).
+    pub fn is_percentile(&self) -> bool {
+        latency_percentile(&self.name).is_some()
     }
 
     /// Every figure's name, for error messages.

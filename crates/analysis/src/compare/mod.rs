@@ -160,10 +160,16 @@ fn point(p: &points::Point, alpha: f64, pairing: Pairing) -> PointComparison {
         .filter_map(|f| {
             let base: Vec<f64> = p.base.iter().filter_map(|r| f.value(r)).collect();
             let cand: Vec<f64> = p.cand.iter().filter_map(|r| f.value(r)).collect();
+            // Runs without a percentile's value had too small a sample for it.
+            let short = match f.is_percentile() {
+                true => (p.base.len() - base.len(), p.cand.len() - cand.len()),
+                false => (0, 0),
+            };
             if base.is_empty() || cand.is_empty() {
                 return None;
             }
             let mut judged = verdict::judge(f, base, cand, alpha);
+            judged.verdict = judged.verdict.with_short(short.0, short.1);
             if pairing == Pairing::ByRepeat {
                 judged.pairs = pairs(f, &p.base, &p.cand);
             }

@@ -16,28 +16,74 @@ pub enum Verdict {
     Worse,
     /// No significant difference ("~").
     Same,
-    /// Too few repeats for the test to reach alpha at all.
+    /// Too few repeats for the test to reach alpha at all. `base` and `cand` count the
+    /// repeats that measured the figure; `*_short` the repeats whose sample was too small for
+    /// this latency percentile ([`coordbench_results::tails::supported`]), so that a reader
+    /// is told to run longer windows, not more repeats.
     NoVerdict {
         base: usize,
         cand: usize,
         need: usize,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        base_short: usize,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cand_short: usize,
     },
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 impl Verdict {
-    /// `better`, `worse`, `~`, `no verdict: 1 repeat, need 3`.
+    /// `better`, `worse`, `~`, `no verdict: 1 repeat, need 3`, or, when repeats lacked the
+    /// operations a percentile needs, `no verdict: 1 of 3 baseline and 3 of 3 candidate
+    /// repeats had enough operations beyond this percentile, need 3 each (longer windows)`.
     pub fn text(&self) -> String {
         match self {
             Verdict::Better => "better".into(),
             Verdict::Worse => "worse".into(),
             Verdict::Same => "~".into(),
-            Verdict::NoVerdict { base, cand, need } if base == cand => {
+            Verdict::NoVerdict {
+                base,
+                cand,
+                need,
+                base_short,
+                cand_short,
+            } if base_short + cand_short > 0 => format!(
+                "no verdict: {base} of {} baseline and {cand} of {} candidate repeats had enough \
+                 operations beyond this percentile, need {need} each (longer windows)",
+                base + base_short,
+                cand + cand_short
+            ),
+            Verdict::NoVerdict {
+                base, cand, need, ..
+            } if base == cand => {
                 let s = if *base == 1 { "" } else { "s" };
                 format!("no verdict: {base} repeat{s}, need {need}")
             }
-            Verdict::NoVerdict { base, cand, need } => {
+            Verdict::NoVerdict {
+                base, cand, need, ..
+            } => {
                 format!("no verdict: {base} and {cand} repeats, need {need} each")
             }
+        }
+    }
+
+    /// Notes how many repeats per side could not support the figure (a latency percentile
+    /// beyond their sample), so that a missing verdict names that cause.
+    pub fn with_short(self, base_short: usize, cand_short: usize) -> Verdict {
+        match self {
+            Verdict::NoVerdict {
+                base, cand, need, ..
+            } => Verdict::NoVerdict {
+                base,
+                cand,
+                need,
+                base_short,
+                cand_short,
+            },
+            other => other,
         }
     }
 }
@@ -97,6 +143,8 @@ pub fn judge(figure: &Figure, base: Vec<f64>, cand: Vec<f64>, alpha: f64) -> Jud
                 base: base.len(),
                 cand: cand.len(),
                 need,
+                base_short: 0,
+                cand_short: 0,
             },
         )
     } else {

@@ -57,11 +57,7 @@ impl Context {
             .or_else(|| runs.first().and_then(|r| r.get("environment")));
         let versions = versions(table, rows, true);
         let workloads = column("workload");
-        let recipes = column(if table.has(RECIPE_AS_RUN) {
-            RECIPE_AS_RUN
-        } else {
-            "recipe"
-        });
+        let recipes = column("recipe");
         let clients = column("clients");
         let sizes = column("cluster_size");
         let window = config("duration_s");
@@ -75,7 +71,7 @@ impl Context {
             }
         };
         add("Workload", workloads.join(", "));
-        add("Recipe", recipes.join(", "));
+        add("Recipe", recipes_as_run(table, rows).join(", "));
         add("Servers", versions.join("; "));
         add("coordbench", coordbench_version(env));
         add("Machine", machine(env));
@@ -122,6 +118,30 @@ impl Context {
         s.push('\n');
         s
     }
+}
+
+/// The recipes as the report's points name them, each shared name followed by what each
+/// target ran under it, so that the header ties the charts' `herd-free` to the console's
+/// names: `herd-free (raft: etcd-mutex, zab: zk-recipe), naive`.
+fn recipes_as_run(table: &Table, rows: &[usize]) -> Vec<String> {
+    let named = |r: usize| table.rows[r].get("recipe").map(String::from);
+    let points = distinct(rows.iter().filter_map(|&r| named(r)));
+    points
+        .into_iter()
+        .map(|name| {
+            let ran = distinct(rows.iter().filter_map(|&r| {
+                let row = &table.rows[r];
+                let as_run = row.get(RECIPE_AS_RUN)?;
+                let target = row.get("target")?;
+                let renamed = row.get("recipe")? == name && as_run != name;
+                renamed.then(|| format!("{target}: {as_run}"))
+            }));
+            match ran.is_empty() {
+                true => name,
+                false => format!("{name} ({})", ran.join(", ")),
+            }
+        })
+        .collect()
 }
 
 /// Each target with its server version and, with `source`, where it came from:

@@ -16,6 +16,33 @@ pub enum SimulateCommand {
     /// Saturated throughput against cluster size and read ratio, from per-operation CPU
     /// costs measured on this machine (a model, beside the ZooKeeper paper's Table 1).
     Throughput(ThroughputArgs),
+    /// Instructions a built-in engine spends per committed write on a seeded simulated
+    /// workload, counted by valgrind: a cost that repeats exactly, for gates.
+    Cost(CostArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CostArgs {
+    /// The engine whose core and store run the workload.
+    #[arg(long, value_enum, default_value = "raft")]
+    pub engine: SimCore,
+
+    /// Writes per counted run: the count is of a run of OPS writes and one of 2·OPS, and
+    /// their difference divided by OPS is the cost per write.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    pub ops: u64,
+
+    /// Seed of the simulation (the network's delays and the members' timers).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Print one line of JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Run the workload once, uncounted, and exit: what the count runs under valgrind.
+    #[arg(long, hide = true)]
+    pub workload_only: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -1,6 +1,7 @@
 //! The two cores as members of a [`TimedCluster`]: each adapter ticks and steps its
 //! `RawNode`, hands every Ready's messages to the network at once (no disk: a write is
-//! durable the moment it is asked for) and says who leads. The cores are configured through
+//! durable the moment it is asked for), applies its committed commands to a state machine
+//! when it was given one ([`Applier`]) and says who leads. The cores are configured through
 //! engines/node's `NodeConfig`, so the simulated timing maps to the cores exactly as the
 //! engines' does.
 
@@ -9,6 +10,8 @@ use std::net::SocketAddr;
 
 use coordbench_node::NodeConfig;
 use coordbench_sim::TimedNode;
+
+use super::machine::{Applier, Machine};
 
 /// How the simulation sees one member's leadership.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +41,10 @@ pub trait Member: TimedNode + Sized {
     fn leadership(&self) -> Leadership;
     /// Offers a write; whether the core took it (only a serving leader does).
     fn propose(&mut self, data: &[u8]) -> bool;
+    /// Applies this member's committed commands to `machine` from now on.
+    fn apply_to(&mut self, machine: Machine);
+    /// Commands applied so far (0 without a machine).
+    fn applied(&self) -> u64;
 }
 
 fn node_config(id: u64, members: u64, timing: &Timing) -> NodeConfig {
@@ -52,9 +59,10 @@ fn node_config(id: u64, members: u64, timing: &Timing) -> NodeConfig {
     c
 }
 
-/// Both cores step, tick and hand out Readies alike; only their types differ.
+/// Both cores step, tick and hand out Readies alike; only their types and how an entry
+/// yields its (index, command) differ.
 macro_rules! timed_node {
-    ($member:ident, $core:ident) => {
+    ($member:ident, $core:ident, $command:expr) => {
         impl TimedNode for $member {
             type Msg = $core::Message;
 
@@ -72,6 +80,12 @@ macro_rules! timed_node {
                     let mut rd = self.0.ready();
                     out.append(&mut rd.messages);
                     out.append(&mut rd.persisted_messages);
+                    for entry in &rd.committed_entries {
+                        let (index, command) = $command(entry);
+                        if let Some(command) = command {
+                            self.1.apply(index, command);
+                        }
+                    }
                     self.0.advance(rd);
                 }
             }
@@ -83,15 +97,23 @@ macro_rules! timed_node {
     };
 }
 
-pub struct RaftMember(coordbench_raft::RawNode);
+pub struct RaftMember(coordbench_raft::RawNode, Applier);
 
-timed_node!(RaftMember, coordbench_raft);
+/// A leader's no-op carries no command.
+fn raft_command(e: &coordbench_raft::Entry) -> (u64, Option<&[u8]>) {
+    match &e.kind {
+        coordbench_raft::EntryKind::Normal(data) => (e.index, Some(data)),
+        coordbench_raft::EntryKind::Noop => (e.index, None),
+    }
+}
+
+timed_node!(RaftMember, coordbench_raft, raft_command);
 
 impl Member for RaftMember {
     fn boot(id: u64, members: u64, timing: &Timing, seed: u64) -> Result<Self, String> {
         let config = node_config(id, members, timing).raft_config(seed);
         coordbench_raft::RawNode::new(config, Default::default())
-            .map(RaftMember)
+            .map(|node| RaftMember(node, Applier::default()))
             .map_err(|e| e.to_string())
     }
 
@@ -108,17 +130,29 @@ impl Member for RaftMember {
     fn propose(&mut self, data: &[u8]) -> bool {
         self.0.propose(data.to_vec()).is_ok()
     }
+
+    fn apply_to(&mut self, machine: Machine) {
+        self.1 = Applier::new(machine);
+    }
+
+    fn applied(&self) -> u64 {
+        self.1.applied()
+    }
 }
 
-pub struct ZabMember(coordbench_zab::RawNode);
+pub struct ZabMember(coordbench_zab::RawNode, Applier);
 
-timed_node!(ZabMember, coordbench_zab);
+fn zab_command(p: &coordbench_zab::Proposal) -> (u64, Option<&[u8]>) {
+    (p.zxid.0, Some(&p.data))
+}
+
+timed_node!(ZabMember, coordbench_zab, zab_command);
 
 impl Member for ZabMember {
     fn boot(id: u64, members: u64, timing: &Timing, seed: u64) -> Result<Self, String> {
         let config = node_config(id, members, timing).zab_config(seed);
         coordbench_zab::RawNode::new(config, Default::default())
-            .map(ZabMember)
+            .map(|node| ZabMember(node, Applier::default()))
             .map_err(|e| e.to_string())
     }
 
@@ -133,5 +167,13 @@ impl Member for ZabMember {
 
     fn propose(&mut self, data: &[u8]) -> bool {
         self.0.propose(data.to_vec()).is_ok()
+    }
+
+    fn apply_to(&mut self, machine: Machine) {
+        self.1 = Applier::new(machine);
+    }
+
+    fn applied(&self) -> u64 {
+        self.1.applied()
     }
 }

@@ -5,10 +5,14 @@
 //! summary.csv/json and CDF charts beside the paper's points, all from one printed seed.
 //! `simulate throughput` is a CPU model calibrated on measured runs (throughput.rs): the
 //! ZooKeeper paper's Table 1 shape for cluster sizes and cores this machine lacks.
+//! `simulate cost` counts the instructions an engine spends per committed write on a
+//! seeded workload (cost.rs): the deterministic figure of performance gates.
 
 pub mod args;
 pub mod charts;
+pub mod cost;
 pub mod election;
+pub mod machine;
 pub mod members;
 pub mod summary;
 pub mod throughput;
@@ -21,7 +25,7 @@ use std::time::{Instant, SystemTime};
 use anyhow::Context;
 
 use crate::report::published::RAFT_FIGURE16;
-use args::{ElectionArgs, SimulateCommand, ThroughputArgs};
+use args::{CostArgs, ElectionArgs, SimulateCommand, ThroughputArgs};
 use coordbench_results::outcome::{Outcome, UsageError};
 use election::{Setup, Trial};
 use summary::{LineContext, LineSummary};
@@ -31,7 +35,37 @@ pub fn run(command: &SimulateCommand) -> Result<Outcome, UsageError> {
     match command {
         SimulateCommand::Election(args) => election_command(args),
         SimulateCommand::Throughput(args) => throughput_command(args),
+        SimulateCommand::Cost(args) => cost_command(args),
     }
+}
+
+fn cost_command(args: &CostArgs) -> Result<Outcome, UsageError> {
+    if args.workload_only {
+        cost::run_workload(args.engine, args.ops, args.seed).map_err(UsageError)?;
+        return Ok(Outcome::Complete);
+    }
+    let binary = std::env::current_exe().context("finding this binary")?;
+    let scratch = tempfile::tempdir().context("creating a scratch directory")?;
+    let cost = cost::count(&binary, args.engine, args.ops, args.seed, scratch.path())
+        .map_err(|e| UsageError(e.to_string()))?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&cost).context("encoding the cost")?
+        );
+    } else {
+        println!(
+            "{}: {:.0} instructions per committed write ({} members, {} and {} writes, seed {}; {})",
+            cost.engine,
+            cost.instructions_per_op,
+            cost::MEMBERS,
+            cost.ops,
+            2 * cost.ops,
+            cost.seed,
+            cost.counter
+        );
+    }
+    Ok(Outcome::Complete)
 }
 
 fn throughput_command(args: &ThroughputArgs) -> Result<Outcome, UsageError> {

@@ -79,6 +79,13 @@ pub struct ClusterOptions {
     #[arg(long)]
     pub engine_bin: Option<PathBuf>,
 
+    /// raft, zab: after the window, count the instructions the engine binary spends per
+    /// committed write on a seeded simulated workload (`coordbench simulate cost`, under
+    /// valgrind) and record it as engine_instructions_per_op: a figure that repeats exactly,
+    /// for gates.
+    #[arg(long)]
+    pub engine_cost: bool,
+
     /// First port for started members (default: free ports).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1024..))]
     pub base_port: Option<u16>,

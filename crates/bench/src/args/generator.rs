@@ -23,6 +23,13 @@ pub struct GeneratorOptions {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub client_threads: Option<u16>,
 
+    /// Run the generator's threads at a real-time priority (SCHED_FIFO 10), so nothing
+    /// else on its CPUs delays an open-loop start; needs root or CAP_SYS_NICE (else a
+    /// warning, and normal priority). Pin the servers elsewhere (--pin-client 0
+    /// --pin-servers 1): a busy generator would otherwise starve them.
+    #[arg(long)]
+    pub realtime: bool,
+
     /// No live status line.
     #[arg(long)]
     pub quiet: bool,

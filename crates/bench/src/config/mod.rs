@@ -67,6 +67,8 @@ pub struct RunConfig {
     pub zk_heap_mb: Option<u32>,
     /// raft, zab: the coordbench binary the members run from (`--engine-bin`).
     pub engine_bin: Option<PathBuf>,
+    /// raft, zab: count the engine's deterministic cost after the window (`--engine-cost`).
+    pub engine_cost: bool,
     /// Whether coordbench starts the cluster secured (`--secure`).
     pub secure: bool,
     /// zookeeper, zab: the driver's credentials, ACLs and chroot, and their record.
@@ -152,6 +154,7 @@ impl RunConfig {
             zk_classpath: args.cluster.zk_classpath.clone(),
             zk_heap_mb: args.cluster.zk_heap,
             engine_bin: args.cluster.engine_bin.clone(),
+            engine_cost: args.cluster.engine_cost,
             secure: args.attach.secure,
             zk_access: access.zk.access,
             zk_access_record: access.zk.record,

@@ -55,6 +55,8 @@ pub struct ConfigRecord {
     /// raft, zab: the coordbench binary the members ran from (`--engine-bin`); absent: this
     /// one.
     pub engine_bin: Option<PathBuf>,
+    /// raft, zab: whether the engine's deterministic cost was counted (`--engine-cost`).
+    pub engine_cost: bool,
     /// zookeeper: `client` or `async` (`--zk-client`); absent for other targets.
     pub zk_client: Option<String>,
     pub secure: bool,
@@ -140,6 +142,7 @@ impl ConfigRecord {
             etcd_bin: config.etcd_bin.clone(),
             zk_classpath: config.zk_classpath.clone(),
             engine_bin: config.engine_bin.clone(),
+            engine_cost: config.engine_cost,
             zk_client: (family == ApiFamily::ZooKeeper).then(|| value_name(config.zk_client)),
             secure: config.secure,
             zk_access: config.zk_access_record.clone(),

@@ -45,6 +45,10 @@ pub struct RunRecord {
     pub generator_saturated: Option<bool>,
     /// Server-side counters around the run, where the target exposes them.
     pub server_counters: Option<ServerCounters>,
+    /// raft, zab with `--engine-cost`: the engine binary's instructions per committed write
+    /// on the seeded simulated workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_cost: Option<crate::engine_cost::EngineCost>,
     /// Failover figures over the faults injected (`--fault`; one row each in failover.csv).
     pub faults: Option<crate::fault::FaultSummary>,
     pub results: Option<MeasuredResults>,

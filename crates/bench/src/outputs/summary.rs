@@ -106,6 +106,8 @@ pub struct SummaryRow {
     pub server_peak_rss_mb: Option<f64>,
     pub server_cpu_s: Option<f64>,
     pub server_cpu_us_per_op: Option<f64>,
+    /// raft, zab with `--engine-cost`: instructions per committed write (deterministic).
+    pub engine_instructions_per_op: Option<f64>,
     pub server_packets_received: Option<f64>,
     pub server_packets_sent: Option<f64>,
     pub server_watch_count: Option<f64>,
@@ -271,6 +273,8 @@ impl SummaryRow {
         self.server_peak_rss_mb = used.and_then(|u| u.peak_rss_mb);
         self.server_cpu_s = used.and_then(|u| u.cpu_s);
         self.server_cpu_us_per_op = used.and_then(|u| u.cpu_us_per_op);
+        self.engine_instructions_per_op =
+            record.engine_cost.as_ref().map(|c| c.instructions_per_op);
         self.server_packets_received = server.and_then(|s| s.total_delta("zk_packets_received"));
         self.server_packets_sent = server.and_then(|s| s.total_delta("zk_packets_sent"));
         self.server_watch_count = server.and_then(|s| s.total_after("zk_watch_count"));

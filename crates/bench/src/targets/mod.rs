@@ -159,6 +159,9 @@ impl Descriptor {
         if args.cluster.engine_bin.is_some() && !self.engine {
             return Err("--engine-bin applies only to --target raft or zab".into());
         }
+        if args.cluster.engine_cost && !self.engine {
+            return Err("--engine-cost applies only to --target raft or zab".into());
+        }
         match self.max_cluster_size {
             Some(max) if args.starts_servers() && args.cluster_size() > max => Err(format!(
                 "--target {} starts at most {max} server (--cluster-size {max}); it has no replication coordbench can start",

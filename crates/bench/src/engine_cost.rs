@@ -1,0 +1,58 @@
+//! `--engine-cost`: a built-in engine's deterministic cost recorded beside a run's measured
+//! figures. After the window, the binary that ran the members (`--engine-bin`, or this one)
+//! counts the instructions its core and store spend per committed write on a seeded
+//! simulated workload (`coordbench simulate cost`, under valgrind), so a gate comparing two
+//! engine builds compares a figure that the machine's other tenants cannot move.
+//! docs/reference.md ("Deterministic cost") defines it.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// What `simulate cost --json` printed, and which binary printed it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EngineCost {
+    pub engine: String,
+    pub ops: u64,
+    pub seed: u64,
+    /// Instructions of the runs of `ops` and `2·ops` writes.
+    pub instructions: [u64; 2],
+    pub instructions_per_op: f64,
+    pub counter: String,
+    #[serde(default)]
+    pub binary: PathBuf,
+}
+
+/// Writes per counted run: the count per write is the same at 200 as at 2,000 to within
+/// 0.1% (docs/reference.md), and valgrind's start-up dominates either way.
+const OPS: &str = "200";
+
+/// Counts the cost of `engine` (raft, zab) with `binary`; the error is one line naming
+/// what failed (valgrind missing, the binary lacking `simulate cost`).
+pub async fn count(binary: &Path, engine: &str) -> Result<EngineCost, String> {
+    let out = tokio::process::Command::new(binary)
+        .args([
+            "simulate", "cost", "--json", "--engine", engine, "--ops", OPS,
+        ])
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| format!("counting the engine's cost with {}: {e}", binary.display()))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+        return Err(format!(
+            "counting the engine's cost with {} failed: {}",
+            binary.display(),
+            last.unwrap_or("no output")
+        ));
+    }
+    let mut cost: EngineCost = serde_json::from_slice(&out.stdout).map_err(|e| {
+        format!(
+            "{} simulate cost printed no cost ({e}); is it a build with `simulate cost`?",
+            binary.display()
+        )
+    })?;
+    cost.binary = binary.to_path_buf();
+    Ok(cost)
+}
