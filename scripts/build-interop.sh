@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Builds the reference-client programs tests/interop_clients.rs runs, each into a cache
+# Builds the reference programs tests/interop_clients.rs and tests/benchstat.rs run, each into a cache
 # outside the checkout keyed by a hash of its sources and toolchain:
 #   tests/interop/etcd-concurrency/  etcd's Go client (clientv3 and its concurrency package),
 #                                    modules from the Go module proxy (go.sum pins them)
 #   tests/interop/curator-recipes/   Apache Curator's recipes, jars from Maven Central (the
 #                                    pom pins every version, plugins included)
+#   tests/interop/benchstat/         Go's benchstat (golang.org/x/perf/cmd/benchstat), for
+#                                    tests/benchstat.rs; modules from the Go module proxy
+#                                    (go.mod pins the version, go.sum every module)
 # into ${COORDBENCH_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/coordbench}/interop/<name>-<hash>/
 # (the root `coordbench install` caches servers under). A cached build returns at once; a
-# cold one takes about a minute (both). A build happens in a staging directory renamed into
+# cold one takes about a minute (the clients; benchstat a few seconds). A build happens in a staging directory renamed into
 # place whole, so nothing half-built is ever found.
 # Prints one `export COORDBENCH_INTEROP_*=PATH` line per program on stdout (for eval);
 # progress goes to stderr.
@@ -44,12 +47,15 @@ toolchain_line() {
 
 go_src=tests/interop/etcd-concurrency
 java_src=tests/interop/curator-recipes
+benchstat_src=tests/interop/benchstat
 go_dir="$cache/etcd-concurrency-$(source_hash "$go_src" "$(toolchain_line go)")"
 java_dir="$cache/curator-recipes-$(source_hash "$java_src" "$(toolchain_line java)")"
+benchstat_dir="$cache/benchstat-$(source_hash "$benchstat_src" "$(toolchain_line go)")"
 
 emit() {
   echo "export COORDBENCH_INTEROP_ETCD_CONCURRENCY=$go_dir/etcd-concurrency"
   echo "export COORDBENCH_INTEROP_CURATOR_RECIPES=$java_dir/curator-recipes.jar"
+  echo "export COORDBENCH_INTEROP_BENCHSTAT=$benchstat_dir/benchstat"
 }
 if $print_only; then
   emit
@@ -83,6 +89,13 @@ build_go() {
     go build -trimpath -o "$stage/etcd-concurrency" .)
 }
 
+build_benchstat() {
+  local stage=$1
+  # The tool directive of go.mod names it; go.sum pins every module.
+  (cd "$benchstat_src" && GOTOOLCHAIN=local GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 \
+    go build -trimpath -o "$stage/benchstat" golang.org/x/perf/cmd/benchstat)
+}
+
 build_java() {
   local stage=$1
   # Maven writes target/ beside the pom: build a copy in the staging directory.
@@ -97,6 +110,10 @@ mkdir -p "$cache"
 if [[ ! -x $go_dir/etcd-concurrency ]]; then
   command -v go >/dev/null || { echo "error: go is not installed (Go 1.26)" >&2; exit 2; }
   build_into "$go_dir" "etcd's Go client checks" build_go
+fi
+if [[ ! -x $benchstat_dir/benchstat ]]; then
+  command -v go >/dev/null || { echo "error: go is not installed (Go 1.26)" >&2; exit 2; }
+  build_into "$benchstat_dir" "Go's benchstat" build_benchstat
 fi
 if [[ ! -f $java_dir/curator-recipes.jar ]]; then
   command -v mvn >/dev/null || { echo "error: mvn is not installed (scripts/install-deps.sh)" >&2; exit 2; }

@@ -1,8 +1,9 @@
 //! `coordbench compare` on hand-made result directories, where known samples give known
 //! verdicts: a significant drop, a significant improvement, no difference ("~"), too few
 //! repeats ("no verdict"), runs paired by configuration across sweeps, a tail regression in
-//! the merged latency.hlog that the medians do not show, `--thresholds` (exit 3), every
-//! output format, and bad input refused in one line (exit 2).
+//! the merged latency.hlog that the medians do not show, `--thresholds` (exit 3),
+//! `--paired` thresholds judged on a gate side's repeat pairs, every output format, and bad
+//! input refused in one line (exit 2).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -370,6 +371,105 @@ fn the_sides_difference_is_named_and_thresholds_fail_with_exit_3() {
     let md = String::from_utf8_lossy(&o.stdout);
     assert!(md.contains("| throughput_ops_s"), "{md}");
     assert!(md.contains("### raft kv-put"), "{md}");
+}
+
+/// A gate side as `coordbench gate` writes it: a sweep run.json listing runs `raft-rN` with
+/// their repeat index, and the run directories.
+fn gate_side(root: &Path, name: &str, throughputs: &[f64]) -> PathBuf {
+    let side = root.join(name);
+    let mut points = Vec::new();
+    for (i, t) in throughputs.iter().enumerate() {
+        let run = FakeRun {
+            target: "raft",
+            disk: "tmpfs",
+            throughput: *t,
+            p99_us: 5000,
+            errors: 0,
+            latencies: &[],
+        };
+        let point = format!("raft-r{}", i + 1);
+        write_run(&side.join(&point), &run);
+        points.push(serde_json::json!({ "name": point, "target": "raft", "repeat": i + 1 }));
+    }
+    let record = serde_json::json!({ "schema": "coordbench.sweep/1", "points": points });
+    std::fs::write(side.join("run.json"), record.to_string()).unwrap();
+    side
+}
+
+#[test]
+fn paired_thresholds_use_the_repeats_pairs() {
+    // The level drifts ±30% from pair to pair; the candidate is 12% below its partner in
+    // every pair. Unpaired, the sides overlap: no significant drop. Paired, every pair's
+    // ratio is below 0.95: p = 2^-8, the one relative check breaches.
+    let levels = [1000.0, 1300.0, 760.0, 1150.0, 900.0, 1250.0, 800.0, 1050.0];
+    let wobble = [0.0, 0.01, -0.01, 0.005, -0.005, 0.0, 0.008, -0.008];
+    let cand: Vec<f64> = levels
+        .iter()
+        .zip(wobble)
+        .map(|(b, w)| b * (0.88 + w))
+        .collect();
+    let tmp = TempDir::new().unwrap();
+    let base = gate_side(tmp.path(), "baseline", &levels);
+    let cand = gate_side(tmp.path(), "candidate", &cand);
+    let thresholds = tmp.path().join("t.toml");
+    std::fs::write(
+        &thresholds,
+        "[thresholds]\nthroughput_ops_s = { max_drop = \"5%\" }\n",
+    )
+    .unwrap();
+    let compare = |base: &str, cand: &str, extra: &[&str]| {
+        let mut args = vec![
+            "compare",
+            base,
+            cand,
+            "--thresholds",
+            thresholds.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        coordbench(&args)
+    };
+    let (b, c) = (base.to_str().unwrap(), cand.to_str().unwrap());
+    let o = compare(b, c, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        line_of(&stdout, "✓ throughput_ops_s max_drop 5%")
+            .ends_with("(Mann-Whitney U, unpaired, 8 vs 8 repeats)"),
+        "{stdout}"
+    );
+    let o = compare(b, c, &["--paired"]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let line = line_of(&stdout, "✗ throughput_ops_s max_drop 5%");
+    assert!(line.contains("p=0.0039 <= 0.050"), "{stdout}");
+    assert!(
+        line.ends_with("(paired Wilcoxon signed-rank, 8 pairs)"),
+        "{stdout}"
+    );
+
+    // Run directories named one by one pair too: their repeat is in the side's run.json.
+    let runs = |side: &Path, repeats: &[usize]| -> String {
+        let dirs: Vec<String> = repeats
+            .iter()
+            .map(|r| side.join(format!("raft-r{r}")).display().to_string())
+            .collect();
+        dirs.join(",")
+    };
+    let picked = [8, 2, 3, 5, 6, 7, 1];
+    let o = compare(
+        &runs(&base, &picked),
+        &runs(&cand, &picked),
+        &["--paired", "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["thresholds"][0]["test"],
+        "paired Wilcoxon signed-rank, 7 pairs"
+    );
+    let pairs = &v["comparison"]["points"][0]["figures"][0]["pairs"];
+    assert_eq!(pairs[0][0], 1000.0, "pairs in repeat order: {pairs}");
+    assert_eq!(pairs[0][1], 880.0, "{pairs}");
 }
 
 #[test]

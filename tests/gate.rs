@@ -1,8 +1,11 @@
 //! End-to-end tests of `coordbench gate`: quick gates on 1-member raft clusters on
-//! 127.0.0.1. Same build and options on both sides passes (exit 0); a candidate on an
-//! emulated hdd against a tmpfs baseline breaches throughput and p50 (exit 3) and gate.md
-//! names them; junit.xml parses with one testcase per threshold and point; the runs were
-//! interleaved; a candidate whose runs fail exits 1; a bad spec exits 2 in one line.
+//! 127.0.0.1. Same build and options on both sides passes (exit 0), judged on its pairs by
+//! the paired signed-rank test; a candidate on an emulated hdd against a tmpfs baseline
+//! breaches throughput and p50 (exit 3), judged unpaired (too few pairs for its
+//! false-alarm budget), and gate.md names them and the test; junit.xml parses with one
+//! testcase per threshold and point; the runs were interleaved; each side's repeats are
+//! written for benchstat, which reads them and agrees with the gate's unpaired p-value; a
+//! candidate whose runs fail exits 1; a bad spec exits 2 in one line.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -36,15 +39,62 @@ fn gate(spec: &Path, out: &Path, extra: &[&str]) -> Output {
 #[path = "common/output.rs"]
 mod output;
 use output::describe;
+#[path = "common/interop_build.rs"]
+mod interop_build;
 
-/// A quick gate: one point (raft kv-put, 1 member), 5 repeats of 1 s per side. With
-/// false_alarm 0.01 an A/A gate fails only if a side wins all 25 pairings of a figure and
+/// Go's benchstat on the gate's baseline.txt and candidate.txt reads 8 throughput repeats a
+/// side and, when they hold no ties (with ties it approximates, coordbench does not),
+/// finds gate.json's unpaired p-value to the 3 decimals it prints. Skipped (a failure
+/// under `CI`) without benchstat (scripts/build-interop.sh builds it).
+fn benchstat_agrees(out: &Path, gate_json: &serde_json::Value) {
+    let Some(benchstat) = interop_build::program("COORDBENCH_INTEROP_BENCHSTAT") else {
+        return;
+    };
+    let o = Command::new(benchstat)
+        .args(["-format", "csv", "-filter", ".unit:throughput_ops_s"])
+        .args(["baseline.txt", "candidate.txt"])
+        .current_dir(out)
+        .output()
+        .expect("benchstat runs");
+    assert!(o.status.success(), "{}", describe(&o));
+    let csv = String::from_utf8_lossy(&o.stdout);
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("Gate/raft/kv-put,"))
+        .unwrap_or_else(|| panic!("no row for the point: {csv}"));
+    let last = row.rsplit(',').next().unwrap();
+    assert!(last.ends_with(" n=8"), "{row}");
+    let theirs: f64 = last[2..].split(' ').next().unwrap().parse().unwrap();
+    let figure = gate_json["comparison"]["points"][0]["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["figure"] == "throughput_ops_s")
+        .unwrap();
+    let values = |side: &str| -> Vec<f64> {
+        let all = figure[side].as_array().unwrap();
+        all.iter().map(|v| v.as_f64().unwrap()).collect()
+    };
+    let pooled = [values("base_values"), values("cand_values")].concat();
+    let mut distinct = pooled.clone();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup();
+    if distinct.len() == pooled.len() {
+        let ours = figure["p_value"].as_f64().unwrap();
+        assert!((ours - theirs).abs() <= 0.0005 + 1e-12, "{ours} vs {row}");
+    }
+}
+
+/// A quick gate: one point (raft kv-put, 1 member), `repeats` repeats of 1 s per side.
+/// Its two relative limits at false_alarm 0.01 are each held to 0.005 at the strictest:
+/// 8 pairs reach it (2^-8) and the paired test decides; 5 pairs do not (2^-5), and the
+/// unpaired test decides, failing only if a side wins all 25 pairings of a figure and
 /// moves it beyond a wide limit; a slow emulated hdd against tmpfs does both.
-fn spec(dir: &Path, candidate: &str) -> std::path::PathBuf {
+fn spec(dir: &Path, candidate: &str, repeats: u32) -> std::path::PathBuf {
     // p50, not p99: a 1 s run of a few hundred operations (fewer on the hdd) cannot
     // support a p99, which needs 1,000 (docs/reference.md, "Percentiles shown").
     let thresholds = "throughput_ops_s = { max_drop = \"30%\" }\np50_us = { max_rise = \"50%\" }\nviolations = { max = 0 }";
-    spec_with(dir, candidate, 5, thresholds)
+    spec_with(dir, candidate, repeats, thresholds)
 }
 
 /// The same point for tests of the plumbing (failures, resume, the script): 3 repeats and
@@ -122,7 +172,7 @@ fn run_order(out: &Path) -> Vec<String> {
 fn an_a_a_gate_passes_and_an_hdd_candidate_breaches_throughput_and_p50() {
     let _serial = one_at_a_time();
     let tmp = TempDir::new().unwrap();
-    let same = spec(tmp.path(), "");
+    let same = spec(tmp.path(), "", 8);
     let out = tmp.path().join("aa");
     let o = gate(&same, &out, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
@@ -133,31 +183,63 @@ fn an_a_a_gate_passes_and_an_hdd_candidate_breaches_throughput_and_p50() {
         md.contains("| ✓ | throughput_ops_s max_drop 30% | raft kv-put |"),
         "{md}"
     );
+    // The row names the test that decided it: the pairs, as the runs interleaved.
+    let row = |threshold: &str| {
+        md.lines()
+            .find(|l| l.contains(threshold))
+            .unwrap_or_else(|| panic!("no {threshold} row: {md}"))
+            .to_string()
+    };
+    for threshold in ["throughput_ops_s max_drop 30%", "p50_us max_rise 50%"] {
+        assert!(
+            row(threshold).ends_with("| paired Wilcoxon signed-rank, 8 pairs |"),
+            "{md}"
+        );
+    }
+    assert!(
+        row("violations max 0").ends_with("| every candidate repeat against the limit |"),
+        "{md}"
+    );
     assert!(md.contains("baseline/report.md"), "{md}");
     assert_eq!(junit_counts(&out.join("junit.xml")), (3, 0));
-    assert_eq!(
-        run_order(&out),
-        [
-            "baseline/raft-r1",
-            "candidate/raft-r1",
-            "candidate/raft-r2",
-            "baseline/raft-r2",
-            "baseline/raft-r3",
-            "candidate/raft-r3",
-            "candidate/raft-r4",
-            "baseline/raft-r4",
-            "baseline/raft-r5",
-            "candidate/raft-r5"
-        ]
-    );
+    // Pair by pair, the side that goes first alternates.
+    let expected: Vec<String> = (1..=8)
+        .flat_map(|r| {
+            let sides = if r % 2 == 1 {
+                ["baseline", "candidate"]
+            } else {
+                ["candidate", "baseline"]
+            };
+            sides.map(|side| format!("{side}/raft-r{r}"))
+        })
+        .collect();
+    assert_eq!(run_order(&out), expected);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("gate.json")).unwrap()).unwrap();
     assert_eq!(json["passed"], true);
     assert_eq!(json["schema"], "coordbench.gate/1");
+    assert_eq!(
+        json["checks"][0]["test"],
+        "paired Wilcoxon signed-rank, 8 pairs"
+    );
+    // Each side's repeats for benchstat: 8 throughput lines, in Go's benchmark format.
+    let baseline = std::fs::read_to_string(out.join("baseline.txt")).unwrap();
+    let throughput: Vec<&str> = baseline
+        .lines()
+        .filter(|l| l.ends_with(" throughput_ops_s"))
+        .collect();
+    assert_eq!(throughput.len(), 8, "{baseline}");
+    for line in throughput {
+        let fields: Vec<&str> = line.split(' ').collect();
+        assert_eq!(&fields[..2], ["BenchmarkGate/raft/kv-put", "1"], "{line}");
+        assert!(fields[2].parse::<f64>().unwrap() > 0.0, "{line}");
+    }
+    assert!(out.join("candidate.txt").is_file());
+    benchstat_agrees(&out, &json);
 
     // An hdd slowed to 40 ms per sync: every write waits for it, so its p50 is far above a
     // debug build's tmpfs p50 on a loaded 2-core machine in every pairing.
-    let hdd = spec(tmp.path(), "disk = \"hdd\"\nsync_delay = \"40ms\"");
+    let hdd = spec(tmp.path(), "disk = \"hdd\"\nsync_delay = \"40ms\"", 5);
     let out = tmp.path().join("ab");
     let o = gate(&hdd, &out, &[]);
     assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
@@ -169,6 +251,11 @@ fn an_a_a_gate_passes_and_an_hdd_candidate_breaches_throughput_and_p50() {
     );
     assert!(
         md.contains("| ✗ | p50_us max_rise 50% | raft kv-put |"),
+        "{md}"
+    );
+    // 5 pairs cannot reach this gate's strictest level (2^-5 > 0.01 / 2): unpaired.
+    assert!(
+        md.contains("| Mann-Whitney U, unpaired, 5 vs 5 repeats |"),
         "{md}"
     );
     assert!(

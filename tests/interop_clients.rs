@@ -19,8 +19,11 @@
 //! failure under `CI`.
 
 mod common;
+#[path = "common/interop_build.rs"]
+mod interop_build;
+use interop_build::program;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use common::{start_target, within, Target, TargetKind};
@@ -33,38 +36,6 @@ const ZK_START_BOUND: Duration = Duration::from_secs(90);
 
 const GO_VAR: &str = "COORDBENCH_INTEROP_ETCD_CONCURRENCY";
 const JAVA_VAR: &str = "COORDBENCH_INTEROP_CURATOR_RECIPES";
-
-/// The program `var` names: the variable's value, else what `scripts/build-interop.sh
-/// --print` says; `None` (skipped, or a panic under CI) when it is not built.
-fn program(var: &str) -> Option<PathBuf> {
-    let path = match std::env::var_os(var).filter(|v| !v.is_empty()) {
-        Some(path) => PathBuf::from(path),
-        None => built_path(var),
-    };
-    let shown = path.display().to_string();
-    coordbench_sim::tools::installed_by(&shown, "scripts/build-interop.sh builds it")
-        .then_some(path)
-}
-
-/// Where scripts/build-interop.sh puts (or would put) the build of these sources.
-fn built_path(var: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = std::process::Command::new("bash")
-        .arg(root.join("scripts/build-interop.sh"))
-        .arg("--print")
-        .output()
-        .expect("run scripts/build-interop.sh --print");
-    assert!(
-        out.status.success(),
-        "scripts/build-interop.sh --print: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let prefix = format!("export {var}=");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix(&prefix).map(PathBuf::from))
-        .unwrap_or_else(|| panic!("scripts/build-interop.sh --print names no {var}"))
-}
 
 /// Runs a checks program to its end; panics with its `FAIL` line first, then its output.
 async fn run_checks(what: &str, mut command: tokio::process::Command) {

@@ -59,7 +59,8 @@ fn testcase(w: &mut Writer<Vec<u8>>, gate: &str, check: &Check) -> Result<(), st
     };
     w.write_event(Event::Start(case))?;
     let mut element = BytesStart::new(child);
-    element.push_attribute(("message", check.detail.as_str()));
+    let message = format!("{} ({})", check.detail, check.test);
+    element.push_attribute(("message", message.as_str()));
     w.write_event(Event::Empty(element))?;
     w.write_event(Event::End(BytesEnd::new("testcase")))
 }
@@ -102,6 +103,7 @@ mod tests {
             cand_median: 0.86,
             p_value: None,
             level: None,
+            test: "paired Wilcoxon signed-rank, 10 pairs".into(),
         }
     }
 
@@ -143,5 +145,10 @@ mod tests {
             "{xml}"
         );
         assert!(xml.contains("&amp; &lt;odd&gt;"), "{xml}");
+        // A failure's message names the test that decided it.
+        assert!(
+            xml.contains("p=0.008 &amp; &lt;odd&gt; &quot;chars&quot; (paired Wilcoxon signed-rank, 10 pairs)\""),
+            "{xml}"
+        );
     }
 }

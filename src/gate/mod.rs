@@ -1,8 +1,9 @@
 //! `coordbench gate SPEC.toml`: a regression gate. It runs a baseline side and a candidate
 //! side of the same points interleaved in one session ([`schedule`]), each side written as
 //! a sweep directory (`DIR/baseline/`, `DIR/candidate/`, with charts), compares them
-//! ([`coordbench_analysis::compare`]) and holds the candidate to the spec's thresholds: gate.md, gate.json
-//! and junit.xml ([`outputs`], [`junit`]).
+//! ([`coordbench_analysis::compare`], runs of one repeat paired, as they ran back to back)
+//! and holds the candidate to the spec's thresholds: gate.md, gate.json, junit.xml and
+//! benchstat's input files ([`outputs`], [`junit`]).
 //!
 //! Exit codes: 0 every threshold held; 3 a threshold was breached; 2 bad input; 1 a run
 //! failed; 130 interrupted (what was measured is kept; rerunning into the same directory
@@ -115,6 +116,9 @@ pub async fn run(args: GateArgs) -> Result<Outcome, UsageError> {
             String::new()
         }
     ));
+    if let Some(judging) = spec.judging() {
+        progress.line(&judging);
+    }
     let interrupted = run_order(&order, &mut sides, &stop, &mut progress).await?;
     progress.finish();
     for s in &mut sides {
@@ -210,10 +214,13 @@ fn judge(
     started_at: &str,
     took: Duration,
 ) -> Result<Outcome, UsageError> {
-    let comparison = compare::compare(
+    // The sides ran interleaved, a baseline and a candidate run of each repeat back to
+    // back: their runs pair by repeat (docs/reference.md, "Comparing runs and gates").
+    let comparison = compare::compare_with(
         &[out.join(Side::Baseline.dir_name())],
         &[out.join(Side::Candidate.dir_name())],
         compare::DEFAULT_ALPHA,
+        compare::Pairing::ByRepeat,
     )
     .map_err(|e| UsageError(coordbench_results::outcome::one_line(&e.to_string())))?;
     let checks = checks::evaluate(&spec.thresholds, &comparison, spec.false_alarm);

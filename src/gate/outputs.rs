@@ -1,6 +1,8 @@
 //! What a gate leaves in its directory besides the two sides' runs: `gate.md` (a table
 //! ready for a pull-request comment: one ✓/✗ line per threshold and point, both sides'
-//! figures, links to both sides' charts), `gate.json` and `junit.xml` ([`super::junit`]).
+//! figures, links to both sides' charts), `gate.json`, `junit.xml` ([`super::junit`]) and
+//! each side's repeats in Go's benchmark format for benchstat (`baseline.txt`,
+//! `candidate.txt`: [`coordbench_analysis::compare::benchfmt`]).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -12,6 +14,7 @@ use coordbench_results::files;
 use coordbench_results::record::RecordHeader;
 
 use super::schedule::Side;
+use coordbench_analysis::compare::benchfmt;
 use coordbench_analysis::compare::checks::{Check, CheckOutcome};
 use coordbench_analysis::compare::render;
 use coordbench_analysis::compare::thresholds::Threshold;
@@ -40,7 +43,8 @@ pub struct GateRecord<'a> {
     pub comparison: &'a Comparison,
 }
 
-/// Writes gate.md, gate.json and junit.xml into `dir`; returns their paths.
+/// Writes gate.md, gate.json, junit.xml, baseline.txt and candidate.txt into `dir`;
+/// returns their paths.
 pub fn write(dir: &Path, record: &GateRecord) -> anyhow::Result<Vec<PathBuf>> {
     let md = dir.join("gate.md");
     std::fs::write(&md, markdown(dir, record))
@@ -51,7 +55,17 @@ pub fn write(dir: &Path, record: &GateRecord) -> anyhow::Result<Vec<PathBuf>> {
     let xml = super::junit::document(record.name, record.checks, record.duration_s)
         .context("encoding junit.xml")?;
     std::fs::write(&junit, xml).with_context(|| format!("writing {}", junit.display()))?;
-    Ok(vec![md, json, junit])
+    let mut written = vec![md, json, junit];
+    for (side, name) in [
+        (benchfmt::Side::Baseline, "baseline.txt"),
+        (benchfmt::Side::Candidate, "candidate.txt"),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, benchfmt::side(record.comparison, side))
+            .with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
 }
 
 /// The summary line: `PASSED: 12 checks` or `FAILED: 2 of 12 checks breached`.
@@ -83,9 +97,14 @@ fn markdown(dir: &Path, r: &GateRecord) -> String {
     let _ = writeln!(
         md,
         "Baseline and candidate ran interleaved in one session ({} points, {} repeats per side), in {:.0} s. \
-         A relative limit fails only when its change is significant and beyond the limit; \
-         significance is held to a {} chance of any false breach in the whole gate (Holm). \
-         Verdicts in the tables: {}, alpha {}.\n",
+         A relative limit fails only when the change is significantly beyond it: with enough pairs, \
+         the paired Wilcoxon signed-rank test of each repeat's candidate/baseline log-ratio against the limit; \
+         otherwise the unpaired Mann-Whitney U test, when the change is also beyond the limit \
+         (the test column names which decided). \
+         Significance is held to a {} chance of any false breach in the whole gate (Holm). \
+         Verdicts in the tables: {}, alpha {}. \
+         baseline.txt and candidate.txt hold every figure's repeats in Go's benchmark format, \
+         for `benchstat baseline.txt candidate.txt`.\n",
         r.comparison.points.len(),
         repeats.iter().max().copied().unwrap_or(0),
         r.duration_s,
@@ -109,9 +128,9 @@ fn markdown(dir: &Path, r: &GateRecord) -> String {
     let _ = writeln!(md, "## Thresholds\n");
     let _ = writeln!(
         md,
-        "| | threshold | point | baseline | candidate | change |"
+        "| | threshold | point | baseline | candidate | change | test |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|");
     for c in r.checks {
         let mark = match c.outcome {
             CheckOutcome::Passed => "✓",
@@ -120,12 +139,13 @@ fn markdown(dir: &Path, r: &GateRecord) -> String {
         };
         let _ = writeln!(
             md,
-            "| {mark} | {} | {} | {} | {} | {} |",
+            "| {mark} | {} | {} | {} | {} | {} | {} |",
             c.threshold,
             c.point,
             figure(c.base_median),
             figure(c.cand_median),
-            c.detail
+            c.detail,
+            c.test
         );
     }
     let _ = writeln!(md, "\n## Charts\n");

@@ -35,6 +35,9 @@ pub struct GateSpec {
     pub thresholds: Vec<Threshold>,
     /// The bound on the chance that the gate fails with no real change.
     pub false_alarm: f64,
+    /// Relative limits × configurations: the checks Holm's procedure shares the bound among
+    /// (at most; a point that does not measure a figure has no check of it).
+    pub relative_checks: usize,
 }
 
 impl GateSpec {
@@ -116,6 +119,26 @@ impl GateSpec {
             candidate: side(&spec, &gate.candidate)?,
             thresholds,
             false_alarm,
+            relative_checks: relative * configs,
+        })
+    }
+
+    /// Which test will judge the relative limits, and why: the paired signed-rank test when
+    /// the repeats give enough pairs ([`checks::min_gate_pairs`]), else Mann-Whitney U.
+    /// None without relative limits.
+    pub fn judging(&self) -> Option<String> {
+        if self.relative_checks == 0 {
+            return None;
+        }
+        let need = checks::min_gate_pairs(self.relative_checks, self.false_alarm);
+        let repeats = self.baseline.repeats as usize;
+        Some(if repeats >= need {
+            format!("relative limits judged pair by pair (paired Wilcoxon signed-rank, {repeats} pairs per point)")
+        } else {
+            format!(
+                "relative limits judged unpaired (Mann-Whitney U): {} relative checks at false_alarm {} need {need} pairs for the paired test, the gate has {repeats}",
+                self.relative_checks, self.false_alarm
+            )
         })
     }
 }
@@ -204,6 +227,27 @@ throughput_ops_s = { max_drop = "5%" }
         assert_eq!(g.candidate_options, ["--disk", "hdd"]);
         assert!(g.baseline_options.is_empty());
         assert_eq!(g.false_alarm, thresholds::DEFAULT_FALSE_ALARM);
+    }
+
+    #[test]
+    fn the_gate_says_which_test_will_judge_its_relative_limits() {
+        // 2 targets × 2 cluster sizes × 1 relative limit: 4 checks, 7 pairs for the paired test.
+        let g = parse(GATE, &[], &[]).unwrap();
+        assert_eq!(g.relative_checks, 4);
+        assert_eq!(
+            g.judging().unwrap(),
+            "relative limits judged unpaired (Mann-Whitney U): 4 relative checks at false_alarm 0.05 need 7 pairs for the paired test, the gate has 5"
+        );
+        let g = parse(&GATE.replace("repeats = 5", "repeats = 7"), &[], &[]).unwrap();
+        assert_eq!(
+            g.judging().unwrap(),
+            "relative limits judged pair by pair (paired Wilcoxon signed-rank, 7 pairs per point)"
+        );
+        let absolute = GATE.replace(
+            "throughput_ops_s = { max_drop = \"5%\" }",
+            "violations = { max = 0 }",
+        );
+        assert_eq!(parse(&absolute, &[], &[]).unwrap().judging(), None);
     }
 
     #[test]

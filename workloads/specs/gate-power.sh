@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The analysis half of gate-calibration.sh: for every gate session under OUT_DIR (aa,
 # ab-10, ab-20, ab-50, ab-ssd, drop-10/20/30), judges gates of N (default 10) repeats per side with the thresholds
-# of workloads/gate.toml, through `coordbench compare --thresholds`, exactly as
-# `coordbench gate` judges its own runs:
+# of workloads/gate.toml, through `coordbench compare --thresholds --paired`, exactly as
+# `coordbench gate` judges its own runs (PAIRED=0: unpaired, as gates did before they
+# judged their pairs):
 #   - disjoint blocks of N consecutive repeats: each is one gate as it would have run;
 #   - random draws of N of the session's repeat pairs (SUBSETS, default 100), to estimate
 #     how often such a gate fails (A/A: false alarms; A/B: the slowdown caught);
@@ -17,6 +18,7 @@ out = sys.argv[1]
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 10
 binary = os.environ.get("COORDBENCH", "target/release/coordbench")
 spec = os.environ.get("GATE_SPEC", "workloads/gate.toml")
+paired = ["--paired"] if os.environ.get("PAIRED", "1") != "0" else []
 report = []
 
 def runs(side_dir, repeats):
@@ -27,7 +29,7 @@ def runs(side_dir, repeats):
 def gate(session, repeats):
     """Exit code of compare --thresholds on these repeats, and the breached checks."""
     cmd = [binary, "compare", runs(f"{session}/baseline", repeats), runs(f"{session}/candidate", repeats),
-           "--thresholds", spec, "--format", "json"]
+           "--thresholds", spec, "--format", "json", *paired]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode not in (0, 3):
         sys.exit(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")

@@ -25,6 +25,13 @@ pub struct CompareArgs {
     /// when one is breached.
     #[arg(long, value_name = "FILE")]
     pub thresholds: Option<PathBuf>,
+
+    /// Pair each point's runs by repeat index, as a gate's sides ran them (one baseline and
+    /// one candidate run of each repeat back to back), and judge `--thresholds` with the
+    /// paired signed-rank test where there are enough pairs, as `coordbench gate` does.
+    /// The repeat index comes from the sweep or gate-side run.json that lists the run.
+    #[arg(long)]
+    pub paired: bool,
 }
 
 impl CompareArgs {

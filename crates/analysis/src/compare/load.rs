@@ -2,7 +2,8 @@
 //! directory (run.json of schema `coordbench.run/1`), a sweep or gate side directory
 //! (run.json of schema `coordbench.sweep/1`, whose points are run directories), or a plain
 //! directory holding any of these. Each complete run becomes one [`Run`]: its configuration
-//! (run.json `config`, flattened to text), its summary.csv row and where its latency.hlog is.
+//! (run.json `config`, flattened to text), its summary.csv row, where its latency.hlog is,
+//! and its repeat index when a sweep or gate-side run.json lists it (for pairing).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,9 @@ pub struct Run {
     /// The share of its window the generator waited for a CPU (run.json
     /// `generator.runqueue_wait_s` / `results.window_s`), when the run records it.
     pub cpu_wait_share: Option<f64>,
+    /// The repeat index a sweep or gate side gave the run (its run.json `points[].repeat`);
+    /// a gate's baseline and candidate runs of one repeat ran as a pair.
+    pub repeat: Option<u32>,
 }
 
 impl Run {
@@ -78,7 +82,12 @@ fn collect(path: &Path, depth: usize, side: &mut Side) -> Result<(), LoadError> 
         let json = read_json(&record)?;
         return match json.get("schema").and_then(|s| s.as_str()) {
             Some(s) if s.starts_with("coordbench.sweep/") => sweep_points(path, &json, side),
-            _ => run(path, &json, side),
+            _ => {
+                let before = side.runs.len();
+                run(path, &json, side)?;
+                set_repeat(side, before, repeat_in_parent(path));
+                Ok(())
+            }
         };
     }
     if depth > 0 {
@@ -110,10 +119,42 @@ fn sweep_points(dir: &Path, json: &serde_json::Value, side: &mut Side) -> Result
         let point_dir = dir.join(name);
         let record = point_dir.join("run.json");
         if record.is_file() {
+            let before = side.runs.len();
             run(&point_dir, &read_json(&record)?, side)?;
+            set_repeat(side, before, repeat_of(&point));
         }
     }
     Ok(())
+}
+
+/// A sweep point's `repeat`.
+fn repeat_of(point: &serde_json::Value) -> Option<u32> {
+    let repeat = point.get("repeat")?.as_u64()?;
+    u32::try_from(repeat).ok()
+}
+
+/// Gives the run added at `index` (if one was: an incomplete run is not) its repeat.
+fn set_repeat(side: &mut Side, index: usize, repeat: Option<u32>) {
+    if let Some(added) = side.runs.get_mut(index) {
+        added.repeat = repeat;
+    }
+}
+
+/// The repeat index of a run directory named on its own, from the sweep or gate-side
+/// run.json of the directory above it, when that lists the run.
+fn repeat_in_parent(dir: &Path) -> Option<u32> {
+    let name = dir.file_name()?.to_str()?;
+    let text = std::fs::read(dir.parent()?.join("run.json")).ok()?;
+    let json: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let schema = json.get("schema")?.as_str()?;
+    if !schema.starts_with("coordbench.sweep/") {
+        return None;
+    }
+    json.get("points")?
+        .as_array()?
+        .iter()
+        .find(|p| p.get("name").and_then(|n| n.as_str()) == Some(name))
+        .and_then(repeat_of)
 }
 
 fn run(dir: &Path, json: &serde_json::Value, side: &mut Side) -> Result<(), LoadError> {
@@ -163,6 +204,7 @@ fn run(dir: &Path, json: &serde_json::Value, side: &mut Side) -> Result<(), Load
             .zip(window)
             .filter(|(_, w)| *w > 0.0)
             .map(|(a, w)| a / w),
+        repeat: None,
     });
     Ok(())
 }

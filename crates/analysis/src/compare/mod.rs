@@ -7,15 +7,19 @@
 //! Each side is any mix of run, sweep and gate-side directories ([`load`]); runs are paired
 //! by configuration ([`points`]); every figure that matters is judged ([`figures`],
 //! [`verdict`]), and so is the whole latency distribution ([`distribution`]). [`thresholds`]
-//! turns a comparison into pass/fail lines for `--thresholds` and `coordbench gate`.
+//! turns a comparison into pass/fail lines for `--thresholds` and `coordbench gate`
+//! ([`checks`]); a gate's runs also pair by repeat ([`Pairing`]), and its checks then use
+//! the paired test of [`signed_rank`]. [`benchfmt`] writes samples for Go's benchstat.
 
 pub mod args;
+pub mod benchfmt;
 pub mod checks;
 pub mod distribution;
 pub mod figures;
 pub mod load;
 pub mod points;
 pub mod render;
+pub mod signed_rank;
 pub mod stats;
 pub mod thresholds;
 pub mod verdict;
@@ -80,6 +84,17 @@ pub struct PointComparison {
     pub noisy: Vec<String>,
 }
 
+/// Whether runs of the two sides are paired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pairing {
+    /// Independent samples (`coordbench compare` of any result directories).
+    Unpaired,
+    /// Runs of a point with the same repeat index ran back to back as a pair (a gate's
+    /// sides): each figure also carries its pairs ([`verdict::Judged::pairs`]).
+    ByRepeat,
+}
+
 /// A comparison that cannot be made.
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
@@ -89,8 +104,18 @@ pub enum CompareError {
     Unmatched(String),
 }
 
-/// Compares the runs under `base` with those under `cand`.
+/// Compares the runs under `base` with those under `cand`, unpaired.
 pub fn compare(base: &[PathBuf], cand: &[PathBuf], alpha: f64) -> Result<Comparison, CompareError> {
+    compare_with(base, cand, alpha, Pairing::Unpaired)
+}
+
+/// [`compare`], with the sides' runs paired as `pairing` says.
+pub fn compare_with(
+    base: &[PathBuf],
+    cand: &[PathBuf],
+    alpha: f64,
+    pairing: Pairing,
+) -> Result<Comparison, CompareError> {
     let base_side = load::side(base)?;
     let cand_side = load::side(cand)?;
     let matching = points::match_sides(&base_side.runs, &cand_side.runs);
@@ -103,7 +128,11 @@ pub fn compare(base: &[PathBuf], cand: &[PathBuf], alpha: f64) -> Result<Compari
             list(&matching.only_cand),
         )));
     }
-    let points = matching.points.iter().map(|p| point(p, alpha)).collect();
+    let points = matching
+        .points
+        .iter()
+        .map(|p| point(p, alpha, pairing))
+        .collect();
     Ok(Comparison {
         method: METHOD,
         alpha,
@@ -125,7 +154,7 @@ pub fn compare(base: &[PathBuf], cand: &[PathBuf], alpha: f64) -> Result<Compari
     })
 }
 
-fn point(p: &points::Point, alpha: f64) -> PointComparison {
+fn point(p: &points::Point, alpha: f64, pairing: Pairing) -> PointComparison {
     let figures: Vec<verdict::Judged> = figures::present(&p.base, &p.cand)
         .iter()
         .filter_map(|f| {
@@ -136,11 +165,15 @@ fn point(p: &points::Point, alpha: f64) -> PointComparison {
                 true => (p.base.len() - base.len(), p.cand.len() - cand.len()),
                 false => (0, 0),
             };
-            (!base.is_empty() && !cand.is_empty()).then(|| {
-                let mut judged = verdict::judge(f, base, cand, alpha);
-                judged.verdict = judged.verdict.with_short(short.0, short.1);
-                judged
-            })
+            if base.is_empty() || cand.is_empty() {
+                return None;
+            }
+            let mut judged = verdict::judge(f, base, cand, alpha);
+            judged.verdict = judged.verdict.with_short(short.0, short.1);
+            if pairing == Pairing::ByRepeat {
+                judged.pairs = pairs(f, &p.base, &p.cand);
+            }
+            Some(judged)
         })
         .collect();
     let dirs = |runs: &[&load::Run]| runs.iter().map(|r| r.dir.display().to_string()).collect();
@@ -153,6 +186,27 @@ fn point(p: &points::Point, alpha: f64) -> PointComparison {
         figures,
         distribution: distribution::compare(&p.base, &p.cand, alpha),
     }
+}
+
+/// The figure's values of the runs with the same repeat index on both sides, in repeat
+/// order. None at all when a side holds a repeat index twice (the pairing is ambiguous)
+/// or a run has none.
+fn pairs(f: &figures::Figure, base: &[&load::Run], cand: &[&load::Run]) -> Vec<(f64, f64)> {
+    let by_repeat = |runs: &[&load::Run]| -> Option<BTreeMap<u32, Option<f64>>> {
+        let mut map = BTreeMap::new();
+        for r in runs {
+            if map.insert(r.repeat?, f.value(r)).is_some() {
+                return None;
+            }
+        }
+        Some(map)
+    };
+    let (Some(b), Some(c)) = (by_repeat(base), by_repeat(cand)) else {
+        return Vec::new();
+    };
+    b.iter()
+        .filter_map(|(repeat, bv)| Some(((*bv)?, (*c.get(repeat)?)?)))
+        .collect()
 }
 
 /// The point's noise ([`coordbench_results::noise`]): each ratio figure whose repeats on a
@@ -219,7 +273,12 @@ fn list(labels: &[String]) -> String {
 
 /// `coordbench compare BASE CAND`.
 pub fn run(args: &CompareArgs) -> Result<Outcome, UsageError> {
-    let comparison = compare(&args.base_paths(), &args.cand_paths(), args.alpha)
+    let pairing = if args.paired {
+        Pairing::ByRepeat
+    } else {
+        Pairing::Unpaired
+    };
+    let comparison = compare_with(&args.base_paths(), &args.cand_paths(), args.alpha, pairing)
         .map_err(|e| UsageError(coordbench_results::outcome::one_line(&e.to_string())))?;
     let checks = match &args.thresholds {
         Some(file) => {

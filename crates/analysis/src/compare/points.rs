@@ -179,6 +179,7 @@ mod tests {
             summary: Row::default(),
             errors_by_kind: Default::default(),
             cpu_wait_share: None,
+            repeat: None,
         }
     }
 

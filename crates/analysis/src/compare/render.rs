@@ -134,8 +134,8 @@ fn check_lines(checks: &[Check], style: Style) -> String {
         let bullet = if style == Style::Markdown { "- " } else { "  " };
         let _ = writeln!(
             out,
-            "{bullet}{mark} {} — {}: {}",
-            check.threshold, check.point, check.detail
+            "{bullet}{mark} {} — {}: {} ({})",
+            check.threshold, check.point, check.detail, check.test
         );
     }
     out

@@ -150,12 +150,12 @@ pub fn median(xs: &[f64]) -> Option<f64> {
     Some(median_sorted(&sorted))
 }
 
-fn all_finite(xs: &[f64]) -> bool {
+pub(crate) fn all_finite(xs: &[f64]) -> bool {
     xs.iter().all(|x| x.is_finite())
 }
 
 /// Median of a non-empty sorted slice; halves before adding to avoid overflow.
-fn median_sorted(sorted: &[f64]) -> f64 {
+pub(crate) fn median_sorted(sorted: &[f64]) -> f64 {
     let mid = sorted.len() / 2;
     if sorted.len() % 2 == 1 {
         sorted[mid]
@@ -172,15 +172,15 @@ fn binomial(n: usize, k: usize) -> f64 {
 
 /// Ranks of a pooled sample: doubled midranks (integers) and the tie term
 /// sum(t^3 - t) over tie groups of size t, for the variance correction.
-struct Ranking {
-    doubled: Vec<usize>,
-    tie_term: f64,
-    groups: usize,
+pub(crate) struct Ranking {
+    pub(crate) doubled: Vec<usize>,
+    pub(crate) tie_term: f64,
+    pub(crate) groups: usize,
 }
 
 /// Doubled midranks: a tie group at 1-based positions a..=b gets (a + b),
 /// twice its mean rank, so that all rank sums stay integers.
-fn rank_pooled(pooled: &[f64]) -> Ranking {
+pub(crate) fn rank_pooled(pooled: &[f64]) -> Ranking {
     let mut order: Vec<usize> = (0..pooled.len()).collect();
     // Finite input: partial_cmp never fails, and -0.0 ties with 0.0.
     order.sort_by(|&i, &j| {
@@ -261,7 +261,7 @@ fn exact_p(doubled: &[usize], n: usize, cand_sum: usize) -> f64 {
     (tail / total).min(1.0)
 }
 
-fn gcd(a: usize, b: usize) -> usize {
+pub(crate) fn gcd(a: usize, b: usize) -> usize {
     if b == 0 {
         a
     } else {
@@ -409,7 +409,7 @@ fn pairwise_interval(
 }
 
 /// Standard normal cumulative distribution function.
-fn normal_cdf(x: f64) -> f64 {
+pub(crate) fn normal_cdf(x: f64) -> f64 {
     0.5 * erfc(-x / std::f64::consts::SQRT_2)
 }
 

@@ -104,6 +104,10 @@ pub struct Judged {
     pub p_value: Option<f64>,
     #[serde(flatten)]
     pub verdict: Verdict,
+    /// (baseline, candidate) values of the runs that ran as a pair (same repeat of a
+    /// gate), in repeat order; empty when the comparison is not paired.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<(f64, f64)>,
 }
 
 impl Judged {
@@ -175,5 +179,6 @@ pub fn judge(figure: &Figure, base: Vec<f64>, cand: Vec<f64>, alpha: f64) -> Jud
         interval,
         p_value,
         verdict,
+        pairs: Vec::new(),
     }
 }
