@@ -23,9 +23,9 @@ pub struct EngineCost {
     pub binary: PathBuf,
 }
 
-/// Writes per counted run: the count per write is the same at 200 as at 2,000 to within
-/// 0.1% (docs/reference.md), and valgrind's start-up dominates either way.
-const OPS: &str = "200";
+/// Writes per counted run: repeated counts at 1,000 differ by under 0.2% (0.6% at 200;
+/// docs/reference.md), for about 3 s of CPU under valgrind.
+const OPS: &str = "1000";
 
 /// Counts the cost of `engine` (raft, zab) with `binary`; the error is one line naming
 /// what failed (valgrind missing, the binary lacking `simulate cost`).
