@@ -112,6 +112,15 @@ fn kill_leader_run(target: &str, window: &str) {
             num(f, "unavailable_us").is_some(),
             "{target}: no gap measured: {f:?}"
         );
+        // The workload's own clients stalled around the kill (requests to the killed
+        // leader, or through it), and resumed no earlier than their stall ended.
+        let gap = num(f, "workload_gap_us").expect("the workload's gap");
+        let resumed = num(f, "workload_resumed_us").expect("the workload resumed");
+        assert!(
+            gap > 0 && gap % 10_000 == 0,
+            "{target}: gap in 10 ms ticks: {f:?}"
+        );
+        assert!(resumed <= gap + 1_000_000, "{target}: {f:?}");
     }
     let summary = rows(&out.join("summary.csv"));
     let s = &summary[0];

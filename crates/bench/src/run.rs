@@ -420,7 +420,16 @@ async fn run_window(
         target.cluster = fault_cluster;
     }
     let mut fault_error = None;
-    if let Some(injected) = injected {
+    if let Some(mut injected) = injected {
+        if let (Ok(o), Some(started)) = (&measured, injected.started) {
+            let offset = started.saturating_duration_since(o.measure_start);
+            fault::workload_gap::annotate(
+                &mut injected.records,
+                &o.intervals,
+                config.plan.interval,
+                offset,
+            );
+        }
         // Best effort: the summary in run.json keeps the figures if the file fails.
         let _ = files::write_csv_rows(&window.out.join("failover.csv"), &injected.records);
         let mut summary = fault::FaultSummary::of(&injected.records);

@@ -121,6 +121,11 @@ impl<'a> Injector<'a> {
         &self.writes
     }
 
+    /// When injection started (records' `at_s` count from it).
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
     /// When the last fault was applied.
     pub fn last_fault(&self) -> Option<Instant> {
         self.last_fault
@@ -280,6 +285,8 @@ impl<'a> Injector<'a> {
             first_write_us: None,
             unavailable_us: None,
             rejoined_us: None,
+            workload_gap_us: None,
+            workload_resumed_us: None,
             minority_acked_writes: None,
             minority_local_reads: None,
             cut_short: false,

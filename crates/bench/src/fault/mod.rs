@@ -26,6 +26,7 @@ pub mod probe_writes;
 pub mod record;
 pub mod views;
 pub mod watch;
+pub mod workload_gap;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -86,6 +87,8 @@ pub struct Injected {
     pub lost_writes: Option<LostWrites>,
     /// The cluster did not recover within the bound (the records so far stand).
     pub error: Option<FaultError>,
+    /// When injection started: every record's `at_s` counts from it.
+    pub started: Option<Instant>,
 }
 
 /// Injects `plan`'s faults into `cluster` from when `window` fires until `stop`, then reads
@@ -110,6 +113,7 @@ pub async fn inject(
             }
         }
     };
+    let started = injector.started();
     let (records, error) = run_faults(&mut injector, plan, &stop).await;
     // Every fault is healed here (or the run stopped and the last one was undone).
     let acknowledged = injector.writes().acknowledged();
@@ -119,6 +123,7 @@ pub async fn inject(
         records,
         lost_writes: Some(lost),
         error,
+        started: Some(started),
     }
 }
 

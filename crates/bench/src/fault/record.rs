@@ -38,6 +38,11 @@ pub struct FaultRecord {
     pub unavailable_us: Option<u64>,
     /// After the undo: every member answered again, none electing, one leader.
     pub rejoined_us: Option<u64>,
+    /// The workload's own clients (existing sessions, unlike the probes): the longest
+    /// stretch around t_f in which none of them completed an operation, to 10 ms.
+    pub workload_gap_us: Option<u64>,
+    /// When that stretch ended: the workload's first success after it, from t_f.
+    pub workload_resumed_us: Option<u64>,
     /// Partitions: puts through a client of one minority member alone, issued and
     /// acknowledged while the partition lasted (a minority must acknowledge none).
     pub minority_acked_writes: Option<u64>,
@@ -171,6 +176,8 @@ mod tests {
             first_write_us: None,
             unavailable_us: None,
             rejoined_us,
+            workload_gap_us: None,
+            workload_resumed_us: None,
             minority_acked_writes: fault.is_partition().then_some(0),
             minority_local_reads: fault.is_partition().then_some(40),
             cut_short: false,

@@ -30,7 +30,14 @@ pub struct IntervalStats {
     /// kv-mixed: the same operations by kind (reads, writes); `None` when no operation of
     /// the interval had a kind.
     pub classes: Option<Box<ClassSplit>>,
+    /// Successful operations per [`SUCCESS_TICK`] of the interval, by completion time
+    /// (empty until the first): how long the workload's clients went without a success
+    /// around a fault (fault::workload_gap).
+    pub ok_ticks: Vec<u32>,
 }
+
+/// The resolution of [`IntervalStats::ok_ticks`].
+pub const SUCCESS_TICK: Duration = Duration::from_millis(10);
 
 impl IntervalStats {
     pub fn new() -> Self {
@@ -41,6 +48,7 @@ impl IntervalStats {
             schedule_lag: latency_histogram(),
             errors: BTreeMap::new(),
             classes: None,
+            ok_ticks: Vec::new(),
         }
     }
 
@@ -59,6 +67,12 @@ impl IntervalStats {
         }
         if let Some(theirs) = &other.classes {
             self.classes.get_or_insert_default().merge(theirs);
+        }
+        if self.ok_ticks.len() < other.ok_ticks.len() {
+            self.ok_ticks.resize(other.ok_ticks.len(), 0);
+        }
+        for (mine, theirs) in self.ok_ticks.iter_mut().zip(&other.ok_ticks) {
+            *mine += theirs;
         }
     }
 
@@ -80,6 +94,7 @@ impl IntervalStats {
         if let Some(classes) = &mut self.classes {
             classes.clear();
         }
+        self.ok_ticks.iter_mut().for_each(|t| *t = 0);
     }
 }
 
@@ -193,6 +208,18 @@ impl ClientRecorder {
         }
     }
 
+    /// Counts a success in its [`SUCCESS_TICK`] of the current interval.
+    fn tick(&mut self, completed: Instant) {
+        let interval = self.sink.interval.as_nanos().max(1);
+        let into = (completed - self.sink.measure_start).as_nanos() % interval;
+        let ticks = interval.div_ceil(SUCCESS_TICK.as_nanos()) as usize;
+        if self.current.ok_ticks.len() < ticks {
+            self.current.ok_ticks.resize(ticks, 0);
+        }
+        let tick = (into / SUCCESS_TICK.as_nanos()) as usize;
+        self.current.ok_ticks[tick.min(ticks - 1)] += 1;
+    }
+
     /// Makes `current` the interval a completion belongs to; false outside the window.
     fn select(&mut self, completed: Instant) -> bool {
         if completed < self.sink.measure_start || completed >= self.measure_end {
@@ -219,6 +246,7 @@ impl ClientRecorder {
     ) {
         if self.select(completed) {
             self.record_lag(lag);
+            self.tick(completed);
             self.current.ops += 1;
             self.current.latency.saturating_record(micros(latency));
             self.current.service.saturating_record(micros(service));
