@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use coordbench_drivers::{Coordinator, DriverError, Session, SessionOptions};
 use futures::StreamExt;
 
-/// Sessions opened at once unless `--session-opens` says otherwise.
-pub const DEFAULT_AT_ONCE: usize = 256;
+/// Sessions opened at once unless `--session-opens` says otherwise (the same bound as a
+/// workload's own setup sessions).
+pub const DEFAULT_AT_ONCE: usize = coordbench_workloads::bounded::AT_ONCE;
 
 /// How opening the clients' sessions went (run.json `results.session_opening`).
 #[derive(Debug, Clone, Copy, Default)]
