@@ -193,6 +193,7 @@ fn bad_input_exits_2_with_one_line() {
         (vec!["--rate", "0"], "--rate"),
         (vec!["--clients", "0"], "--clients"),
         (vec!["--client-threads", "0"], "--client-threads"),
+        (vec!["--session-opens", "0"], "--session-opens"),
         (vec!["--recipe", "zk-recipe"], "zk-recipe"),
         (vec!["--workload", "kv-mixed", "--read-ratio", "1.5"], "1.5"),
         (

@@ -5,7 +5,8 @@
 //! SIGKILLed during the window, a new leader is found at a higher term, probe writes
 //! resume, the victim is restarted and rejoins, and the figures land in failover.csv,
 //! run.json and summary.csv. Timing figures are only checked for order and presence here;
-//! their values are measurements (see RESULTS.md).
+//! their values are measurements (see RESULTS.md). On zab, restarts whose outage outlasts
+//! the session TTL: the probe writes come back on new sessions.
 
 mod common;
 
@@ -254,6 +255,62 @@ fn kill_leader_on_etcd() {
 #[test]
 fn kill_leader_on_zookeeper() {
     kill_leader_run("zookeeper", "15s");
+}
+
+/// Outages that outlast the session TTL: on zab at a 2 s TTL every restart-all keeps the
+/// members down 5 s, so no probe put is acknowledged for over two TTLs and every probe
+/// session is lost (expired); the probes open new ones, so the next restart-all still gets
+/// its first-write figure.
+#[test]
+fn probes_reopen_sessions_an_outage_outlasted() {
+    let extra = [
+        "--duration",
+        "20s",
+        "--ttl",
+        "2s",
+        "--fault",
+        "restart-all",
+        "--fault-every",
+        "2s",
+        "--fault-duration",
+        "5s",
+    ];
+    let (_dir, out) = fault_run("zab", &extra);
+    let faults = rows(&out.join("failover.csv"));
+    let recovered: Vec<_> = faults
+        .iter()
+        .filter(|f| f["cut_short"] == "false")
+        .collect();
+    assert!(
+        recovered.len() >= 2,
+        "two restarts ran to recovery: {faults:?}"
+    );
+    for f in &recovered {
+        assert!(
+            num(f, "probe_sessions_lost").is_some_and(|n| n > 0),
+            "the outage outlasted the probes' sessions: {f:?}"
+        );
+        assert!(
+            num(f, "first_write_us").is_some(),
+            "writes resumed on new sessions: {f:?}"
+        );
+    }
+    let run = common::run_json(&out);
+    assert_eq!(run["complete"], true, "{}", run["error"]);
+    let probes = &run["faults"]["probe_sessions"];
+    let lost_per_fault: u64 = faults
+        .iter()
+        .filter_map(|f| num(f, "probe_sessions_lost"))
+        .sum();
+    let (lost, reopened) = (probes["lost"].as_u64(), probes["reopened"].as_u64());
+    // Every probe was live when the first restart began; each recovered fault needed at
+    // least one new session for its first write.
+    assert!(
+        lost.is_some_and(|l| l >= 4 && l >= lost_per_fault)
+            && reopened.is_some_and(|r| r >= recovered.len() as u64),
+        "{probes}"
+    );
+    assert_eq!(probes["gave_up"], serde_json::json!([]), "{probes}");
 }
 
 /// How report legends name a target: coordbench's own engines say so.

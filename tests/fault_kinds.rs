@@ -93,6 +93,7 @@ async fn every_kind_takes_effect_and_heals(kind: TargetKind) {
         zk_access: Default::default(),
         etcd_security: Default::default(),
         coordinator,
+        session_ttl: Duration::from_secs(10),
     };
     let mut records = Vec::new();
     {

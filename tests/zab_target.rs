@@ -3,7 +3,8 @@
 //! the lock workload through the ZooKeeper driver with both recipes, with no violation, and
 //! mntr scraped from every member. The ZooKeeper conformance bodies that real ZooKeeper
 //! passes (tests/common/zk_conformance.rs: kv, locks, elections, discovery, value watches)
-//! run unchanged on a 3-member zab cluster.
+//! run unchanged on a 3-member zab cluster. A thousand sessions open a bounded number at a
+//! time (`--session-opens`).
 
 mod common;
 
@@ -111,6 +112,46 @@ fn cli_lock_run_on_three_members_with_the_zk_recipe() {
 #[test]
 fn cli_lock_run_on_three_members_with_the_naive_recipe() {
     cli_lock_run(Some("naive"));
+}
+
+/// A thousand lock clients, their sessions opened at most 100 at a time: every session
+/// opens, the run completes, and run.json says how opening went.
+#[test]
+fn a_thousand_sessions_open_in_a_bounded_window() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_coordbench"));
+    cmd.args(["run", "--target", "zab", "--cluster-size", "3"])
+        .args(["--workload", "lock", "--clients", "1000", "--locks", "100"])
+        .args([
+            "--session-opens",
+            "100",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0s",
+        ])
+        .args(["--disk", "tmpfs", "--quiet", "--out"])
+        .arg(out.path());
+    let run = cmd.output().expect("run coordbench");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "exit {}: {stderr}", run.status);
+    let run: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("run.json")).expect("run.json"),
+    )
+    .expect("json");
+    assert_eq!(run["complete"], true, "{}", run["error"]);
+    assert_eq!(run["config"]["session_opens"], 100);
+    let opening = &run["results"]["session_opening"];
+    assert_eq!(opening["sessions"], 1000, "{opening}");
+    assert_eq!(opening["at_once"], 100, "{opening}");
+    let open_ms = opening["open_s"].as_f64().expect("open_s") * 1000.0;
+    let slowest = opening["slowest_open_ms"].as_f64().expect("slowest");
+    assert!(0.0 < slowest && slowest <= open_ms, "{opening}");
+    assert!(
+        run["results"]["ops"].as_u64().is_some_and(|n| n > 0),
+        "{}",
+        run["results"]
+    );
 }
 
 const ZKCLI: &str = "/usr/share/zookeeper/bin/zkCli.sh";

@@ -102,6 +102,7 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
         schedule_dropped: combine::schedule_dropped(&shards),
         measure_start: Instant::now(),
         start_wait: Duration::ZERO,
+        opening: Default::default(),
     };
     let generator = combine::generators(&shards, outcome.total.ops, outcome.window);
     let first = &shards[0];

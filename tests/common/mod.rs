@@ -277,6 +277,7 @@ pub fn closed_plan(clients: usize, warmup: Duration, duration: Duration) -> Load
         op_timeout: Duration::from_secs(5),
         interval: Duration::from_secs(1),
         ttl: LONG_TTL,
+        session_opens: coordbench_bench::runner::opening::DEFAULT_AT_ONCE,
         part: coordbench_bench::shard::Part::WHOLE,
         start: coordbench_bench::shard::StartRule::Now,
     }

@@ -379,6 +379,7 @@ async fn run_window(
         zk_access: target.zk_access.clone(),
         etcd_security: target.etcd_security.clone(),
         coordinator: target.coordinator.clone(),
+        session_ttl: config.plan.ttl,
     };
     let injector = async {
         match (&fault_plan, fault_cluster.as_mut()) {
@@ -434,6 +435,7 @@ async fn run_window(
         let _ = files::write_csv_rows(&window.out.join("failover.csv"), &injected.records);
         let mut summary = fault::FaultSummary::of(&injected.records);
         summary.lost_writes = injected.lost_writes;
+        summary.probe_sessions = injected.probe_sessions;
         record.faults = Some(summary);
         fault_error = injected.error.map(|e| format!("fault injection: {e}"));
     }

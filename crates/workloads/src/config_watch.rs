@@ -13,9 +13,9 @@ use async_trait::async_trait;
 use coordbench_drivers::{
     ClientCounters, Coordinator, DriverError, Session, SessionOptions, ValueWatch,
 };
-use futures::future::try_join_all;
 
 use crate::background::Background;
+use crate::bounded;
 use crate::versions::VersionLog;
 use crate::{Actor, CheckReport, OpResult, RunClock, Workload, WorkloadError};
 
@@ -155,9 +155,12 @@ impl Workload for ConfigWatchWorkload {
         let _ = writer.close().await;
         written.map_err(WorkloadError::Setup)?;
         let sessions = self.options.sessions.min(self.options.watchers);
-        let opened = try_join_all((0..sessions).map(|s| self.open_watchers(coordinator, s)))
-            .await
-            .map_err(WorkloadError::Setup)?;
+        let opened = bounded::at_most(
+            (0..sessions).map(|s| self.open_watchers(coordinator, s)),
+            bounded::AT_ONCE,
+        )
+        .await
+        .map_err(WorkloadError::Setup)?;
         for (session, watches) in opened {
             self.background.keep(session);
             for (w, watch) in watches {

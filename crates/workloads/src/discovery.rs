@@ -14,9 +14,9 @@ use async_trait::async_trait;
 use coordbench_drivers::{
     ClientCounters, Coordinator, DriverError, MembersWatch, Registration, Session, SessionOptions,
 };
-use futures::future::try_join_all;
 
 use crate::background::Background;
+use crate::bounded;
 use crate::crashable::CrashableSession;
 use crate::propagation::{check_propagation, Change, ChangeKind, WatcherLog};
 use crate::{Actor, CheckReport, OpResult, RunClock, Workload, WorkloadError};
@@ -116,9 +116,12 @@ impl Workload for DiscoveryWorkload {
     async fn setup(&self, coordinator: &Arc<dyn Coordinator>) -> Result<(), WorkloadError> {
         let _ = self.coordinator.set(coordinator.clone());
         let sessions = self.options.sessions.min(self.options.watchers);
-        let opened = try_join_all((0..sessions).map(|s| self.open_watchers(coordinator, s)))
-            .await
-            .map_err(WorkloadError::Setup)?;
+        let opened = bounded::at_most(
+            (0..sessions).map(|s| self.open_watchers(coordinator, s)),
+            bounded::AT_ONCE,
+        )
+        .await
+        .map_err(WorkloadError::Setup)?;
         for (session, watches) in opened {
             self.background.keep(session);
             for (w, watch) in watches {

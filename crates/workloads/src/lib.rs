@@ -6,6 +6,7 @@
 
 pub mod background;
 pub mod barrier;
+pub mod bounded;
 pub mod checker;
 pub mod clock;
 pub mod config_watch;

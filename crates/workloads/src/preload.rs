@@ -118,16 +118,19 @@ impl Held {
             }
             held.sessions.push(session);
         }
-        let opened = try_join_all((0..sessions).map(|i| {
-            let options = &options;
-            async move {
-                let mut session = coordinator.open_session(i, options).await?;
-                session
-                    .register(SESSIONS_SERVICE, &format!("s{i:07}"), b"")
-                    .await?;
-                Ok::<_, DriverError>(session)
-            }
-        }))
+        let opened = crate::bounded::at_most(
+            (0..sessions).map(|i| {
+                let options = &options;
+                async move {
+                    let mut session = coordinator.open_session(i, options).await?;
+                    session
+                        .register(SESSIONS_SERVICE, &format!("s{i:07}"), b"")
+                        .await?;
+                    Ok::<_, DriverError>(session)
+                }
+            }),
+            crate::bounded::AT_ONCE,
+        )
         .await
         .map_err(WorkloadError::Setup)?;
         held.sessions.extend(opened);

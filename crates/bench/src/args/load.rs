@@ -9,11 +9,14 @@ use coordbench_drivers::ApiFamily;
 use coordbench_results::kinds::{TargetKind, WorkloadKind};
 use coordbench_results::parse::{parse_positive_duration, parse_rate};
 
-use crate::runner::{LoadMode, LoadPlan};
+use crate::runner::{opening, LoadMode, LoadPlan};
 use crate::shard::{Part, Sharding, StartRule};
 
 /// Clients that share one gRPC connection when `--conns` is not given (etcd API).
 pub const CLIENTS_PER_CONN: usize = 64;
+
+/// `--session-opens` when not given.
+const DEFAULT_SESSION_OPENS: u32 = opening::DEFAULT_AT_ONCE as u32;
 
 /// The shortest measured window `--duration` takes.
 pub const MIN_WINDOW: Duration = Duration::from_millis(100);
@@ -65,6 +68,13 @@ pub struct LoadOptions {
     /// Session / lease TTL; sessions are refreshed at TTL/3.
     #[arg(long, default_value = "10s", value_parser = parse_positive_duration)]
     pub ttl: Duration,
+
+    /// Client sessions opened at once before warm-up: the next opens as soon as one is
+    /// open, so each waits behind at most this many others, however many clients there
+    /// are (each is still bounded by the 5 s connect timeout). run.json
+    /// `results.session_opening` records how long opening took.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SESSION_OPENS, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub session_opens: u32,
 
     /// Seed for every client's random choices.
     #[arg(long, default_value_t = 1)]
@@ -123,6 +133,7 @@ impl LoadOptions {
             op_timeout: shape.op_timeout,
             interval: Duration::from_secs(1),
             ttl: self.ttl,
+            session_opens: self.session_opens as usize,
             part: sharding.map_or(Part::WHOLE, |s| s.part),
             start: sharding.map_or(StartRule::Now, |s| s.start.clone()),
         }

@@ -44,6 +44,8 @@ pub struct ConfigRecord {
     pub workload_options: WorkloadOptions,
     pub hold_ms: f64,
     pub ttl_ms: u64,
+    /// Client sessions opened at once before warm-up (`--session-opens`).
+    pub session_opens: usize,
     pub cluster_size: usize,
     pub disk: DiskKind,
     pub endpoints: Vec<String>,
@@ -135,6 +137,7 @@ impl ConfigRecord {
             workload_options: config.workload_options.clone(),
             hold_ms: config.hold.as_secs_f64() * 1000.0,
             ttl_ms: plan.ttl.as_millis() as u64,
+            session_opens: plan.session_opens,
             cluster_size: config.cluster_size,
             disk: config.disk,
             endpoints: config.endpoints.clone(),

@@ -11,14 +11,15 @@
 
 use std::time::{Duration, Instant};
 
-use coordbench_drivers::SessionOptions;
 use coordbench_splitmix::SplitMix64;
 use tokio_util::sync::CancellationToken;
 
 use super::action::{joined, Action};
 use super::leadership::{healthy, Asker, MemberView};
 use super::minority::{MemberClient, MinorityClient, RunningMinorityClient};
-use super::probe_writes::{first_write_after, longest_gap_around, ProbeWrites, PROBES};
+use super::probe_writes::{
+    first_write_after, longest_gap_around, ProbeSource, ProbeWrites, PROBES,
+};
 use super::record::FaultRecord;
 use super::views::{MemberViews, POLL};
 use super::watch::Watch;
@@ -86,14 +87,14 @@ impl<'a> Injector<'a> {
             target.zk_access.tls.as_ref(),
         )
         .ok_or_else(|| FaultError::Cluster("the target has no members to fault".into()))?;
+        let source = ProbeSource {
+            coordinator: target.coordinator.clone(),
+            ttl: target.session_ttl,
+        };
         let mut sessions = Vec::new();
         for i in 0..PROBES {
-            let options = SessionOptions {
-                ttl: Duration::from_secs(10),
-            };
-            let session = target
-                .coordinator
-                .open_session(usize::MAX - i, &options)
+            let session = source
+                .open(i)
                 .await
                 .map_err(|e| FaultError::Cluster(format!("opening a probe session: {e}")))?;
             sessions.push(session);
@@ -108,7 +109,7 @@ impl<'a> Injector<'a> {
                 etcd_security: target.etcd_security.clone(),
             },
             views: MemberViews::start(askers),
-            writes: ProbeWrites::start(sessions, "/coordbench/failover-probe"),
+            writes: ProbeWrites::start(sessions, "/coordbench/failover-probe", source),
             rng: SplitMix64::new(seed),
             started: Instant::now(),
             last_fault: None,
@@ -209,6 +210,7 @@ impl<'a> Injector<'a> {
         let acks = self.writes.acks();
         record.first_write_us = first_write_after(&acks, t_f).map(micros);
         record.unavailable_us = longest_gap_around(&acks, t_f).map(micros);
+        record.probe_sessions_lost = self.writes.sessions_lost_since(t_f);
         watch.fill(&mut record, &self.names);
         Ok(Some(record))
     }
@@ -290,6 +292,7 @@ impl<'a> Injector<'a> {
             minority_acked_writes: None,
             minority_local_reads: None,
             cut_short: false,
+            probe_sessions_lost: 0,
         }
     }
 

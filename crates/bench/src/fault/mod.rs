@@ -39,6 +39,7 @@ use coordbench_results::kinds::{FaultArg, TargetKind, ZkClientArg};
 pub use injector::{FaultFailure, FaultResult, Injector};
 pub use kinds::FaultOrder;
 pub use lost_writes::{read_back, LostWrites};
+pub use probe_writes::ProbeSessions;
 pub use record::{FaultRecord, FaultSummary};
 
 /// Why injection stopped before the run did.
@@ -73,6 +74,9 @@ pub struct FaultTarget {
     pub etcd_security: coordbench_drivers::etcd::EtcdSecurity,
     /// The run's coordinator; the probe writes open their sessions on it.
     pub coordinator: Arc<dyn Coordinator>,
+    /// The probe writes' session TTL: the run's `--ttl`, so an outage that expires the
+    /// clients' sessions expires theirs too.
+    pub session_ttl: Duration,
 }
 
 /// Bound on reading back every acknowledged probe write at the end.
@@ -85,6 +89,8 @@ pub struct Injected {
     /// The read-back of every acknowledged probe write after the last fault healed (`None`
     /// if injection never started).
     pub lost_writes: Option<LostWrites>,
+    /// What happened to the probes' sessions (`None` if injection never started).
+    pub probe_sessions: Option<ProbeSessions>,
     /// The cluster did not recover within the bound (the records so far stand).
     pub error: Option<FaultError>,
     /// When injection started: every record's `at_s` counts from it.
@@ -117,11 +123,13 @@ pub async fn inject(
     let (records, error) = run_faults(&mut injector, plan, &stop).await;
     // Every fault is healed here (or the run stopped and the last one was undone).
     let acknowledged = injector.writes().acknowledged();
+    let probe_sessions = injector.writes().sessions();
     injector.finish().await;
     let lost = read_back(target.coordinator.clone(), acknowledged, READ_BACK_BOUND).await;
     Injected {
         records,
         lost_writes: Some(lost),
+        probe_sessions: Some(probe_sessions),
         error,
         started: Some(started),
     }

@@ -50,6 +50,9 @@ pub struct FaultRecord {
     pub minority_local_reads: Option<u64>,
     /// The run ended before the cluster recovered: the missing figures are not failures.
     pub cut_short: bool,
+    /// Probe sessions found lost (expired, or silent for two TTLs) from t_f until the
+    /// figures were read; each probe opens a new one.
+    pub probe_sessions_lost: u64,
 }
 
 /// The distribution over a run's faults (or one kind's), for run.json and summary.csv.
@@ -76,6 +79,9 @@ pub struct FaultSummary {
     /// The read-back of every acknowledged probe write (only at the top level).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lost_writes: Option<super::LostWrites>,
+    /// What happened to the probe writes' sessions (only at the top level).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_sessions: Option<super::ProbeSessions>,
     /// The same figures for each kind that ran (only at the top level).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub by_kind: BTreeMap<String, FaultSummary>,
@@ -129,6 +135,7 @@ impl FaultSummary {
             minority_acked_writes: sum(|r| r.minority_acked_writes),
             minority_local_reads: sum(|r| r.minority_local_reads),
             lost_writes: None,
+            probe_sessions: None,
             by_kind: BTreeMap::new(),
         }
     }
@@ -181,6 +188,7 @@ mod tests {
             minority_acked_writes: fault.is_partition().then_some(0),
             minority_local_reads: fault.is_partition().then_some(40),
             cut_short: false,
+            probe_sessions_lost: 0,
         }
     }
 

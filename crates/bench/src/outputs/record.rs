@@ -15,7 +15,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::generator::GeneratorUsage;
-use crate::runner::{EndReason, RunOutcome, TIMEOUT};
+use crate::runner::{EndReason, Opening, RunOutcome, TIMEOUT};
 use crate::server_stats::ServerCounters;
 use coordbench_lab::environment::Environment;
 use coordbench_lab::provision::disk::SyncProbe;
@@ -143,6 +143,32 @@ pub struct MeasuredResults {
     pub reads: Option<ClassSummary>,
     /// kv-mixed: the writes alone.
     pub writes: Option<ClassSummary>,
+    /// Opening the clients' sessions before warm-up (absent in a merge of shards).
+    pub session_opening: Option<SessionOpening>,
+}
+
+/// How opening the clients' sessions went (`--session-opens`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionOpening {
+    /// Sessions opened: this process's clients.
+    pub sessions: usize,
+    /// At most this many opening at once (`--session-opens`).
+    pub at_once: usize,
+    /// From the first open to the last session open.
+    pub open_s: f64,
+    /// The longest single open, ms.
+    pub slowest_open_ms: f64,
+}
+
+impl SessionOpening {
+    fn of(opening: &Opening) -> Option<Self> {
+        (opening.sessions > 0).then_some(SessionOpening {
+            sessions: opening.sessions,
+            at_once: opening.at_once,
+            open_s: opening.took.as_secs_f64(),
+            slowest_open_ms: opening.slowest.as_secs_f64() * 1000.0,
+        })
+    }
 }
 
 /// One kind of operation of a run that mixes kinds (kv-mixed's reads or writes).
@@ -224,6 +250,7 @@ impl MeasuredResults {
             session_reestablishments: outcome.counters.session_reestablishments,
             reads: ClassSummary::of(outcome, OpClass::Read, window_s),
             writes: ClassSummary::of(outcome, OpClass::Write, window_s),
+            session_opening: SessionOpening::of(&outcome.opening),
         }
     }
 }

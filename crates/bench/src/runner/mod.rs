@@ -1,4 +1,5 @@
-//! The load generator: opens one session per client, runs the clients closed- or open-loop
+//! The load generator: opens one session per client (a bounded number at a time:
+//! [`opening`]), runs the clients closed- or open-loop
 //! through warm-up and the measured window, and collects what they recorded.
 //!
 //! Each client is a tokio task that asks the [`Pacer`] for its next intended start, runs one
@@ -10,6 +11,7 @@
 
 pub mod op_classes;
 pub mod op_timeout;
+pub mod opening;
 pub mod pacer;
 pub mod recorder;
 pub mod timer;
@@ -18,7 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use coordbench_drivers::{ClientCounters, Coordinator, DriverError, Session, SessionOptions};
+use coordbench_drivers::{ClientCounters, Coordinator, Session, SessionOptions};
 use coordbench_workloads::{Actor, CheckReport, RunClock, Workload, WorkloadError};
 use futures::future::{join_all, Either};
 use tokio_util::sync::CancellationToken;
@@ -26,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::shard::{wait_for_start, Part, StartError, StartRule, Started};
 
 pub use op_timeout::OpTimeout;
+pub use opening::{OpenFailure, Opening};
 
 /// The error kind of an operation that hit the operation timeout (`errors_by_kind`).
 pub const TIMEOUT: &str = "timeout";
@@ -47,6 +50,9 @@ pub struct LoadPlan {
     pub interval: Duration,
     /// Session TTL handed to every client.
     pub ttl: Duration,
+    /// At most this many client sessions are opened at once before warm-up
+    /// (`--session-opens`; [`opening::DEFAULT_AT_ONCE`] by default).
+    pub session_opens: usize,
     /// The share of the clients, start slots and operation budget this process runs
     /// (`--shard`; [`Part::WHOLE`] otherwise).
     pub part: Part,
@@ -85,6 +91,8 @@ pub struct RunOutcome {
     pub measure_start: Instant,
     /// How long the clients waited, with their sessions open, for the start rule.
     pub start_wait: Duration,
+    /// How opening the clients' sessions went.
+    pub opening: Opening,
 }
 
 /// Failures that prevent measuring at all.
@@ -92,8 +100,8 @@ pub struct RunOutcome {
 pub enum RunError {
     #[error(transparent)]
     Workload(#[from] WorkloadError),
-    #[error("could not open the session of client {client}: {source}")]
-    Session { client: usize, source: DriverError },
+    #[error(transparent)]
+    Session(#[from] OpenFailure),
     #[error("interrupted before measuring began")]
     InterruptedDuringSetup,
     #[error("cannot start the open-loop timer (timerfd): {0}")]
@@ -115,7 +123,7 @@ pub async fn run(
     stop: CancellationToken,
     progress: Progress<'_>,
 ) -> Result<RunOutcome, RunError> {
-    let (actors, started) = prepare(plan, &coordinator, workload.as_ref(), &stop).await?;
+    let (actors, opening, started) = prepare(plan, &coordinator, workload.as_ref(), &stop).await?;
     let window = Window::start(plan)?;
     let tasks = window.spawn_clients(plan, actors, coordinator.books_intended_start());
     let mut ended = window
@@ -143,6 +151,7 @@ pub async fn run(
         schedule_dropped: window.schedule_dropped(window_end),
         measure_start,
         start_wait: started.waited,
+        opening,
     })
 }
 
@@ -153,12 +162,12 @@ async fn prepare(
     coordinator: &Arc<dyn Coordinator>,
     workload: &dyn Workload,
     stop: &CancellationToken,
-) -> Result<(Vec<Box<dyn Actor>>, Started), RunError> {
+) -> Result<(Vec<Box<dyn Actor>>, Opening, Started), RunError> {
     tokio::select! {
         r = workload.setup(coordinator) => r?,
         _ = stop.cancelled() => return Err(RunError::InterruptedDuringSetup),
     }
-    let actors = tokio::select! {
+    let (actors, opening) = tokio::select! {
         r = open_actors(plan, coordinator.as_ref(), workload) => r?,
         _ = stop.cancelled() => return Err(RunError::InterruptedDuringSetup),
     };
@@ -166,32 +175,26 @@ async fn prepare(
         r = wait_for_start(&plan.start, coordinator, plan.ttl) => r?,
         _ = stop.cancelled() => return Err(RunError::InterruptedDuringSetup),
     };
-    Ok((actors, started))
+    Ok((actors, opening, started))
 }
 
 async fn open_actors(
     plan: &LoadPlan,
     coordinator: &dyn Coordinator,
     workload: &dyn Workload,
-) -> Result<Vec<Box<dyn Actor>>, RunError> {
+) -> Result<(Vec<Box<dyn Actor>>, Opening), RunError> {
     let options = SessionOptions { ttl: plan.ttl };
     // Clients keep their number in the whole run, so a shard's clients do what the same
     // clients of one process would.
     let clients: Vec<usize> = (0..plan.clients).filter(|&c| plan.part.owns(c)).collect();
-    let sessions = join_all(
-        clients
-            .iter()
-            .map(|&c| coordinator.open_session(c, &options)),
-    )
-    .await;
-    clients
+    let (sessions, opening) =
+        opening::open_sessions(coordinator, &clients, &options, plan.session_opens).await?;
+    let actors = clients
         .into_iter()
         .zip(sessions)
-        .map(|(client, s)| {
-            s.map(|session| workload.actor(client, session))
-                .map_err(|source| RunError::Session { client, source })
-        })
-        .collect()
+        .map(|(client, session)| workload.actor(client, session))
+        .collect();
+    Ok((actors, opening))
 }
 
 /// Warm-up and the measured window, from the moment the clients are ready: the schedule
