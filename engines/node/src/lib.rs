@@ -42,7 +42,7 @@ mod zab_node;
 #[cfg(test)]
 mod fuzz_tests;
 
-pub use cadence::SNAPSHOT_LOG_FRACTION;
+pub use cadence::{POSTPONE_LIMIT, SNAPSHOT_LOG_FRACTION};
 pub use config::NodeConfig;
 pub use disk::{Disk, DiskFile, DiskKind, FileDisk, MemDisk};
 pub use envelope::{Envelope, Payload, Refusal};
