@@ -34,6 +34,7 @@ mod record;
 mod runtime;
 mod seam;
 mod snapfile;
+mod snapshotter;
 pub mod tcp;
 pub mod transport;
 pub mod wal;
