@@ -35,6 +35,7 @@ mod runtime;
 mod seam;
 pub mod slowdown;
 mod snapfile;
+mod snapshotter;
 pub mod tcp;
 pub mod transport;
 pub mod wal;
@@ -43,7 +44,7 @@ mod zab_node;
 #[cfg(test)]
 mod fuzz_tests;
 
-pub use cadence::SNAPSHOT_LOG_FRACTION;
+pub use cadence::{POSTPONE_LIMIT, SNAPSHOT_LOG_FRACTION};
 pub use config::NodeConfig;
 pub use disk::{Disk, DiskFile, DiskKind, FileDisk, MemDisk};
 pub use envelope::{Envelope, Payload, Refusal};

@@ -1,5 +1,6 @@
 //! The event loop of a member, for either core: one tokio task owning the [`Core`], with
-//! the [`Wal`] on a writer thread of its own (`persist`).
+//! the [`Wal`] on a writer thread of its own (`persist`) and local snapshots written on
+//! another (`snapshotter`).
 //!
 //! Each turn it waits for something (a tick, a peer message, a client request), then
 //! drains everything else already queued, so that under load many proposals and acks go
@@ -800,7 +801,8 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
 
     /// When a snapshot is due (see [`SnapshotCadence`]): snapshot the state machine, compact
     /// the core's log, and queue the snapshot (with what makes the storage it refers to
-    /// durable) for the WAL writer, which writes it off this loop.
+    /// durable) for the snapshot thread, which writes it off this loop and off the WAL
+    /// writer's thread, then has the WAL record it (`persist`, `snapshotter`).
     fn maybe_compact(&mut self) -> Result<(), RuntimeError> {
         if !self.cadence.due() {
             return Ok(());
@@ -827,7 +829,10 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
             }
             Err(CompactFail::Fatal(why)) => return Err(RuntimeError::Task(why)),
         };
-        self.submit(Job::Compacted(snap, sync))?;
+        match &self.writer {
+            Some(w) if w.snapshot(snap, sync) => {}
+            _ => return Err(RuntimeError::WriterGone),
+        }
         self.cadence.taken(len);
         tracing::debug!(
             id = self.id,

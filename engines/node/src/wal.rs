@@ -15,7 +15,9 @@
 //!   `TruncateAfter` record drops every stored entry after a position (Zab's TRUNC).
 //! - **Snapshots.** [`Wal::save_snapshot`] writes the snapshot file durably, then a marker
 //!   record, syncs, and removes the segments (a prefix of them) and older snapshot files it
-//!   made obsolete. Every segment starts with the hard state and snapshot marker current at
+//!   made obsolete. The two halves can run apart: the runtime writes a local snapshot's
+//!   file on a thread of its own (`write_snapshot_file`) and only then has the WAL record
+//!   it (`Wal::record_snapshot`), in order with the log's other writes. Every segment starts with the hard state and snapshot marker current at
 //!   its creation, so the remaining segments replay on their own.
 //! - **Recovery.** [`Wal::open`] replays the segments in order. A damaged record in the last
 //!   segment is a write torn by a crash: the segment is cut there (nothing after it was
@@ -489,12 +491,40 @@ impl<F: LogFormat> Wal<F> {
         if self.broken {
             return Err(WalError::Broken);
         }
-        let (index, term) = (snap.index, snap.term);
-        if !install && self.snapshot.is_some_and(|(i, _)| i >= index) {
+        if !install && self.is_stale(snap.index) {
             return Ok(());
         }
-        let file = snapfile::write(self.disk.as_ref(), snap)
-            .map_err(io_err(&snapfile::name(index, term)))?;
+        let file = write_snapshot_file(self.disk.as_ref(), snap)?;
+        self.record_snapshot(snap.index, snap.term, install, &file)
+            .map(|_| ())
+    }
+
+    /// Whether a local snapshot at `index` would add nothing to the durable one.
+    fn is_stale(&self, index: u64) -> bool {
+        self.snapshot.is_some_and(|(i, _)| i >= index)
+    }
+
+    /// The second half of [`Wal::save_snapshot`], for a snapshot `file` already written
+    /// durably (by [`write_snapshot_file`], possibly on another thread): writes its marker,
+    /// syncs, and removes the segments and older snapshot files it made obsolete. A local
+    /// snapshot no newer than the durable one is not recorded, and its file is removed
+    /// unless it is the durable one's; returns whether it was recorded.
+    pub(crate) fn record_snapshot(
+        &mut self,
+        index: u64,
+        term: u64,
+        install: bool,
+        file: &str,
+    ) -> Result<bool, WalError> {
+        if self.broken {
+            return Err(WalError::Broken);
+        }
+        if !install && self.is_stale(index) {
+            if self.snapshot.is_some_and(|(i, _)| i > index) {
+                self.disk.remove(file).map_err(io_err(file))?;
+            }
+            return Ok(false);
+        }
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
         let marker = Ref::<'_, F>::Snapshot {
@@ -526,7 +556,12 @@ impl<F: LogFormat> Wal<F> {
                 }
             }
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// The disk the log is on, for writing snapshot files off the WAL's thread.
+    pub(crate) fn disk(&self) -> Arc<dyn Disk> {
+        self.disk.clone()
     }
 
     /// `snap`'s data as mapped from its file once [`Wal::save_snapshot`] stored it, so the
@@ -588,6 +623,13 @@ impl<F: LogFormat> Wal<F> {
         enc(&mut head, &Ref::<'_, F>::HardState(&hs))?;
         self.write(&head)
     }
+}
+
+/// Writes `snap`'s file durably (written aside, synced, then renamed into place: a crash
+/// leaves either no file or the whole one); returns its name. It counts for nothing until
+/// [`Wal::record_snapshot`] writes its marker.
+pub(crate) fn write_snapshot_file(disk: &dyn Disk, snap: &Snapshot) -> Result<String, WalError> {
+    snapfile::write(disk, snap).map_err(io_err(&snapfile::name(snap.index, snap.term)))
 }
 
 fn encode_batch<F: LogFormat>(
@@ -801,6 +843,34 @@ mod tests {
         assert!(st.entries.is_empty());
         assert_eq!(st.hard_state.term, 2, "term follows the snapshot");
         assert_eq!(st.snapshot.map(|s| s.index), Some(8));
+        Ok(())
+    }
+
+    #[test]
+    fn a_snapshot_file_cut_short_is_ignored_at_start_up() -> R {
+        let disk = MemDisk::new();
+        let (mut wal, _) = RaftWal::open(Arc::new(disk.clone()), WalOptions::default())?;
+        wal.append(None, &ents(1, 10, 1), Some(&hs(1, 10)))?;
+        let at = |index| Snapshot {
+            index,
+            term: 1,
+            data: Bytes::from(vec![7u8; 1_000]),
+        };
+        wal.save_snapshot(&at(3), false)?;
+        drop(wal);
+        // A crash while the next snapshot was written: its file written aside but not
+        // renamed, or (on a disk that does not sync) renamed but cut short.
+        let name = snapfile::write(&disk, &at(6)).map_err(io_err("snap"))?;
+        let whole = disk.read(&name).map_err(io_err(&name))?;
+        let half = &whole[..whole.len() / 2];
+        disk.write_atomic(&format!("{name}.tmp"), &[half])
+            .map_err(io_err("tmp"))?;
+        disk.write_atomic(&name, &[half]).map_err(io_err(&name))?;
+        let (_, st) = RaftWal::open(Arc::new(disk.clone()), WalOptions::default())?;
+        assert_eq!(st.snapshot.map(|s| s.index), Some(3));
+        assert_eq!(st.entries, ents(4, 10, 1));
+        let names = disk.list().map_err(io_err("<dir>"))?;
+        assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
         Ok(())
     }
 

@@ -64,7 +64,9 @@ pub struct ServeArgs {
     /// Applied entries between snapshots (log compaction) at least. A snapshot is taken
     /// once this many entries were applied since the last one AND their commands add up to
     /// a quarter of the last snapshot's size, so the cost of serializing the whole state
-    /// stays amortized as it grows. raft: a snapshot is an index into the value log (no
+    /// stays amortized as it grows, or once 4 times this many entries were applied, whatever
+    /// the state's size (a restart replays at most that log, however long the history).
+    /// raft: a snapshot is an index into the value log (no
     /// values), so it is taken far more often than etcd's --snapshot-count 100,000 and the
     /// log stays short (etcd keeps 5,000 entries after its snapshot); zab: ZooKeeper's
     /// snapCount default applies (zab's snapshots hold the whole tree).
