@@ -164,8 +164,9 @@ run_tool() {
   while kill -0 "$timer" 2>/dev/null; do
     bench=$(pgrep -P "$timer" || true)
     if [[ -n $bench ]]; then
-      w=$(cat /proc/"$bench"/task/*/schedstat 2>/dev/null | awk '{ s += $2 } END { print s / 1e9 }')
-      [[ -n $w ]] && waited=$w
+      # The tool may end between the two reads: then the last reading stands.
+      w=$(cat /proc/"$bench"/task/*/schedstat 2>/dev/null || true)
+      [[ -n $w ]] && waited=$(awk '{ s += $2 } END { print s / 1e9 }' <<< "$w")
     fi
     sleep 0.2
   done
