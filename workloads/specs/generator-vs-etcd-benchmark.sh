@@ -257,10 +257,11 @@ try:
             thr, ops = num("throughput_ops_s"), int(row["ops"])
             p50, p99 = num("p50_us") / 1e3, num("p99_us") / 1e3
             per_op = num("client_cpu_us_per_op")
-    print(f"{side},{target},{op},{r},{fmt(thr, 1)},{fmt(p50)},{fmt(p99)},{fmt(per_op, 1)},"
-          f"{ops},{fmt(cpu, 2)},{fmt(wait, 2)},{state},{note}")
+    figures = [fmt(thr, 1), fmt(p50), fmt(p99), fmt(per_op, 1), ops, fmt(cpu, 2), fmt(wait, 2)]
 except (OSError, AttributeError, StopIteration, KeyError, TypeError, ValueError) as e:
-    print(f"{side},{target},{op},{r},,,,,,,,{state},failed ({type(e).__name__}; see {d}*)")
+    figures, note = [""] * 7, f"failed ({type(e).__name__}; see {d}*)"
+csv.writer(sys.stdout, lineterminator="\n").writerow(
+    [side, target, op, r] + figures + state.split(",") + [note])
 PY
   tail -n 1 "$OUT/runs.csv"
 }
