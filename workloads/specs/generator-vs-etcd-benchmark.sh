@@ -229,16 +229,17 @@ try:
         text = open(d + ".out").read()
         if op == "watch-latency":  # the watchers' events, not the writer's puts
             text = text.split("Watch events summary:")[-1]
-        sec = lambda p: float(re.search(p + r"% in ([0-9.]+) secs", text).group(1)) * 1e3
-        thr = float(re.search(r"Requests/sec:\s*([0-9.]+)", text).group(1))
-        total = float(re.search(r"Total:\s*([0-9.]+) secs", text).group(1))
+        num = r"([0-9.]+(?:[eE][-+]?[0-9]+)?)"  # --precise may print 6.7e-05
+        sec = lambda p: float(re.search(p + r"% in " + num + " secs", text).group(1)) * 1e3
+        thr = float(re.search(r"Requests/sec:\s*" + num, text).group(1))
+        total = float(re.search(r"Total:\s*" + num + " secs", text).group(1))
         ops = round(thr * total)
         p50, p99, cpu = sec("50"), sec("99"), cpu_s(d + ".time")
         per_op = cpu * 1e6 / ops if cpu is not None and ops else None
         wait = float(open(d + ".wait").read())
         if op == "watch-latency":
             note = ("per watch event, over the tool's own Total (its limiter sends the first "
-                    "second's puts at once); latency put acknowledged -> each watcher's event")
+                    "second's puts at once); latency put acknowledged -> each watcher's event, 0 if it came first")
     else:
         row = next(csv.DictReader(open(d + "/summary.csv")))
         run = json.load(open(d + "/run.json"))
