@@ -24,6 +24,7 @@ fn spec(size: usize, disk: DiskKind, work_dir: &Path) -> ClusterSpec {
         sync_delay: None,
         net_delay: None,
         net_delay_clients: false,
+        snapshot_every: None,
     }
 }
 

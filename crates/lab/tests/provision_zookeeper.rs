@@ -24,6 +24,7 @@ fn spec(size: usize, disk: DiskKind, ttl: Duration, work_dir: &Path) -> ClusterS
         sync_delay: None,
         net_delay: None,
         net_delay_clients: false,
+        snapshot_every: None,
     }
 }
 
