@@ -290,7 +290,10 @@ fn a_candidate_engine_with_a_known_per_commit_slowdown_breaches_the_deterministi
     // One check and a count that does not vary: 3 repeats a side decide it at 0.1.
     let text = std::fs::read_to_string(&spec)
         .unwrap()
-        .replace("[options]\n", "[options]\nengine_cost = true\n")
+        .replace(
+            "[options]\n",
+            "[options]\nengine_cost = true\nengine_cost_ops = 100\n",
+        )
         .replace("false_alarm = 0.01", "false_alarm = 0.1");
     std::fs::write(&spec, text).unwrap();
     let out = tmp.path().join("cost");
@@ -315,8 +318,10 @@ fn a_candidate_engine_with_a_known_per_commit_slowdown_breaches_the_deterministi
     let spread = |v: &[f64]| {
         v.iter().cloned().fold(f64::MIN, f64::max) / v.iter().cloned().fold(f64::MAX, f64::min)
     };
+    // Counts of 100 writes (to keep a debug build's valgrind runs short) repeat to about
+    // 0.5%; 1,000, the default, to 0.2% (docs/reference.md).
     assert!(
-        spread(&base) < 1.002,
+        spread(&base) < 1.005,
         "a deterministic count varied: {base:?}"
     );
     assert!(

@@ -23,17 +23,13 @@ pub struct EngineCost {
     pub binary: PathBuf,
 }
 
-/// Writes per counted run: repeated counts at 1,000 differ by under 0.2% (0.6% at 200;
-/// docs/reference.md), for about 3 s of CPU under valgrind.
-const OPS: &str = "1000";
-
-/// Counts the cost of `engine` (raft, zab) with `binary`; the error is one line naming
-/// what failed (valgrind missing, the binary lacking `simulate cost`).
-pub async fn count(binary: &Path, engine: &str) -> Result<EngineCost, String> {
+/// Counts the cost of `engine` (raft, zab) with `binary` over `ops` writes (about 3 s of
+/// CPU under valgrind at 1,000); the error is one line naming what failed (valgrind
+/// missing, the binary lacking `simulate cost`).
+pub async fn count(binary: &Path, engine: &str, ops: u64) -> Result<EngineCost, String> {
     let out = tokio::process::Command::new(binary)
-        .args([
-            "simulate", "cost", "--json", "--engine", engine, "--ops", OPS,
-        ])
+        .args(["simulate", "cost", "--json", "--engine", engine])
+        .args(["--ops", &ops.to_string()])
         .kill_on_drop(true)
         .output()
         .await

@@ -336,7 +336,7 @@ async fn count_engine_cost(config: &RunConfig, record: &mut RunRecord) -> Option
         None => std::env::current_exe().unwrap_or_else(|_| "coordbench".into()),
     };
     let engine = coordbench_results::kinds::value_name(config.target);
-    match crate::engine_cost::count(&binary, &engine).await {
+    match crate::engine_cost::count(&binary, &engine, config.engine_cost_ops).await {
         Ok(cost) => {
             record.engine_cost = Some(cost);
             None

@@ -69,8 +69,10 @@ pub struct RunConfig {
     pub engine_bin: Option<PathBuf>,
     /// Entries between a started member's snapshots (`--snapshot-every`).
     pub snapshot_every: Option<u64>,
-    /// raft, zab: count the engine's deterministic cost after the window (`--engine-cost`).
+    /// raft, zab: count the engine's deterministic cost after the window (`--engine-cost`),
+    /// over this many writes (`--engine-cost-ops`).
     pub engine_cost: bool,
+    pub engine_cost_ops: u64,
     /// Whether coordbench starts the cluster secured (`--secure`).
     pub secure: bool,
     /// zookeeper, zab: the driver's credentials, ACLs and chroot, and their record.
@@ -157,6 +159,7 @@ impl RunConfig {
             zk_heap_mb: args.cluster.zk_heap,
             engine_bin: args.cluster.engine_bin.clone(),
             engine_cost: args.cluster.engine_cost,
+            engine_cost_ops: args.cluster.engine_cost_ops,
             snapshot_every: args.cluster.snapshot_every,
             secure: args.attach.secure,
             zk_access: access.zk.access,
