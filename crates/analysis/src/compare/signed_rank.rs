@@ -179,20 +179,7 @@ pub fn walsh_interval(d: &[f64], alpha: f64) -> Option<Interval> {
     let n = d.len();
     let averages_count = n * (n + 1) / 2;
     let cdf = null_cdf(n);
-    let covers = |k: usize| stats::reaches_alpha(2.0 * cdf(k - 1), alpha);
-    if !covers(1) {
-        return None;
-    }
-    // covers(k) is monotone (true, then false); k never passes the median.
-    let (mut lo, mut hi) = (1, averages_count.div_ceil(2));
-    while lo < hi {
-        let mid = (lo + hi).div_ceil(2);
-        if covers(mid) {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
+    let lo = stats::interval_rank(averages_count, &cdf, alpha)?;
     let mut averages = Vec::with_capacity(averages_count);
     for i in 0..n {
         for j in i..n {

@@ -360,20 +360,17 @@ impl NullU {
     }
 }
 
-/// The largest k such that [k-th smallest, k-th largest] pairwise statistic
-/// has confidence 1 - 2 P(U <= k-1) >= 1 - alpha; with that confidence.
-/// None if even k = 1 (the full range) falls short.
-fn choose_k(n: usize, m: usize, alpha: f64) -> Option<(usize, f64)> {
-    if n == 0 || m == 0 || !(alpha > 0.0 && alpha < 1.0) {
-        return None;
-    }
-    let null = NullU::new(n, m);
-    let covers = |k: usize| reaches_alpha(2.0 * null.cdf(k - 1), alpha);
+/// The largest k for which [k-th smallest, k-th largest] of `count` ordered statistics
+/// covers with confidence 1 − 2·cdf(k − 1) >= 1 − alpha, `cdf` the test statistic's null
+/// distribution function; None if even k = 1 (the full range) falls short. Shared by the
+/// unpaired (pairwise ratios) and paired (Walsh averages) intervals.
+pub(super) fn interval_rank(count: usize, cdf: impl Fn(usize) -> f64, alpha: f64) -> Option<usize> {
+    let covers = |k: usize| reaches_alpha(2.0 * cdf(k - 1), alpha);
     if !covers(1) {
         return None;
     }
     // covers(k) is monotone (true, then false); k never passes the median.
-    let (mut lo, mut hi) = (1, (n * m).div_ceil(2));
+    let (mut lo, mut hi) = (1, count.div_ceil(2));
     while lo < hi {
         let mid = (lo + hi).div_ceil(2);
         if covers(mid) {
@@ -382,8 +379,20 @@ fn choose_k(n: usize, m: usize, alpha: f64) -> Option<(usize, f64)> {
             hi = mid - 1;
         }
     }
-    let confidence = (1.0 - 2.0 * null.cdf(lo - 1)).clamp(0.0, 1.0);
-    Some((lo, confidence))
+    Some(lo)
+}
+
+/// The largest k such that [k-th smallest, k-th largest] pairwise statistic
+/// has confidence 1 - 2 P(U <= k-1) >= 1 - alpha; with that confidence.
+/// None if even k = 1 (the full range) falls short.
+fn choose_k(n: usize, m: usize, alpha: f64) -> Option<(usize, f64)> {
+    if n == 0 || m == 0 || !(alpha > 0.0 && alpha < 1.0) {
+        return None;
+    }
+    let null = NullU::new(n, m);
+    let k = interval_rank(n * m, |k| null.cdf(k), alpha)?;
+    let confidence = (1.0 - 2.0 * null.cdf(k - 1)).clamp(0.0, 1.0);
+    Some((k, confidence))
 }
 
 /// Hodges–Lehmann estimate and interval of `stat(b, c)` over all pairs.

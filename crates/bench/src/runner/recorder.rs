@@ -208,30 +208,37 @@ impl ClientRecorder {
         }
     }
 
-    /// Counts a success in its [`SUCCESS_TICK`] of the current interval.
-    fn tick(&mut self, completed: Instant) {
-        let interval = self.sink.interval.as_nanos().max(1);
-        let into = (completed - self.sink.measure_start).as_nanos() % interval;
-        let ticks = interval.div_ceil(SUCCESS_TICK.as_nanos()) as usize;
-        if self.current.ok_ticks.len() < ticks {
-            self.current.ok_ticks.resize(ticks, 0);
-        }
+    /// Counts a success in its [`SUCCESS_TICK`] of the current interval, `into` it by
+    /// that many ns (from [`select`](Self::select)).
+    fn tick(&mut self, into: u128) {
         let tick = (into / SUCCESS_TICK.as_nanos()) as usize;
-        self.current.ok_ticks[tick.min(ticks - 1)] += 1;
+        if self.current.ok_ticks.len() <= tick {
+            let ticks = self
+                .sink
+                .interval
+                .as_nanos()
+                .div_ceil(SUCCESS_TICK.as_nanos());
+            self.current
+                .ok_ticks
+                .resize((ticks as usize).max(tick + 1), 0);
+        }
+        self.current.ok_ticks[tick] += 1;
     }
 
-    /// Makes `current` the interval a completion belongs to; false outside the window.
-    fn select(&mut self, completed: Instant) -> bool {
+    /// Makes `current` the interval a completion belongs to; its offset into that interval
+    /// in ns, or `None` outside the window.
+    fn select(&mut self, completed: Instant) -> Option<u128> {
         if completed < self.sink.measure_start || completed >= self.measure_end {
-            return false;
+            return None;
         }
-        let since = completed - self.sink.measure_start;
-        let index = (since.as_nanos() / self.sink.interval.as_nanos().max(1)) as u64;
+        let since = (completed - self.sink.measure_start).as_nanos();
+        let interval = self.sink.interval.as_nanos().max(1);
+        let index = (since / interval) as u64;
         if index != self.current_index {
             self.flush();
             self.current_index = index;
         }
-        true
+        Some(since % interval)
     }
 
     /// A successful operation; `lag` is its schedule lag (open loop only), `class` its
@@ -244,9 +251,9 @@ impl ClientRecorder {
         lag: Option<Duration>,
         class: Option<OpClass>,
     ) {
-        if self.select(completed) {
+        if let Some(into) = self.select(completed) {
             self.record_lag(lag);
-            self.tick(completed);
+            self.tick(into);
             self.current.ops += 1;
             self.current.latency.saturating_record(micros(latency));
             self.current.service.saturating_record(micros(service));
@@ -274,7 +281,7 @@ impl ClientRecorder {
         lag: Option<Duration>,
         class: Option<OpClass>,
     ) {
-        if self.select(completed) {
+        if self.select(completed).is_some() {
             self.record_lag(lag);
             *self.current.errors.entry(kind).or_default() += 1;
             if let Some(latency) = latency {
