@@ -1,6 +1,6 @@
 //! Operations recorded by kind (kv-mixed's reads and writes) beside the combined figures:
 //! per kind its successes, errors and latency histogram for one interval. Allocated only
-//! once a client records a classified operation, so single-kind workloads pay nothing.
+//! once an interval holds a classified operation, so single-kind workloads pay nothing.
 
 use coordbench_workloads::histogram::latency_histogram;
 use coordbench_workloads::OpClass;
@@ -33,13 +33,6 @@ impl ClassStats {
         let _ = self.latency.add(&other.latency);
     }
 
-    fn clear(&mut self) {
-        self.ops = 0;
-        self.errors = 0;
-        if !self.latency.is_empty() {
-            self.latency.reset();
-        }
-    }
 }
 
 /// Reads and writes of one interval, apart.
@@ -74,11 +67,6 @@ impl ClassSplit {
     pub fn merge(&mut self, other: &ClassSplit) {
         self.read.merge(&other.read);
         self.write.merge(&other.write);
-    }
-
-    pub fn clear(&mut self) {
-        self.read.clear();
-        self.write.clear();
     }
 }
 
