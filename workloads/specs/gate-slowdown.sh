@@ -7,7 +7,7 @@
 # Prints per gate its verdict, the checks it breached, the test that decided each, and its
 # wall time; first the spin's size as the deterministic cost sees it (raft and zab).
 #
-#   cargo build --release --features coordbench-node/test-slowdown
+#   cargo build --release --features test-slowdown
 #   workloads/specs/gate-slowdown.sh BIN OUT [SPIN]
 #     (GATES=5 SPEC=workloads/gate.toml GATE_FLAGS="--quick" to change)
 set -euo pipefail

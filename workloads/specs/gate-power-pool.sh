@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The power table of the default gate from the gates workloads/specs/gate-slowdown.sh ran:
+# pools their A/A gates into one session of every pair (aa), their A/B gates likewise
+# (ab-spin: the real slowdown), and makes known regressions on real noise from the A/A
+# pairs, the candidate's figure scaled (summary.csv only): throughput down 5, 10 and 20%
+# (thr-5, thr-10, thr-20) and the members' CPU per operation up as much (cpu-5, cpu-10,
+# cpu-20). Then workloads/specs/gate-power.sh judges gates of N pairs drawn from each
+# (A/A: false alarms; the rest: how often caught), with the thresholds of SPEC.
+#
+#   workloads/specs/gate-power-pool.sh GATES_DIR [N]   (GATE_SPEC=workloads/gate.toml)
+# Writes GATES_DIR/pool/ and GATES_DIR/pool/power-nN.md.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+gates=$(realpath "${1:?usage: gate-power-pool.sh GATES_DIR [N]}")
+python3 - "$gates" <<'PY'
+import csv, os, re, shutil, sys
+
+gates = sys.argv[1]
+pool = os.path.join(gates, "pool")
+shutil.rmtree(pool, ignore_errors=True)
+
+def merge(kind, name):
+    """Every run of the `kind`-G gates as one session, repeat r of gate G renumbered."""
+    dirs = sorted((d for d in os.listdir(gates) if re.fullmatch(rf"{kind}-\d+", d)),
+                  key=lambda d: int(d.split("-")[1]))
+    for side in ("baseline", "candidate"):
+        os.makedirs(f"{pool}/{name}/{side}")
+        for g, gate in enumerate(dirs):
+            for run in os.listdir(f"{gates}/{gate}/{side}"):
+                m = re.fullmatch(r"(.*)-r(\d+)", run)
+                if m and os.path.isfile(f"{gates}/{gate}/{side}/{run}/summary.csv"):
+                    repeat = g * 1000 + int(m.group(2))
+                    os.symlink(f"{gates}/{gate}/{side}/{run}", f"{pool}/{name}/{side}/{m.group(1)}-r{repeat}")
+
+def scaled(name, column, factor):
+    """The A/A pairs with the candidate's `column` multiplied by `factor`."""
+    src = f"{pool}/aa"
+    os.makedirs(f"{pool}/{name}/candidate")
+    os.symlink(f"{src}/baseline", f"{pool}/{name}/baseline")
+    for run in os.listdir(f"{src}/candidate"):
+        real = os.path.realpath(f"{src}/candidate/{run}")
+        dst = f"{pool}/{name}/candidate/{run}"
+        os.makedirs(dst)
+        shutil.copy(f"{real}/run.json", f"{dst}/run.json")
+        rows = list(csv.DictReader(open(f"{real}/summary.csv")))
+        for row in rows:
+            if row[column]:
+                row[column] = str(float(row[column]) * factor)
+        with open(f"{dst}/summary.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+
+merge("aa", "aa")
+merge("ab", "ab-spin")
+for pct in (5, 10, 20):
+    scaled(f"thr-{pct}", "throughput_ops_s", 1 - pct / 100)
+    scaled(f"cpu-{pct}", "server_cpu_us_per_op", 1 + pct / 100)
+PY
+exec workloads/specs/gate-power.sh "$gates/pool" "${2:-10}"
