@@ -5,15 +5,17 @@
 # pairs, the candidate's figure scaled (summary.csv only): throughput down 5, 10 and 20%
 # (thr-5, thr-10, thr-20) and the members' CPU per operation up as much (cpu-5, cpu-10,
 # cpu-20). Then workloads/specs/gate-power.sh judges gates of N pairs drawn from each
-# (A/A: false alarms; the rest: how often caught), with the thresholds of SPEC.
+# (A/A: false alarms; the rest: how often caught), once with the default gate's thresholds
+# and once with workloads/specs/gate-cpu-thresholds.toml's (CPU per operation gated instead
+# of throughput).
 #
-#   workloads/specs/gate-power-pool.sh GATES_DIR [N]   (GATE_SPEC=workloads/gate.toml)
-# Writes GATES_DIR/pool/ and GATES_DIR/pool/power-nN.md.
+#   workloads/specs/gate-power-pool.sh GATES_DIR [N]   (GATE_SPECS="a.toml b.toml" to change)
+# Writes GATES_DIR/pool/ and GATES_DIR/pool/power-nN-SPEC.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 gates=$(realpath "${1:?usage: gate-power-pool.sh GATES_DIR [N]}")
 python3 - "$gates" <<'PY'
-import csv, os, re, shutil, sys
+import csv, json, os, re, shutil, sys
 
 gates = sys.argv[1]
 pool = os.path.join(gates, "pool")
@@ -25,19 +27,28 @@ def merge(kind, name):
                   key=lambda d: int(d.split("-")[1]))
     for side in ("baseline", "candidate"):
         os.makedirs(f"{pool}/{name}/{side}")
+        points = []
         for g, gate in enumerate(dirs):
             for run in os.listdir(f"{gates}/{gate}/{side}"):
                 m = re.fullmatch(r"(.*)-r(\d+)", run)
                 if m and os.path.isfile(f"{gates}/{gate}/{side}/{run}/summary.csv"):
                     repeat = g * 1000 + int(m.group(2))
-                    os.symlink(f"{gates}/{gate}/{side}/{run}", f"{pool}/{name}/{side}/{m.group(1)}-r{repeat}")
+                    pooled = f"{m.group(1)}-r{repeat}"
+                    os.symlink(f"{gates}/{gate}/{side}/{run}", f"{pool}/{name}/{side}/{pooled}")
+                    points.append({"name": pooled, "repeat": repeat})
+        # The side's record, as a gate writes it: `compare --paired` pairs runs by its repeats.
+        with open(f"{pool}/{name}/{side}/run.json", "w") as f:
+            json.dump({"schema": "coordbench.sweep/1", "complete": True, "points": points}, f)
 
 def scaled(name, column, factor):
     """The A/A pairs with the candidate's `column` multiplied by `factor`."""
     src = f"{pool}/aa"
     os.makedirs(f"{pool}/{name}/candidate")
     os.symlink(f"{src}/baseline", f"{pool}/{name}/baseline")
+    shutil.copy(f"{src}/candidate/run.json", f"{pool}/{name}/candidate/run.json")
     for run in os.listdir(f"{src}/candidate"):
+        if run == "run.json":
+            continue
         real = os.path.realpath(f"{src}/candidate/{run}")
         dst = f"{pool}/{name}/candidate/{run}"
         os.makedirs(dst)
@@ -57,4 +68,9 @@ for pct in (5, 10, 20):
     scaled(f"thr-{pct}", "throughput_ops_s", 1 - pct / 100)
     scaled(f"cpu-{pct}", "server_cpu_us_per_op", 1 + pct / 100)
 PY
-exec workloads/specs/gate-power.sh "$gates/pool" "${2:-10}"
+n=${2:-10}
+for spec in ${GATE_SPECS:-workloads/gate.toml workloads/specs/gate-cpu-thresholds.toml}; do
+  GATE_SPEC=$spec workloads/specs/gate-power.sh "$gates/pool" "$n" >/dev/null
+  mv "$gates/pool/power-n$n.md" "$gates/pool/power-n$n-$(basename "$spec" .toml).md"
+  echo "$gates/pool/power-n$n-$(basename "$spec" .toml).md"
+done

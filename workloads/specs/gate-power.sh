@@ -44,7 +44,7 @@ def changes(doc):
         def pct(name):
             f = figs.get(name)
             return "-" if not f or not f["base_median"] else f"{(f['cand_median'] / f['base_median'] - 1) * 100:+.1f}%"
-        rows.append(f"| {point['label']} | {len(point['base_dirs'])} | {pct('throughput_ops_s')} | {pct('p99_us')} |")
+        rows.append(f"| {point['label']} | {len(point['base_dirs'])} | {pct('throughput_ops_s')} | {pct('server_cpu_us_per_op')} | {pct('p99_us')} |")
     return rows
 
 for session in sorted(d for d in os.listdir(out) if os.path.isdir(os.path.join(out, d, "baseline"))):
@@ -52,7 +52,7 @@ for session in sorted(d for d in os.listdir(out) if os.path.isdir(os.path.join(o
     reps = sorted({int(m.group(1)) for d in os.listdir(f"{path}/baseline") if (m := re.search(r"-r(\d+)$", d))})
     _, _, whole = gate(path, set(reps))
     report.append(f"\n## {session}: {len(reps)} repeats per side\n")
-    report.append("| point | repeats | throughput change (medians) | p99 change (medians) |\n|---|---|---|---|")
+    report.append("| point | repeats | throughput change (medians) | CPU/op change (medians) | p99 change (medians) |\n|---|---|---|---|---|")
     report.extend(changes(whole))
     blocks = [reps[i:i + n] for i in range(0, len(reps) - n + 1, n)]
     failed = 0
