@@ -268,8 +268,8 @@ fn an_a_a_gate_passes_and_an_hdd_candidate_breaches_throughput_and_p50() {
 
 /// A candidate engine that spins per committed command (the test build's slowdown hook,
 /// engines/node/src/slowdown.rs, set through a wrapper as `engine_bin`) breaches the
-/// deterministic cost, which every run counts under valgrind (`engine_cost`), while the
-/// baseline's own repeats agree with each other to far better than the limit.
+/// deterministic cost, which the gate counts under valgrind once per side's binary and records
+/// in every run (`engine_cost`).
 #[test]
 fn a_candidate_engine_with_a_known_per_commit_slowdown_breaches_the_deterministic_cost() {
     let _serial = one_at_a_time();
@@ -315,19 +315,17 @@ fn a_candidate_engine_with_a_known_per_commit_slowdown_breaches_the_deterministi
             .collect()
     };
     let (base, cand) = (costs("baseline"), costs("candidate"));
-    let spread = |v: &[f64]| {
-        v.iter().cloned().fold(f64::MIN, f64::max) / v.iter().cloned().fold(f64::MAX, f64::min)
-    };
-    // Counts of 100 writes (to keep a debug build's valgrind runs short) repeat to about
-    // 0.5%; 1,000, the default, to 0.2% (docs/reference.md).
+    // The gate counts each side's binary once and every repeat records that count
+    // (crates/bench/src/engine_cost.rs); the two binaries are counted apart.
     assert!(
-        spread(&base) < 1.005,
-        "a deterministic count varied: {base:?}"
-    );
-    assert!(
-        cand.iter().all(|c| *c > base[0] * 1.01),
+        base.iter().chain(&cand).all(|c| *c > 0.0),
         "{base:?} {cand:?}"
     );
+    assert!(
+        base.iter().all(|b| *b == base[0]) && cand.iter().all(|c| *c == cand[0]),
+        "one count per binary: {base:?} {cand:?}"
+    );
+    assert!(cand[0] > base[0] * 1.01, "{base:?} {cand:?}");
 }
 
 #[test]
