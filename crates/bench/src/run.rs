@@ -604,11 +604,21 @@ fn run_tag() -> String {
     format!("{:x}{:x}", std::process::id(), nanos % (1 << 40))
 }
 
-/// The one-line warning a saturated generator prints.
+/// The one-line warning a saturated generator prints. A real-time generator that keeps its
+/// cores busy is worse off than a normal one: the kernel stops real-time threads for the rest
+/// of each period once they used `kernel.sched_rt_runtime_us` of it (50 ms of every second
+/// by default), which showed as a 40 ms p99 at 100,000/s on the null target (RESULTS.md,
+/// "Pacing precision beside a CPU hog").
 fn saturation_warning(usage: &GeneratorUsage) -> String {
+    let advice = if usage.realtime {
+        "and, with --realtime, the kernel pauses real-time threads that keep their cores busy (kernel.sched_rt_runtime_us): \
+         drop --realtime or lower the rate"
+    } else {
+        "give it cores of its own (--pin-client, --pin-servers) or fewer clients"
+    };
     format!(
         "warning: the load generator was saturated (it used or waited for over {:.0}% of its {} core(s) for {:.1} s of the window): \
-         its figures understate the target; give it cores of its own (--pin-client, --pin-servers) or fewer clients",
+         its figures understate the target; {advice}",
         crate::generator::SATURATED_UTIL * 100.0,
         usage.cores,
         usage.saturated_s
