@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
@@ -41,7 +41,12 @@ struct CountKey {
     ops: u64,
 }
 
-static COUNTED: Mutex<Option<HashMap<CountKey, EngineCost>>> = Mutex::new(None);
+static COUNTED: LazyLock<Mutex<HashMap<CountKey, EngineCost>>> = LazyLock::new(Default::default);
+
+fn counted() -> MutexGuard<'static, HashMap<CountKey, EngineCost>> {
+    // A count is inserted whole or not at all; a panic elsewhere cannot leave one half-made.
+    COUNTED.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// The cost of `engine` (raft, zab) with `binary` over `ops` writes: counted by
 /// [`count_afresh`] the first time this process asks for it, then the same count.
@@ -54,25 +59,18 @@ pub async fn count(binary: &Path, engine: &str, ops: u64) -> Result<EngineCost, 
         engine: engine.to_string(),
         ops,
     };
-    let counted = |table: &mut Option<HashMap<CountKey, EngineCost>>| {
-        table.get_or_insert_default().get(&key).cloned()
-    };
-    if let Some(cost) = counted(&mut COUNTED.lock().unwrap_or_else(|p| p.into_inner())) {
+    if let Some(cost) = counted().get(&key).cloned() {
         return Ok(cost);
     }
     let cost = count_afresh(binary, engine, ops).await?;
-    COUNTED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get_or_insert_default()
-        .insert(key, cost.clone());
+    counted().insert(key, cost.clone());
     Ok(cost)
 }
 
 /// Counts the cost of `engine` (raft, zab) with `binary` over `ops` writes (about 3 s of
 /// CPU under valgrind at 1,000); the error is one line naming what failed (valgrind
 /// missing, the binary lacking `simulate cost`).
-pub async fn count_afresh(binary: &Path, engine: &str, ops: u64) -> Result<EngineCost, String> {
+async fn count_afresh(binary: &Path, engine: &str, ops: u64) -> Result<EngineCost, String> {
     let out = tokio::process::Command::new(binary)
         .args(["simulate", "cost", "--json", "--engine", engine])
         .args(["--ops", &ops.to_string()])
