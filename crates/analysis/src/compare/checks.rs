@@ -182,13 +182,15 @@ fn relative(
     check.detail = format!("{}{interval}", signed_percent(change));
     // The two-sided test's p halved, in the direction the limit guards.
     let p_two = judged.p_value.unwrap_or(1.0);
-    let toward = change * limit > 0.0;
+    // The sign of `limit` names the direction, even at 0 (`max_drop = "0%"` is −0.0).
+    let guards_drop = limit.is_sign_negative();
+    let toward = if guards_drop { change < 0.0 } else { change > 0.0 };
     let p_one_sided = if toward {
         p_two / 2.0
     } else {
         1.0 - p_two / 2.0
     };
-    let beyond = if limit < 0.0 {
+    let beyond = if guards_drop {
         change < limit
     } else {
         change > limit
@@ -236,13 +238,13 @@ fn paired(
     check.test = format!("paired Wilcoxon signed-rank, {n} pairs");
     Some(Pending {
         index,
-        beyond: if limit < 0.0 {
+        beyond: if limit.is_sign_negative() {
             change < limit
         } else {
             change > limit
         },
         shifted: true,
-        p_one_sided: if limit < 0.0 {
+        p_one_sided: if limit.is_sign_negative() {
             test.p_below
         } else {
             test.p_above
@@ -397,6 +399,20 @@ mod tests {
         let checks = evaluate(&[drop_limit(15.0)], &comparison(&pairs, true), 0.05);
         assert_eq!(checks[0].outcome, CheckOutcome::Passed, "{:?}", checks[0]);
         assert!(checks[0].p_value.unwrap() > 0.5);
+    }
+
+    #[test]
+    fn a_zero_drop_limit_still_guards_drops() {
+        // `max_drop = "0%"` is a limit of −0.0: any significant drop breaches it, a rise
+        // never does.
+        let pairs = drifting_pairs();
+        let checks = evaluate(&[drop_limit(0.0)], &comparison(&pairs, true), 0.05);
+        assert_eq!(checks[0].outcome, CheckOutcome::Breached, "{:?}", checks[0]);
+        let risen: Vec<(f64, f64)> = pairs.iter().map(|(b, c)| (*c, *b)).collect();
+        let checks = evaluate(&[drop_limit(0.0)], &comparison(&risen, true), 0.05);
+        assert_eq!(checks[0].outcome, CheckOutcome::Passed, "{:?}", checks[0]);
+        let checks = evaluate(&[drop_limit(0.0)], &comparison(&risen, false), 0.05);
+        assert_eq!(checks[0].outcome, CheckOutcome::Passed, "{:?}", checks[0]);
     }
 
     #[test]
