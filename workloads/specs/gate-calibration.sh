@@ -33,26 +33,6 @@ done
 "$bin" gate "$spec" --repeats "${AB_REPEATS:-10}" --out "$out/ab-ssd" --candidate disk=ssd >"$out/ab-ssd.log" 2>&1 || true
 
 for drop in 10 20 30; do
-  python3 - "$out/aa" "$out/drop-$drop" "$drop" <<'PY'
-import csv, os, shutil, sys
-src, dst, drop = sys.argv[1], sys.argv[2], int(sys.argv[3])
-shutil.rmtree(dst, ignore_errors=True)
-os.makedirs(f"{dst}/candidate")
-os.symlink(os.path.abspath(f"{src}/baseline"), f"{dst}/baseline")
-shutil.copy(f"{src}/candidate/run.json", f"{dst}/candidate/run.json")
-for point in os.listdir(f"{src}/candidate"):
-    run = f"{src}/candidate/{point}"
-    if not os.path.isfile(f"{run}/summary.csv"):
-        continue
-    os.makedirs(f"{dst}/candidate/{point}")
-    shutil.copy(f"{run}/run.json", f"{dst}/candidate/{point}/run.json")
-    rows = list(csv.DictReader(open(f"{run}/summary.csv")))
-    for row in rows:
-        row["throughput_ops_s"] = str(float(row["throughput_ops_s"]) * (100 - drop) / 100)
-    with open(f"{dst}/candidate/{point}/summary.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-PY
+  workloads/specs/scale-candidate.py "$out/aa" "$out/drop-$drop" throughput_ops_s "0.$((100 - drop))"
 done
 exec "$(dirname "$0")/gate-power.sh" "$out"

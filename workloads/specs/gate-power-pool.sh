@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 gates=$(realpath "${1:?usage: gate-power-pool.sh GATES_DIR [N]}")
 python3 - "$gates" <<'PY'
-import csv, json, os, re, shutil, sys
+import json, os, re, shutil, subprocess, sys
 
 gates = sys.argv[1]
 pool = os.path.join(gates, "pool")
@@ -42,25 +42,8 @@ def merge(kind, name):
 
 def scaled(name, column, factor):
     """The A/A pairs with the candidate's `column` multiplied by `factor`."""
-    src = f"{pool}/aa"
-    os.makedirs(f"{pool}/{name}/candidate")
-    os.symlink(f"{src}/baseline", f"{pool}/{name}/baseline")
-    shutil.copy(f"{src}/candidate/run.json", f"{pool}/{name}/candidate/run.json")
-    for run in os.listdir(f"{src}/candidate"):
-        if run == "run.json":
-            continue
-        real = os.path.realpath(f"{src}/candidate/{run}")
-        dst = f"{pool}/{name}/candidate/{run}"
-        os.makedirs(dst)
-        shutil.copy(f"{real}/run.json", f"{dst}/run.json")
-        rows = list(csv.DictReader(open(f"{real}/summary.csv")))
-        for row in rows:
-            if row[column]:
-                row[column] = str(float(row[column]) * factor)
-        with open(f"{dst}/summary.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+    subprocess.run(["workloads/specs/scale-candidate.py", f"{pool}/aa", f"{pool}/{name}",
+                    column, str(factor)], check=True)
 
 merge("aa", "aa")
 merge("ab", "ab-spin")
