@@ -11,6 +11,8 @@ use std::os::raw::{c_int, c_long};
 
 /// Both the load generator and the engine members allocate per request (gRPC frames,
 /// protobuf messages); glibc's allocator showed up as the top cost in profiles of a member.
+/// The `system-allocator` feature leaves glibc's in place, for heap profilers.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
