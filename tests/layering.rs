@@ -20,6 +20,8 @@ const CRATE_LAYERS: &[&[&str]] = &[
         "coordbench-kv",
         "coordbench-tree",
     ],
+    // ZooKeeper's wire codec (over the tree's records), shared by the Zab engine and the driver.
+    &["coordbench-zk-proto"],
     // Sans-IO consensus cores and the simulation support, drivers of the real APIs.
     &[
         "coordbench-raft",

@@ -2,7 +2,9 @@
 //! runtime.
 //!
 //! The server speaks ZooKeeper's wire protocol on TCP: length-prefixed jute frames
-//! ([`jute`], [`proto`], [`request`], [`reply`]), a ConnectRequest / ConnectResponse
+//! ([`jute`], [`proto`], [`request`], [`reply`]: the codec lives in the
+//! `coordbench-zk-proto` crate, shared with the ZooKeeper driver's client, and is
+//! re-exported here under these paths), a ConnectRequest / ConnectResponse
 //! handshake, then requests (header: xid, op code) and replies (header: xid, zxid, error),
 //! with watch notifications (xid -1) interleaved, and the four-letter words on the same
 //! port. It is written against [`coordbench_node::Replicator`] over [`TreeStateMachine`]:
@@ -34,12 +36,8 @@ mod core;
 pub mod four_letter;
 pub mod frame;
 mod handler;
-pub mod jute;
 mod leader;
 pub mod options;
-pub mod proto;
-pub mod reply;
-pub mod request;
 pub mod router;
 mod server;
 mod sessions;
@@ -47,9 +45,7 @@ pub mod state_machine;
 pub mod stats;
 mod wire_acl;
 
-#[cfg(test)]
-mod codec_tests;
-
+pub use coordbench_zk_proto::{jute, proto, reply, request};
 pub use options::ServeOptions;
 pub use server::{serve, spawn, ServeError, ServerHandle};
 pub use state_machine::{ApplyOutput, TreeStateMachine};
