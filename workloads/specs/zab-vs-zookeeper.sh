@@ -2,7 +2,7 @@
 # The built-in Zab engine beside real ZooKeeper in one session, 3 members on the local disk,
 # 64 clients: kv-put throughput and p99, and lock throughput (zk-recipe, 8 locks). Targets
 # alternate and each point repeats REPEATS times; both are measured through the same
-# ZooKeeper driver (zookeeper-client).
+# ZooKeeper driver (its own client).
 # Usage: workloads/specs/zab-vs-zookeeper.sh [OUT]   (DURATION=10s REPEATS=2 to change;
 #   PIN_CLIENT=0 PIN_SERVERS=1 puts the load generator and the members on separate cores)
 set -euo pipefail

@@ -10,6 +10,9 @@
 //! its own paths) and the ZooKeeper driver's client, so that a driver need not depend on an
 //! engine crate. The records carry coordbench-tree's own `Stat`, `Acl` and `WatchEvent`.
 
+/// `KeeperException.Code`s, as reply headers and multi results carry them.
+pub use coordbench_tree::error::code;
+
 pub mod jute;
 pub mod proto;
 pub mod reply;

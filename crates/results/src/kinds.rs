@@ -62,7 +62,7 @@ pub enum WorkloadKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "cli", derive(ValueEnum))]
 pub enum ZkClientArg {
-    /// The zookeeper-client crate.
+    /// The driver's own client (recorded as coordbench-zk-client).
     #[default]
     Client,
     /// The zookeeper-async crate (silently replaces expired sessions; no sync()).

@@ -4,8 +4,9 @@
 //! the chroot all workload paths live under, and TLS to the servers' secure client port.
 //! Every connection the driver opens is made by [`ZkAccess::connect`].
 
-use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, Error};
+use coordbench_zk_proto::proto::{WireAcl, PERMS_ALL};
 
+use super::client::{Client, Error, Options};
 use super::tls::ZkTls;
 
 /// The ACL the driver gives the nodes it creates.
@@ -19,12 +20,18 @@ pub enum NodeAcl {
 }
 
 impl NodeAcl {
-    /// Create options for `mode` with this ACL.
-    pub fn options(self, mode: CreateMode) -> CreateOptions<'static> {
-        match self {
-            NodeAcl::Open => mode.with_acls(Acls::anyone_all()),
-            NodeAcl::Creator => mode.with_acls(Acls::creator_all()),
-        }
+    /// The ACL as sent in a create.
+    pub fn entries(self) -> Vec<WireAcl> {
+        let (scheme, id) = match self {
+            NodeAcl::Open => ("world", "anyone"),
+            // ZooKeeper's CREATOR_ALL_ACL: Id("auth", ""), the creator's authenticated ids.
+            NodeAcl::Creator => ("auth", ""),
+        };
+        vec![WireAcl {
+            perms: PERMS_ALL,
+            scheme: Some(scheme.into()),
+            id: Some(id.into()),
+        }]
     }
 }
 
@@ -66,25 +73,16 @@ impl ZkAccess {
         }
     }
 
-    /// Connects `connector` to `cluster` with the run's credentials (addauth first) and,
-    /// when secured, over TLS.
+    /// Connects to `cluster` with `options` completed by the run's credentials (addauth on
+    /// every connection) and, when secured, TLS.
     pub(super) async fn connect(
         &self,
-        mut connector: zookeeper_client::Connector,
+        mut options: Options,
         cluster: &str,
     ) -> Result<Client, Error> {
-        if let Some(digest) = &self.digest {
-            connector = connector.with_auth("digest", digest.as_bytes());
-        }
-        match &self.tls {
-            Some(tls) => {
-                connector
-                    .with_tls(tls.session_options())
-                    .secure_connect(cluster)
-                    .await
-            }
-            None => connector.connect(cluster).await,
-        }
+        options.digest = self.digest.clone();
+        options.tls = self.tls.as_ref().map(ZkTls::config);
+        Client::connect(cluster, options).await
     }
 
     /// Creates the chroot (and its ancestors) with the run's ACL if missing, through a
@@ -93,8 +91,7 @@ impl ZkAccess {
         let Some(chroot) = &self.chroot else {
             return Ok(());
         };
-        root.mkdir(chroot, &self.acl.options(CreateMode::Persistent))
-            .await
+        root.mkdir(chroot, &self.acl.entries()).await
     }
 }
 

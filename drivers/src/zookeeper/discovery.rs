@@ -4,9 +4,9 @@
 //! its session. Watchers follow a service with getChildren and a one-shot child watch, read
 //! again with a new watch after each event: changes in between coalesce into one read.
 
+use super::client::{CreateMode, Error};
 use async_trait::async_trait;
 use std::collections::BTreeSet;
-use zookeeper_client::{CreateMode, Error};
 
 use super::follow::Follower;
 use super::pending;
@@ -35,9 +35,9 @@ pub(super) async fn register(
         Ok(_) => {}
         Err(Error::NodeExists) => {
             s.counters.request();
-            let stat = zk.check_stat(&path).await.map_err(map_error)?;
+            let stat = zk.exists(&path).await.map_err(map_error)?;
             match stat {
-                Some(stat) if stat.ephemeral_owner == zk.session_id().0 => {
+                Some(stat) if stat.ephemeral_owner == zk.session_id() => {
                     s.counters.request();
                     zk.set_data(&path, data, Some(stat.version))
                         .await

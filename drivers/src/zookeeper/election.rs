@@ -10,8 +10,8 @@
 //! session's next recipe call or resign ([`super::pending`]), or with the session.
 //! Observers follow the lowest candidate with a child watch on the election's node.
 
+use super::client::Error;
 use async_trait::async_trait;
-use zookeeper_client::Error;
 
 use super::follow::Follower;
 use super::queue::{self, head, Wake};

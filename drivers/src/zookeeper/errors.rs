@@ -1,32 +1,30 @@
-//! Maps zookeeper-client errors, and watch events that say the session ended, onto the
-//! driver's error kinds.
+//! Maps the ZooKeeper client's errors, and watch events that say the session ended, onto
+//! the driver's error kinds.
 
 use std::time::Duration;
 
-use zookeeper_client::{Error, EventType, SessionState, WatchedEvent};
+use super::client::{Error, EventType, SessionState, WatchedEvent};
 
 use crate::DriverError;
 
-/// Classifies a zookeeper-client error so results count it under a stable kind.
+/// Classifies a client error so results count it under a stable kind.
 pub fn map_error(error: Error) -> DriverError {
     match error {
-        // Moved: the session was taken over by another connection; for this client it is gone.
-        Error::SessionExpired | Error::SessionMoved => {
+        // Moved: the session was taken over by another connection; for this client it is
+        // gone. Closed: abandoned or closed, as a crashed client's session would be.
+        Error::SessionExpired | Error::SessionMoved | Error::Closed => {
             DriverError::SessionExpired(error.to_string())
         }
-        Error::ConnectionLoss | Error::NoHosts => DriverError::Unreachable {
-            endpoint: "zookeeper".into(),
-            detail: error.to_string(),
-        },
-        Error::Timeout => DriverError::Timeout(Duration::ZERO),
-        Error::BadArguments(_) | Error::Unimplemented => {
-            DriverError::Unsupported(error.to_string())
-        }
-        // Socket-level failures arrive as custom errors carrying the io::Error.
-        Error::Custom(_) => DriverError::Unreachable {
+        Error::ConnectionLoss | Error::Connect(_) => DriverError::Unreachable {
             endpoint: "zookeeper".into(),
             detail: one_line(&error.to_string()),
         },
+        Error::Code(code) if code == coordbench_zk_proto::code::OPERATION_TIMEOUT => {
+            DriverError::Timeout(Duration::ZERO)
+        }
+        Error::BadArguments(_) | Error::Unimplemented => {
+            DriverError::Unsupported(error.to_string())
+        }
         other => DriverError::Server(one_line(&other.to_string())),
     }
 }

@@ -8,14 +8,14 @@
 //! with no armed watch (the first call, or one cancelled after the event) reads at once.
 //!
 //! Many handles of one session may watch the same path. The server keeps one watch per
-//! connection and path; zookeeper-client keeps every local watcher of the path and hands
-//! the one event to each, so every handle is notified (and each counts its notification).
+//! connection and path; the client keeps every local watcher of the path and hands the one
+//! event to each, so every handle is notified (and each counts its notification).
 
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
 
+use super::client::{Client, Error, WatchedEvent, Watcher};
 use futures::Future;
-use zookeeper_client::{Client, CreateMode, Error, OneshotWatcher, WatchedEvent};
 
 use super::access::NodeAcl;
 use super::errors::check_event;
@@ -63,7 +63,7 @@ impl Follower {
     }
 
     /// Keeps `watcher` for the next [`Follower::wait`].
-    pub(super) fn arm(&mut self, watcher: OneshotWatcher) {
+    pub(super) fn arm(&mut self, watcher: Watcher) {
         self.armed = Some(Box::pin(watcher.changed()));
     }
 
@@ -72,13 +72,14 @@ impl Follower {
     pub(super) async fn children(&mut self, dir: &str) -> Result<Vec<String>, DriverError> {
         let zk = self.client()?;
         self.counters.request();
-        let (children, watcher) = match zk.list_and_watch_children(dir).await {
+        let (children, watcher) = match zk.children_and_watch(dir).await {
             Err(Error::NoNode) => {
                 self.counters.request();
-                let options = self.acl.options(CreateMode::Persistent);
-                zk.mkdir(dir, &options).await.map_err(map_error)?;
+                zk.mkdir(dir, &self.acl.entries())
+                    .await
+                    .map_err(map_error)?;
                 self.counters.request();
-                zk.list_and_watch_children(dir).await
+                zk.children_and_watch(dir).await
             }
             other => other,
         }

@@ -28,15 +28,15 @@ const MAX_REPLY: u64 = 1 << 20;
 /// `tls` is given, and returns its reply. An empty reply means the word is not
 /// whitelisted (or the server is not serving).
 pub async fn four_letter_word(addr: &str, cmd: &str, tls: Option<&ZkTls>) -> io::Result<String> {
-    over(addr, cmd, tls.map(ZkTls::admin_config)).await
+    over(addr, cmd, tls.map(ZkTls::config)).await
 }
 
 /// Why TLS to the server at `addr` fails, in one line naming the flag to fix; `None` when
 /// a four-letter word over TLS is answered (or fails for a reason that is not TLS's).
-/// zookeeper-client reports every failed connection as "no available hosts", so this is
-/// how a refused or missing client certificate is told apart.
+/// A session's failed handshake says only that the connection broke, so this is how a
+/// refused or missing client certificate is told apart.
 pub async fn diagnose_tls(addr: &str, tls: &ZkTls) -> Option<String> {
-    let (config, seen) = coordbench_tls::noting_client_auth(&tls.admin_config());
+    let (config, seen) = coordbench_tls::noting_client_auth(&tls.config());
     match over(addr, "ruok", Some(config)).await {
         Ok(reply) if !reply.is_empty() => None,
         Ok(_) => coordbench_tls::describe_after_handshake(&seen),

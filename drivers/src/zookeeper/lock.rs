@@ -18,7 +18,7 @@
 //! compares versions only, and the naive recipe's `holder` node is re-created at version 0
 //! by every holder, so the naive recipe cannot be fenced this way (refused).
 
-use zookeeper_client::{CheckWriteError, Client, CreateMode, Error};
+use super::client::{Client, CreateMode, Error, Op};
 
 use super::errors::check_event;
 use super::pending::Pending;
@@ -58,7 +58,7 @@ pub(super) async fn lock_naive(s: &mut ZkSession, name: &str) -> Result<LockGuar
         )
         .await
         {
-            Ok((stat, _)) => {
+            Ok((_, stat)) => {
                 s.pending = None;
                 return Ok(LockGuard {
                     name: name.to_string(),
@@ -70,7 +70,7 @@ pub(super) async fn lock_naive(s: &mut ZkSession, name: &str) -> Result<LockGuar
             Err(e) => return Err(map_error(e)),
         }
         s.counters.request();
-        let (children, _, watcher) = zk.get_and_watch_children(&dir).await.map_err(map_error)?;
+        let (children, watcher) = zk.children_and_watch(&dir).await.map_err(map_error)?;
         if children.iter().any(|c| c == "holder") {
             let event = watcher.changed().await;
             s.counters.notifications(1);
@@ -120,7 +120,7 @@ pub(super) async fn fenced_put(
             s.counters.request();
             match check_and_set(&zk, &lock_node, resource, value).await {
                 Err(Error::ConnectionLoss) if s.reconnected(&zk).await => continue,
-                Err(Error::ConnectionLoss | Error::SessionExpired | Error::ClientClosed) => break,
+                Err(Error::ConnectionLoss | Error::SessionExpired | Error::Closed) => break,
                 other => return other.map_err(map_error),
             }
         }
@@ -147,13 +147,21 @@ async fn check_and_set(
     resource: &str,
     value: &[u8],
 ) -> Result<bool, Error> {
-    let mut writer = zk.new_check_writer(lock_node, Some(0))?;
-    writer.add_set_data(resource, value, None)?;
-    match writer.commit().await {
-        Ok(_) => Ok(true),
-        Err(CheckWriteError::CheckFailed {
-            source: Error::NoNode | Error::BadVersion,
-        }) => Ok(false),
-        Err(e) => Err(e.into()),
+    let ops = [
+        Op::Check {
+            path: lock_node,
+            version: 0,
+        },
+        Op::SetData {
+            path: resource,
+            data: value,
+            version: -1,
+        },
+    ];
+    match zk.multi(&ops).await? {
+        Ok(()) => Ok(true),
+        // The check (op 0) failed: the lock node is gone or not the holder's.
+        Err((0, Error::NoNode | Error::BadVersion)) => Ok(false),
+        Err((_, e)) => Err(e),
     }
 }

@@ -1,5 +1,5 @@
-//! The ZooKeeper driver: real ZooKeeper and the built-in Zab engine, through the
-//! zookeeper-client crate.
+//! The ZooKeeper driver: real ZooKeeper and the built-in Zab engine, through the driver's
+//! own client ([`client`]: sessions over ZooKeeper's wire protocol).
 //!
 //! Every client has its own ZooKeeper session, which is its own TCP connection: a session
 //! owns the client's ephemeral lock nodes and expires as a unit, so sharing one among
@@ -17,6 +17,7 @@
 //! traffic, pings included; other runs connect directly and pay nothing for it.
 
 pub mod access;
+pub mod client;
 mod discovery;
 mod election;
 mod errors;
@@ -34,7 +35,7 @@ mod watch;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use zookeeper_client::Client;
+use client::{Client, Options};
 
 use crate::{ApiFamily, Coordinator, DriverError, Session, SessionOptions};
 pub use access::{NodeAcl, ZkAccess};
@@ -152,7 +153,7 @@ impl ZkCoordinator {
         )
         .await
         .map_err(|e| Probed::classify(e, credentials))?;
-        zk.check_stat("/")
+        zk.exists("/")
             .await
             .map_err(|e| Probed::classify(map_error(e), credentials))?;
         Ok(zk)
@@ -183,26 +184,22 @@ pub(super) async fn establish(
     let mut pause = PASS_PAUSE;
     loop {
         passes += 1;
-        let mut connector = Client::connector()
-            .with_session_timeout(session_timeout)
-            .with_fail_eagerly();
-        if detached {
-            connector = connector.with_detached();
-        }
+        let options = Options {
+            session_timeout,
+            connect_timeout,
+            detached,
+            ..Options::default()
+        };
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let attempt = tokio::time::timeout(left, access.connect(connector, cluster))
+        let attempt = tokio::time::timeout(left, access.connect(options, cluster))
             .await
             .map_err(|_| DriverError::Timeout(connect_timeout))?
             .map_err(map_error);
         match attempt {
-            // One pass over the endpoints failed fast (zookeeper-client gives up after one
-            // with fail_eagerly): a server still busy after starting, a TLS handshake slow
-            // on a loaded machine, or, on ZooKeeper's TLS (Netty) listener, the reply to
-            // the auth packet sent right behind the connect request overtaking the connect
-            // response, which zookeeper-client cannot read ("insufficient buf"; it repeats
-            // for a second or so after a server starts: RESULTS.md). Another pass, after a
-            // growing pause, while the connect timeout lasts, as ZooKeeper's own clients
-            // keep trying their hosts.
+            // One pass over the endpoints failed (the client tries each once): a server
+            // still busy after starting, or a TLS handshake slow on a loaded machine.
+            // Another pass, after a growing pause, while the connect timeout lasts, as
+            // ZooKeeper's own clients keep trying their hosts.
             Err(DriverError::Unreachable { .. }) if passes < PASSES && !left.is_zero() => {
                 tokio::time::sleep(pause.min(left)).await;
                 pause = (pause * 2).min(MAX_PASS_PAUSE);
@@ -270,8 +267,8 @@ enum Probed {
 }
 
 impl Probed {
-    /// An authentication failure (zookeeper-client's AuthFailed, NoAuth) becomes one line
-    /// that says what to change.
+    /// An authentication failure (AuthFailed, NoAuth) becomes one line that says what to
+    /// change.
     fn classify(e: DriverError, had_credentials: bool) -> Probed {
         let text = e.to_string();
         if !(text.contains("AuthFailed") || text.contains("NoAuth") || text.contains("auth")) {
@@ -286,10 +283,10 @@ impl Probed {
 }
 
 /// Why the chroot could not be made ready, in one line.
-fn access_error(access: &ZkAccess, e: zookeeper_client::Error) -> DriverError {
+fn access_error(access: &ZkAccess, e: client::Error) -> DriverError {
     let chroot = access.chroot.as_deref().unwrap_or("/");
     match e {
-        zookeeper_client::Error::NoAuth => DriverError::Server(format!(
+        client::Error::NoAuth => DriverError::Server(format!(
             "cannot create the chroot {chroot}: not authorized (its parent's ACL; check --zk-auth)"
         )),
         other => DriverError::Server(format!("cannot create the chroot {chroot}: {other}")),

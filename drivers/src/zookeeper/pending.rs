@@ -6,7 +6,7 @@
 //! session remembers it as [`Pending`] and [`repair`] deletes it before the session's next
 //! recipe call (and in resign).
 
-use zookeeper_client::{Client, Error};
+use super::client::{Client, Error};
 
 use super::map_error;
 use super::session::ZkSession;
@@ -30,7 +30,7 @@ pub(super) async fn repair(s: &mut ZkSession) -> Result<(), DriverError> {
     match pending {
         Pending::Queue { dir, prefix } => {
             s.counters.request();
-            let children = match zk.list_children(&dir).await {
+            let children = match zk.children(&dir).await {
                 Err(Error::NoNode) => Vec::new(),
                 other => other.map_err(map_error)?,
             };
@@ -41,8 +41,8 @@ pub(super) async fn repair(s: &mut ZkSession) -> Result<(), DriverError> {
         }
         Pending::Holder { path } => {
             s.counters.request();
-            let stat = zk.check_stat(&path).await.map_err(map_error)?;
-            if let Some(stat) = stat.filter(|st| st.ephemeral_owner == zk.session_id().0) {
+            let stat = zk.exists(&path).await.map_err(map_error)?;
+            if let Some(stat) = stat.filter(|st| st.ephemeral_owner == zk.session_id()) {
                 s.counters.request();
                 delete_if_present(&zk, &path, Some(stat.version)).await?;
             }

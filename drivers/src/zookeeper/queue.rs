@@ -8,7 +8,7 @@
 //! (ZooKeeper's recipes, Curator's LeaderLatch and InterProcessMutex), or on every change
 //! of the directory's children (the herd).
 
-use zookeeper_client::{CreateMode, Error};
+use super::client::{CreateMode, Error};
 
 use super::errors::check_event;
 use super::map_error;
@@ -52,19 +52,24 @@ pub(super) async fn join(
     data: &[u8],
 ) -> Result<Place, DriverError> {
     let zk = s.zk()?.clone();
-    let prefix = format!("{:016x}-{kind}-", zk.session_id().0);
+    let prefix = format!("{:016x}-{kind}-", zk.session_id());
     s.pending = Some(Pending::Queue {
         dir: dir.clone(),
         prefix: prefix.clone(),
     });
     s.counters.request();
     let path = format!("{dir}/{prefix}");
-    let (stat, seq) = create_in_parent(&zk, &path, data, CreateMode::EphemeralSequential, s.acl())
-        .await
-        .map_err(map_error)?;
+    let (created, stat) =
+        create_in_parent(&zk, &path, data, CreateMode::EphemeralSequential, s.acl())
+            .await
+            .map_err(map_error)?;
+    let name = created.rsplit('/').next().unwrap_or_default().to_string();
+    let seq = sequence(&name).ok_or_else(|| {
+        DriverError::Server(format!("the server named the sequential node {created:?}"))
+    })?;
     Ok(Place {
-        name: format!("{prefix}{seq}"),
-        seq: seq.into_i64(),
+        name,
+        seq,
         czxid: stat.czxid,
         dir,
     })
@@ -81,12 +86,10 @@ pub(super) async fn wait_first(
     loop {
         s.counters.request();
         let (children, watcher) = match wake {
-            Wake::Predecessor => (zk.list_children(&place.dir).await.map_err(map_error)?, None),
+            Wake::Predecessor => (zk.children(&place.dir).await.map_err(map_error)?, None),
             Wake::AnyChange => {
-                let (children, watcher) = zk
-                    .list_and_watch_children(&place.dir)
-                    .await
-                    .map_err(map_error)?;
+                let (children, watcher) =
+                    zk.children_and_watch(&place.dir).await.map_err(map_error)?;
                 (children, Some(watcher))
             }
         };

@@ -1,5 +1,6 @@
 //! A pausable TCP relay on 127.0.0.1 for one ZooKeeper session, so the session can be
-//! frozen ([`crate::Session::freeze`]) although zookeeper-client sends its pings itself.
+//! frozen ([`crate::Session::freeze`]) although the client's session task sends its pings
+//! itself.
 //!
 //! One listener per server endpoint; the session's connect string names the listeners, so
 //! the client still fails over between servers as it would directly. Each accepted

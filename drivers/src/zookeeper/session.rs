@@ -19,7 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use zookeeper_client::{Client, CreateMode, Error, SessionState, StateWatcher};
+use coordbench_zk_proto::proto::Stat;
+use tokio::sync::watch as state_watch;
+
+use super::client::{Client, CreateMode, Error, Options, SessionState};
 
 use super::access::{NodeAcl, ZkAccess};
 use super::pending::{self, Pending};
@@ -79,16 +82,9 @@ impl ZkSession {
     /// connected again, so a retry can go through on this session.
     pub(super) async fn reconnected(&self, zk: &Client) -> bool {
         let mut state = zk.state_watcher();
-        let settled = async {
-            while state.peek_state() == SessionState::Disconnected {
-                state.changed().await;
-            }
-        };
+        let settled = state.wait_for(|s| *s != SessionState::Disconnected);
         let _ = tokio::time::timeout(self.connect_timeout, settled).await;
-        matches!(
-            zk.state(),
-            SessionState::SyncConnected | SessionState::ConnectedReadOnly
-        )
+        zk.state() == SessionState::Connected
     }
 
     /// The live client; once the session was abandoned or closed, an error of the kind a
@@ -137,24 +133,24 @@ impl ZkSession {
 }
 
 /// Creates `path` in `mode` with `acl`, creating its missing ancestors (persistent, with
-/// the same ACL) first when the parent is missing. Returns what the final create returned.
+/// the same ACL) first when the parent is missing. Returns the created path (a sequential
+/// node's with its number) and Stat.
 pub(super) async fn create_in_parent(
     zk: &Client,
     path: &str,
     value: &[u8],
     mode: CreateMode,
     acl: NodeAcl,
-) -> Result<(zookeeper_client::Stat, zookeeper_client::CreateSequence), Error> {
-    let options = acl.options(mode);
-    match zk.create(path, value, &options).await {
+) -> Result<(String, Stat), Error> {
+    let entries = acl.entries();
+    match zk.create(path, value, mode, &entries).await {
         Err(Error::NoNode) => {
             let parent = path.rsplit_once('/').map_or("", |(parent, _)| parent);
             if parent.is_empty() {
                 return Err(Error::NoNode);
             }
-            zk.mkdir(parent, &acl.options(CreateMode::Persistent))
-                .await?;
-            zk.create(path, value, &options).await
+            zk.mkdir(parent, &entries).await?;
+            zk.create(path, value, mode, &entries).await
         }
         other => other,
     }
@@ -282,8 +278,8 @@ impl Session for ZkSession {
         Ok(Box::new(watch::watch_value(self, key)?))
     }
 
-    /// Requests and watch notifications. Pings are sent by the client library on its own and
-    /// are not counted (keepalives stay 0).
+    /// Requests and watch notifications. Pings are sent by the client's session task on its
+    /// own and are not counted (keepalives stay 0).
     fn counters(&self) -> ClientCounters {
         self.counters.snapshot()
     }
@@ -304,20 +300,22 @@ impl Session for ZkSession {
         let Some(zk) = self.client.take() else {
             return Ok(());
         };
-        let session = zk.session().clone();
+        let session = zk.session();
         let timeout = zk.session_timeout();
         let old = zk.state_watcher();
+        // Watch handles hold weak references only, so this drops the client and its task
+        // ends, dropping the connection; re-attaching before that would make the two
+        // connections take the session from each other.
         drop(zk);
-        // The dropped client's task ends once its requests in flight (e.g. the removal of a
-        // cancelled acquisition's watch) are answered; re-attaching before that would make
-        // the two connections take the session from each other.
         until_ended(old, self.connect_timeout).await?;
         self.counters.request();
-        let connector = Client::connector()
-            .with_session(session)
-            .with_session_timeout(timeout)
-            .with_fail_eagerly();
-        let attach = self.access.connect(connector, &self.cluster);
+        let options = Options {
+            session: Some(session),
+            session_timeout: timeout,
+            connect_timeout: self.connect_timeout,
+            ..Options::default()
+        };
+        let attach = self.access.connect(options, &self.cluster);
         let closer = match tokio::time::timeout(self.connect_timeout, attach).await {
             Err(_) => return Err(DriverError::Timeout(self.connect_timeout)),
             // Already expired: the server has released everything it held.
@@ -333,11 +331,13 @@ impl Session for ZkSession {
 }
 
 /// Waits (bounded) until a dropped client's session task has ended.
-async fn until_ended(mut state: StateWatcher, bound: Duration) -> Result<(), DriverError> {
+async fn until_ended(
+    mut state: state_watch::Receiver<SessionState>,
+    bound: Duration,
+) -> Result<(), DriverError> {
+    // The task dropping its sender also means it ended.
     let ended = async {
-        while !state.peek_state().is_terminated() {
-            state.changed().await;
-        }
+        let _ = state.wait_for(|s| s.is_terminated()).await;
     };
     tokio::time::timeout(bound, ended)
         .await

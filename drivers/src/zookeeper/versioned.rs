@@ -2,7 +2,7 @@
 //! the version is the znode's data version, and a compare-and-set is a setData with that
 //! version. A rejection (BadVersion) does not say what the node holds.
 
-use zookeeper_client::Error;
+use super::client::{Error, Op};
 
 use super::map_error;
 use super::session::{znode_path, ZkSession};
@@ -25,11 +25,15 @@ pub(super) async fn read(
         Consistency::Linearizable => {
             s.counters.request();
             s.counters.request();
-            let mut barrier = zk.new_multi_writer();
             // Version -1 matches any: the check always holds, and "/" (the chroot) exists.
-            barrier.add_check_version("/", -1).map_err(map_error)?;
-            let (committed, read) = futures::join!(barrier.commit(), zk.get_data(&path));
-            committed.map_err(|e| map_error(e.into()))?;
+            let barrier = [Op::Check {
+                path: "/",
+                version: -1,
+            }];
+            let (committed, read) = futures::join!(zk.multi(&barrier), zk.get_data(&path));
+            committed
+                .map_err(map_error)?
+                .map_err(|(_, e)| map_error(e))?;
             read
         }
         Consistency::Sync => {

@@ -4,8 +4,8 @@
 //! versions written between the event and the read are coalesced (ZooKeeper's nature; the
 //! workload counts them). A missing key is watched with exists, which fires on its creation.
 
+use super::client::Error;
 use async_trait::async_trait;
-use zookeeper_client::Error;
 
 use super::follow::Follower;
 use super::map_error;
@@ -44,10 +44,7 @@ impl ZkValueWatch {
                 Err(e) => return Err(map_error(e)),
             }
             self.follower.counters.request();
-            let (stat, watcher) = zk
-                .check_and_watch_stat(&self.path)
-                .await
-                .map_err(map_error)?;
+            let (stat, watcher) = zk.exists_and_watch(&self.path).await.map_err(map_error)?;
             if stat.is_none() {
                 self.follower.arm(watcher);
                 return Ok(None);

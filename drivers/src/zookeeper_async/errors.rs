@@ -7,7 +7,7 @@ use zookeeper_async::ZkError;
 use crate::DriverError;
 
 /// Classifies a zookeeper-async error so results count it under the same kinds as the
-/// zookeeper-client driver's.
+/// ZooKeeper driver's.
 pub fn map_error(error: ZkError) -> DriverError {
     match error {
         // Moved: the session was taken over by another connection; for this client it is gone.

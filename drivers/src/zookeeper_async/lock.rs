@@ -1,4 +1,4 @@
-//! The zookeeper-client driver's lock recipes ([`crate::zookeeper`]'s `lock.rs`: same paths,
+//! The ZooKeeper driver's lock recipes ([`crate::zookeeper`]'s `lock.rs`: same paths,
 //! node names, watches and fencing token) over zookeeper-async.
 //!
 //! Two things differ because of the crate. Node names carry the session's random tag where

@@ -1,15 +1,15 @@
 //! The second ZooKeeper driver, over the zookeeper-async crate: the same servers, paths,
-//! recipes and fencing tokens as the zookeeper-client driver ([`crate::zookeeper`]), so the
+//! recipes and fencing tokens as the ZooKeeper driver ([`crate::zookeeper`]), so the
 //! two client libraries compare on equal terms (`--zk-client async`).
 //!
 //! Where the crate differs, and what this driver does about it:
 //! - When the server says a session expired, the crate silently opens a new one
-//!   (zookeeper-client reports the expiry and stops). A lock holder then loses its lock (its
+//!   (the ZooKeeper driver's client reports the expiry and stops). A lock holder then loses its lock (its
 //!   ephemeral node went with the old session) without an error. Sessions count these
 //!   re-establishments ([`state`]) so results can show them.
 //! - It has no sync() and no multi: only serializable reads; the other reads are unsupported.
 //! - It exposes no session id: lock nodes carry a random per-session tag instead.
-//! - It tries servers in the order given (zookeeper-client shuffles them), so each client's
+//! - It tries servers in the order given (the ZooKeeper driver's client shuffles them), so each client's
 //!   connect string is rotated by its index to spread sessions over the ensemble.
 //! - Its connection task outlives the handle: a client dropped without close() keeps its
 //!   session alive, pinging, until the process exits. Sessions are closed explicitly (also
@@ -68,7 +68,7 @@ impl AsyncZkCoordinator {
         if config.access != crate::zookeeper::ZkAccess::default() {
             // zookeeper-async forgets addauth when it reconnects or replaces a session.
             return Err(DriverError::Unsupported(
-                "zookeeper-async cannot keep credentials, node ACLs or a chroot; use the zookeeper-client driver".into(),
+                "zookeeper-async cannot keep credentials, node ACLs or a chroot; use the ZooKeeper driver".into(),
             ));
         }
         let coordinator = AsyncZkCoordinator {
@@ -165,7 +165,7 @@ impl Coordinator for AsyncZkCoordinator {
         )))
     }
 
-    /// From `srvr`, as the zookeeper-client driver does.
+    /// From `srvr`, as the ZooKeeper driver does.
     async fn server_version(&self) -> Result<String, DriverError> {
         for endpoint in &self.endpoints {
             if let Some(version) = four_letter_word(endpoint, "srvr", None)

@@ -23,7 +23,7 @@ pub(super) struct AsyncZkSession {
     pub(super) reconnected: watch::Receiver<u64>,
     pub(super) client_id: usize,
     /// Random, fixed for the session's life: names this session's lock nodes where the
-    /// zookeeper-client driver uses the session id, which this crate does not expose.
+    /// ZooKeeper driver uses the session id, which this crate does not expose.
     pub(super) tag: u64,
     pub(super) counters: CounterHandle,
     /// Bound on close().

@@ -9,8 +9,11 @@ pub mod code {
     pub const OK: i32 = 0;
     pub const SYSTEM_ERROR: i32 = -1;
     pub const RUNTIME_INCONSISTENCY: i32 = -2;
+    /// Client-side codes: a connection lost with the request in flight, a request timed out.
+    pub const CONNECTION_LOSS: i32 = -4;
     pub const MARSHALLING_ERROR: i32 = -5;
     pub const UNIMPLEMENTED: i32 = -6;
+    pub const OPERATION_TIMEOUT: i32 = -7;
     pub const BAD_ARGUMENTS: i32 = -8;
     pub const NO_NODE: i32 = -101;
     pub const NO_AUTH: i32 = -102;
@@ -21,6 +24,8 @@ pub mod code {
     pub const SESSION_EXPIRED: i32 = -112;
     pub const INVALID_ACL: i32 = -114;
     pub const AUTH_FAILED: i32 = -115;
+    /// The session is held by another connection.
+    pub const SESSION_MOVED: i32 = -118;
     /// Sent to a connection that is not authenticated while the server enforces auth.
     pub const SESSION_CLOSED_REQUIRE_AUTH: i32 = -124;
     pub const NO_WATCHER: i32 = -121;

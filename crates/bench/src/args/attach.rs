@@ -20,7 +20,7 @@ pub struct AttachOptions {
     #[arg(long, value_delimiter = ',')]
     pub endpoints: Vec<String>,
 
-    /// zookeeper: the client library (default: client, the zookeeper-client crate; async:
+    /// zookeeper: the client library (default: client, the driver's own; async:
     /// zookeeper-async).
     #[arg(long, value_enum)]
     pub zk_client: Option<ZkClientArg>,

@@ -574,7 +574,7 @@ mod tests {
         assert_eq!(lib(&[]), ("etcd-client".into(), None));
         assert_eq!(
             lib(&["--target", "zookeeper"]),
-            ("zookeeper-client".into(), Some("client".into()))
+            ("coordbench-zk-client".into(), Some("client".into()))
         );
         let async_lock = record(&["--target", "zookeeper", "--zk-client", "async"]).unwrap();
         assert_eq!(

@@ -20,7 +20,7 @@ use crate::zk_access::ZkAccessRecord;
 #[derive(Debug, Clone, Serialize)]
 pub struct ConfigRecord {
     pub target: String,
-    /// The client library the driver uses (`zookeeper-client`, `zookeeper-async`,
+    /// The client library the driver uses (`coordbench-zk-client`, `zookeeper-async`,
     /// `etcd-client`, `null`).
     pub client_lib: String,
     pub workload: String,

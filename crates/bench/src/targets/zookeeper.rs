@@ -1,6 +1,6 @@
 //! The ZooKeeper-protocol targets: real ZooKeeper (Debian's zookeeper package, or
 //! `--endpoints`) and the built-in Zab engine (`coordbench serve zab` members). One driver
-//! family measures both, through zookeeper-client or (`--zk-client async`) zookeeper-async.
+//! family measures both, through the driver's own client or (`--zk-client async`) zookeeper-async.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -54,7 +54,7 @@ pub const ZAB: Descriptor = Descriptor {
 
 fn zk_client_lib(client: ZkClientArg) -> &'static str {
     match client {
-        ZkClientArg::Client => "zookeeper-client",
+        ZkClientArg::Client => "coordbench-zk-client",
         ZkClientArg::Async => "zookeeper-async",
     }
 }
