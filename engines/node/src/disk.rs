@@ -127,6 +127,8 @@ pub trait Disk: Send + Sync + fmt::Debug + 'static {
     fn list(&self) -> io::Result<Vec<String>>;
     /// The whole content of a file.
     fn read(&self, name: &str) -> io::Result<Vec<u8>>;
+    /// A file's length in bytes, without reading it.
+    fn size(&self, name: &str) -> io::Result<u64>;
     /// The whole file mapped read-only, if this disk can map files (`Ok(None)` otherwise):
     /// its pages stay in the page cache and count towards a process's memory only while
     /// read. Only for files never modified in place once written ([`Disk::write_atomic`]).
@@ -255,6 +257,10 @@ impl Disk for FileDisk {
 
     fn read(&self, name: &str) -> io::Result<Vec<u8>> {
         fs::read(self.path(name)?)
+    }
+
+    fn size(&self, name: &str) -> io::Result<u64> {
+        Ok(fs::metadata(self.path(name)?)?.len())
     }
 
     fn map(&self, name: &str) -> io::Result<Option<Bytes>> {
@@ -440,6 +446,14 @@ impl Disk for MemDisk {
             .files
             .get(name)
             .map(|f| f.data.clone())
+            .ok_or_else(|| not_found(name))
+    }
+
+    fn size(&self, name: &str) -> io::Result<u64> {
+        self.lock()
+            .files
+            .get(name)
+            .map(|f| f.data.len() as u64)
             .ok_or_else(|| not_found(name))
     }
 

@@ -20,6 +20,7 @@
 //! a [`ZabWal`], the same transports, handle and envelopes).
 
 mod cadence;
+mod census;
 mod chunk;
 mod config;
 mod core;
@@ -33,6 +34,7 @@ mod raft_node;
 mod record;
 mod runtime;
 mod seam;
+pub mod since_exec;
 pub mod slowdown;
 mod snapfile;
 mod snapshotter;
@@ -45,6 +47,7 @@ mod zab_node;
 mod fuzz_tests;
 
 pub use cadence::{POSTPONE_LIMIT, SNAPSHOT_LOG_FRACTION};
+pub use census::{census, DataCensus};
 pub use config::NodeConfig;
 pub use disk::{Disk, DiskFile, DiskKind, FileDisk, MemDisk};
 pub use envelope::{Envelope, Payload, Refusal};

@@ -301,7 +301,7 @@ impl<F: LogFormat> Wal<F> {
         format!("{seq:016x}.{}", F::SEGMENT_EXT)
     }
 
-    fn parse_segment_name(name: &str) -> Option<u64> {
+    pub(crate) fn parse_segment_name(name: &str) -> Option<u64> {
         let stem = name.strip_suffix(F::SEGMENT_EXT)?.strip_suffix('.')?;
         u64::from_str_radix(stem, 16).ok()
     }
