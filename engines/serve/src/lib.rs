@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
@@ -229,6 +229,13 @@ fn init_logging() -> anyhow::Result<()> {
 
 fn member(args: &ServeArgs, default_snapshot_every: u64) -> anyhow::Result<Member> {
     init_logging()?;
+    // The process's own start (exec, loading, the runtime) up to here; the node's
+    // `recovered` line and `serving clients` below take it on from the same origin.
+    tracing::info!(
+        id = args.id,
+        since_exec_ms = coordbench_node::since_exec::millis(),
+        "starting"
+    );
     let peers = &args.peers.0;
     let clients = &args.clients.0;
     anyhow::ensure!(
@@ -261,6 +268,19 @@ async fn bind_clients(addr: SocketAddr) -> anyhow::Result<TcpListener> {
         .with_context(|| format!("cannot listen for clients on {addr}"))
 }
 
+/// The line saying the member is about to accept its clients, logged just before the API
+/// server's accept loop takes the listener. The port was bound before the node started,
+/// so a client could connect earlier (the kernel queues the connection), but its requests
+/// are read only from here on.
+fn log_serving(id: u64, addr: SocketAddr) {
+    tracing::info!(
+        id,
+        client = %addr,
+        since_exec_ms = coordbench_node::since_exec::millis(),
+        "serving clients"
+    );
+}
+
 /// Runs a Raft member until SIGINT or SIGTERM, then stops it cleanly (the WAL is synced).
 pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
@@ -287,9 +307,16 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
         .collect();
     let listener = bind_clients(client_addr).await?;
     let values = args.data_dir.join("values");
+    let began = Instant::now();
     let state_machine = KvStateMachine::with_value_dir(&values)
         .with_context(|| format!("cannot open the value log in {}", values.display()))?
         .with_lease_timing(lease_timing(&args));
+    // Part of the start before the node's own phases (its `recovered` line).
+    tracing::info!(
+        id = args.id,
+        value_log_ms = began.elapsed().as_micros() as f64 / 1000.0,
+        "opened value log"
+    );
     let (handle, node) = RaftNode::start(config, state_machine)
         .await
         .with_context(|| format!("cannot start raft member {}", args.id))?;
@@ -302,6 +329,7 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
         wrong_answer: wrong_answer(&args)?,
         ..ServeOptions::default()
     };
+    log_serving(args.id, client_addr);
     let served = serve(listener, handle, members, options, async move {
         stop.cancelled().await
     })
@@ -363,6 +391,7 @@ pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot start zab member {}", args.id))?;
     let stop =
         coordbench_lab::signals::stop_on_signals().context("cannot install signal handlers")?;
+    log_serving(args.id, client_addr);
     let served =
         coordbench_zk_api::serve(
             listener,
