@@ -144,6 +144,7 @@ def row(fault, member, start):
         "member": member,
         "rejoin_s": micros(fault["rejoined_us"]),
         "exec_s": micros(fault["healed_us"]),
+        "matched": bool(start),
     }
     for column, _, _, (message, field) in PHASES:
         r[column] = number(start.get(message, (None, {}))[1].get(field))
@@ -225,7 +226,7 @@ def summary(rows, columns):
 def check_matching(rows):
     """Warns when the matched starts do not agree on when the window began."""
     w0 = [r["window0"] for r in rows if r.get("window0") is not None]
-    unmatched = sum(1 for r in rows if r.get("rec_ms") is None)
+    unmatched = sum(1 for r in rows if not r["matched"])
     print()
     if unmatched:
         print(f"note: {unmatched} kill(s) without a logged start (the run ended first, or the "
