@@ -71,7 +71,10 @@ pub(super) async fn lock_naive(s: &mut ZkSession, name: &str) -> Result<LockGuar
         }
         s.counters.request();
         let (children, watcher) = zk.children_and_watch(&dir).await.map_err(map_error)?;
-        if children.iter().any(|c| c == "holder") {
+        // The listing is not kept through the wait (thousands of waiters would hold it).
+        let held = children.iter().any(|c| c == "holder");
+        drop(children);
+        if held {
             let event = watcher.changed().await;
             s.counters.notifications(1);
             check_event(&event, "the lock")?;

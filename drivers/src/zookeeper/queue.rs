@@ -100,7 +100,11 @@ pub(super) async fn wait_first(
                 place.path()
             )));
         }
-        let Some(predecessor) = predecessor(&children, place.seq) else {
+        // Only the predecessor's name is kept: with thousands queued, every waiter holding
+        // the whole listing through its wait held gigabytes in the generator.
+        let predecessor = predecessor(&children, place.seq).map(str::to_string);
+        drop(children);
+        let Some(predecessor) = predecessor else {
             s.pending = None;
             return Ok(());
         };
