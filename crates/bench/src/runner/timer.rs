@@ -5,7 +5,9 @@
 //! the worker that waits in epoll is woken by the kernel's hrtimer, with no thread of its
 //! own and no hop between threads. Through the last [`SPIN`] before a deadline the timer's
 //! task spins by yielding, so the generator spins only when a start is that close and
-//! parks in epoll otherwise.
+//! parks in epoll otherwise. A real-time generator (`--realtime`) never spins
+//! ([`REALTIME_SPIN`]): its parked worker is woken within microseconds, and spinning at
+//! high rates kept its core busy until the kernel throttled real-time threads.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -25,6 +27,14 @@ use tokio::sync::Notify;
 /// woken costs a worker more CPU than spinning this long (a VM exit each way), and its
 /// wake-up latency, tens of µs on a busy VM, is what this timer exists to avoid.
 const SPIN: Duration = Duration::from_micros(30);
+
+/// The spin window of a generator whose threads run real-time. The kernel wakes a
+/// real-time thread parked in epoll within microseconds, so spinning buys little; and
+/// at 100,000 starts a second the 30 µs window covers every gap, so the timer never parked,
+/// the core stayed busy, and the kernel's real-time throttling (by default, real-time
+/// threads get at most 0.95 s of every second) stalled the generator for 50 ms at a time:
+/// a p99 of 40–48 ms (RESULTS.md, "Pacing beside a CPU hog").
+const REALTIME_SPIN: Duration = Duration::ZERO;
 
 struct Entry {
     at: Instant,
@@ -114,7 +124,11 @@ impl PreciseTimer {
             seq: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
         });
-        let driver = tokio::spawn(drive(shared.clone(), fd));
+        let spin = match coordbench_lab::affinity::realtime() {
+            true => REALTIME_SPIN,
+            false => SPIN,
+        };
+        let driver = tokio::spawn(drive(shared.clone(), fd, spin));
         Ok(PreciseTimer { shared, driver })
     }
 
@@ -172,10 +186,10 @@ impl Future for PreciseSleep {
 }
 
 /// The task that fires deadlines. It wakes what is due and yields so the woken clients
-/// run; within [`SPIN`] of the next deadline it keeps yielding (the worker runs other tasks
-/// and polls its epoll in between); further off it arms the timerfd [`SPIN`] early and
+/// run; within `spin` of the next deadline it keeps yielding (the worker runs other tasks
+/// and polls its epoll in between); further off it arms the timerfd `spin` early and
 /// parks in epoll until it fires or an earlier deadline arrives.
-async fn drive(shared: Arc<Shared>, fd: AsyncFd<TimerFd>) {
+async fn drive(shared: Arc<Shared>, fd: AsyncFd<TimerFd>, spin: Duration) {
     let mut now = Instant::now();
     loop {
         let (fired, next) = shared.fire(now);
@@ -189,7 +203,7 @@ async fn drive(shared: Arc<Shared>, fd: AsyncFd<TimerFd>) {
             continue;
         };
         let left = at.saturating_duration_since(now);
-        if fired || left <= SPIN {
+        if fired || left <= spin {
             tokio::task::yield_now().await;
             let after = Instant::now();
             if !fired {
@@ -198,9 +212,9 @@ async fn drive(shared: Arc<Shared>, fd: AsyncFd<TimerFd>) {
             now = after;
             continue;
         }
-        if fd.get_ref().arm(left - SPIN).is_err() {
+        if fd.get_ref().arm(left - spin).is_err() {
             // Cannot happen for a valid timerfd; fall back to tokio's coarse timer.
-            tokio::time::sleep(left - SPIN).await;
+            tokio::time::sleep(left - spin).await;
         } else {
             tokio::select! {
                 ready = fd.readable() => {
