@@ -91,6 +91,6 @@ impl MembersWatch for ZkMembersWatch {
     async fn next(&mut self) -> Result<BTreeSet<String>, DriverError> {
         self.follower.wait("a membership change").await?;
         let children = self.follower.children(&self.dir).await?;
-        Ok(children.into_iter().collect())
+        Ok(children.iter().map(String::from).collect())
     }
 }

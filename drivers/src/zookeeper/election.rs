@@ -74,9 +74,10 @@ impl ZkLeaderWatch {
     /// between the listing and the read of its value: the armed watch fires for that.
     async fn read(&mut self) -> Result<Option<Option<LeaderView>>, DriverError> {
         let children = self.follower.children(&self.dir).await?;
-        let Some(leader) = head(&children) else {
+        let Some(leader) = head(children.iter()).map(str::to_string) else {
             return Ok(Some(None));
         };
+        drop(children);
         let zk = self.follower.client()?;
         self.follower.counters.request();
         match zk.get_data(&format!("{}/{leader}", self.dir)).await {

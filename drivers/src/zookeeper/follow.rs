@@ -14,7 +14,7 @@
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
 
-use super::client::{Client, Error, WatchedEvent, Watcher};
+use super::client::{Client, Error, Names, WatchedEvent, Watcher};
 use futures::Future;
 
 use super::access::NodeAcl;
@@ -69,7 +69,7 @@ impl Follower {
 
     /// Lists `dir`'s children and arms a watch on them; a missing `dir` is created first
     /// (empty), so the watch has a node to live on.
-    pub(super) async fn children(&mut self, dir: &str) -> Result<Vec<String>, DriverError> {
+    pub(super) async fn children(&mut self, dir: &str) -> Result<Names, DriverError> {
         let zk = self.client()?;
         self.counters.request();
         let (children, watcher) = match zk.children_and_watch(dir).await {

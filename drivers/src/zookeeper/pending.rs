@@ -30,11 +30,17 @@ pub(super) async fn repair(s: &mut ZkSession) -> Result<(), DriverError> {
     match pending {
         Pending::Queue { dir, prefix } => {
             s.counters.request();
-            let children = match zk.children(&dir).await {
+            // Only this session's own names are kept, not the whole listing.
+            let ours: Vec<String> = match zk.children(&dir).await {
                 Err(Error::NoNode) => Vec::new(),
-                other => other.map_err(map_error)?,
+                other => other
+                    .map_err(map_error)?
+                    .iter()
+                    .filter(|c| c.starts_with(&prefix))
+                    .map(String::from)
+                    .collect(),
             };
-            for child in children.iter().filter(|c| c.starts_with(&prefix)) {
+            for child in ours {
                 s.counters.request();
                 delete_if_present(&zk, &format!("{dir}/{child}"), None).await?;
             }

@@ -102,7 +102,7 @@ pub(super) async fn wait_first(
         }
         // Only the predecessor's name is kept: with thousands queued, every waiter holding
         // the whole listing through its wait held gigabytes in the generator.
-        let predecessor = predecessor(&children, place.seq).map(str::to_string);
+        let predecessor = predecessor(children.iter(), place.seq).map(str::to_string);
         drop(children);
         let Some(predecessor) = predecessor else {
             s.pending = None;
@@ -135,29 +135,32 @@ pub(crate) fn sequence(name: &str) -> Option<i64> {
 }
 
 /// The child with the highest sequence number below `seq`: whom a node at `seq` waits for.
-pub(super) fn predecessor(children: &[String], seq: i64) -> Option<&str> {
+pub(super) fn predecessor<'a>(
+    children: impl IntoIterator<Item = &'a str>,
+    seq: i64,
+) -> Option<&'a str> {
     children
-        .iter()
+        .into_iter()
         .filter_map(|c| sequence(c).filter(|&n| n < seq).map(|n| (n, c)))
         .max_by_key(|(n, _)| *n)
-        .map(|(_, c)| c.as_str())
+        .map(|(_, c)| c)
 }
 
 /// The child with the lowest sequence number: the head of the queue (an election's leader).
-pub(super) fn head(children: &[String]) -> Option<&str> {
+pub(super) fn head<'a>(children: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     children
-        .iter()
+        .into_iter()
         .filter_map(|c| sequence(c).map(|n| (n, c)))
         .min_by_key(|(n, _)| *n)
-        .map(|(_, c)| c.as_str())
+        .map(|(_, c)| c)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn names(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
+    fn names<'a>(v: &[&'a str]) -> Vec<&'a str> {
+        v.to_vec()
     }
 
     #[test]
@@ -181,19 +184,19 @@ mod tests {
             "0000000000000002-latch-0000000009",
         ]);
         assert_eq!(
-            predecessor(&children, 7),
+            predecessor(children.iter().copied(), 7),
             Some("00000000000000aa-latch-0000000005")
         );
         assert_eq!(
-            predecessor(&children, 9),
+            predecessor(children.iter().copied(), 9),
             Some("00000000000000ff-latch-0000000007")
         );
         assert_eq!(
-            predecessor(&children, 4),
+            predecessor(children.iter().copied(), 4),
             Some("0000000000000001-latch-0000000003")
         );
-        assert_eq!(predecessor(&children, 3), None);
-        assert_eq!(predecessor(&[], 3), None);
+        assert_eq!(predecessor(children.iter().copied(), 3), None);
+        assert_eq!(predecessor([], 3), None);
     }
 
     #[test]
@@ -203,16 +206,22 @@ mod tests {
             "0000000000000001-latch-0000000009",
             "stray",
         ]);
-        assert_eq!(head(&children), Some("0000000000000001-latch-0000000009"));
-        assert_eq!(head(&names(&["stray"])), None);
-        assert_eq!(head(&[]), None);
+        assert_eq!(
+            head(children.iter().copied()),
+            Some("0000000000000001-latch-0000000009")
+        );
+        assert_eq!(head(["stray"]), None);
+        assert_eq!(head([]), None);
     }
 
     #[test]
     fn wide_sequence_numbers_order_after_narrow_ones() {
         // Past i32::MAX the server prints 19 digits; order follows the number, not the text.
         let children = names(&["a-x-2147483647", "b-x-0000000002147483648"]);
-        assert_eq!(head(&children), Some("a-x-2147483647"));
-        assert_eq!(predecessor(&children, 2147483648), Some("a-x-2147483647"));
+        assert_eq!(head(children.iter().copied()), Some("a-x-2147483647"));
+        assert_eq!(
+            predecessor(children.iter().copied(), 2147483648),
+            Some("a-x-2147483647")
+        );
     }
 }

@@ -13,6 +13,7 @@
 
 mod conn;
 mod error;
+mod names;
 mod task;
 mod watches;
 
@@ -29,7 +30,8 @@ use rand::seq::SliceRandom;
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use error::Error;
-use task::{Call, SessionTask, WatchSpec};
+pub use names::Names;
+use task::{Answer, Call, SessionTask, WatchSpec};
 use watches::WatchKind;
 
 /// How a session is opened.
@@ -360,21 +362,17 @@ impl Client {
         }
     }
 
-    pub async fn children(&self, path: &str) -> Result<Vec<String>, Error> {
+    pub async fn children(&self, path: &str) -> Result<Names, Error> {
         self.read_children(path, None).await
     }
 
     /// getChildren with a watch on the node's children (set only if the node exists).
-    pub async fn children_and_watch(&self, path: &str) -> Result<(Vec<String>, Watcher), Error> {
+    pub async fn children_and_watch(&self, path: &str) -> Result<(Names, Watcher), Error> {
         let (spec, watcher) = self.watch_spec(path, WatchKind::Child, None);
         Ok((self.read_children(path, Some(spec)).await?, watcher))
     }
 
-    async fn read_children(
-        &self,
-        path: &str,
-        watch: Option<WatchSpec>,
-    ) -> Result<Vec<String>, Error> {
+    async fn read_children(&self, path: &str, watch: Option<WatchSpec>) -> Result<Names, Error> {
         let req = Request::GetChildren {
             req: PathWatch {
                 path: self.server_path(path),
@@ -382,9 +380,9 @@ impl Client {
             },
             with_stat: false,
         };
-        match self.call(op::GET_CHILDREN, req, watch).await? {
-            ReplyBody::Strings(children) => Ok(children),
-            other => Err(unexpected("getChildren", &other)),
+        match self.call_answer(op::GET_CHILDREN, req, watch).await? {
+            Answer::Names(names) => Ok(names),
+            Answer::Body(other) => Err(unexpected("getChildren", &other)),
         }
     }
 
@@ -427,6 +425,21 @@ impl Client {
         request: Request,
         watch: Option<WatchSpec>,
     ) -> Result<ReplyBody, Error> {
+        match self.call_answer(op, request, watch).await? {
+            Answer::Body(body) => Ok(body),
+            Answer::Names(names) => Err(Error::Protocol(format!(
+                "op {op} answered with a listing of {} names",
+                names.len()
+            ))),
+        }
+    }
+
+    async fn call_answer(
+        &self,
+        op: i32,
+        request: Request,
+        watch: Option<WatchSpec>,
+    ) -> Result<Answer, Error> {
         let (reply, answer) = oneshot::channel();
         let call = Call {
             op,

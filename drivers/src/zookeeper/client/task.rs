@@ -25,6 +25,7 @@ use tokio::io::WriteHalf;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::conn::{self, BoxStream, Dial, FrameReader, Negotiated, Resume};
+use super::names::Names;
 use super::watches::{WatchKind, Watches};
 use super::{Error, EventType, Options, SessionState, WatchedEvent};
 
@@ -33,11 +34,19 @@ const WRITE_BATCH: usize = 64;
 /// The pause after a pass over every server failed, before the next pass.
 const PASS_PAUSE: Duration = Duration::from_millis(100);
 
+/// What a successful call returns: the decoded record, or a listing kept in its frame.
+pub(super) enum Answer {
+    Body(ReplyBody),
+    Names(Names),
+}
+
+type ReplyTo = oneshot::Sender<Result<Answer, Error>>;
+
 /// One call: the request, where its reply goes, and the watch it sets if it succeeds.
 pub(super) struct Call {
     pub op: i32,
     pub request: Request,
-    pub reply: oneshot::Sender<Result<ReplyBody, Error>>,
+    pub reply: ReplyTo,
     pub watch: Option<WatchSpec>,
 }
 
@@ -55,7 +64,7 @@ pub(super) struct WatchSpec {
 struct InFlight {
     xid: i32,
     op: i32,
-    reply: oneshot::Sender<Result<ReplyBody, Error>>,
+    reply: ReplyTo,
     watch: Option<WatchSpec>,
 }
 
@@ -353,15 +362,15 @@ async fn read_loop(mut reader: FrameReader, shared: Shared) -> Option<Error> {
             Ok(Some(frame)) => frame,
             Ok(None) | Err(_) => return None,
         };
-        if let Err(e) = dispatch(&frame, &shared) {
+        if let Err(e) = dispatch(frame, &shared) {
             return e.is_terminal().then_some(e);
         }
     }
 }
 
 /// Hands one frame to its call or its watches.
-fn dispatch(frame: &[u8], shared: &Shared) -> Result<(), Error> {
-    let mut r = Reader::new(frame);
+fn dispatch(frame: Vec<u8>, shared: &Shared) -> Result<(), Error> {
+    let mut r = Reader::new(&frame);
     let header = ReplyHeader::decode(&mut r).map_err(|e| Error::Protocol(e.to_string()))?;
     let mut wire = lock(shared);
     wire.last_received = Instant::now();
@@ -393,7 +402,8 @@ fn dispatch(frame: &[u8], shared: &Shared) -> Result<(), Error> {
                     header.xid, call.xid
                 )));
             }
-            answer(&mut wire, call, header.err, &mut r);
+            let body_at = frame.len() - r.remaining();
+            answer(&mut wire, call, header.err, frame, body_at);
             match header.err {
                 e if Error::from_code(e) == Error::SessionExpired => Err(Error::SessionExpired),
                 _ => Ok(()),
@@ -402,10 +412,11 @@ fn dispatch(frame: &[u8], shared: &Shared) -> Result<(), Error> {
     }
 }
 
-/// Decodes a reply for its call, registers the watch it set, and answers the caller.
-fn answer(wire: &mut Wire, call: InFlight, err: i32, r: &mut Reader) {
+/// Decodes a reply (its body at `frame[body_at..]`) for its call, registers the watch it
+/// set, and answers the caller.
+fn answer(wire: &mut Wire, call: InFlight, err: i32, frame: Vec<u8>, body_at: usize) {
     let result = match err {
-        0 => ReplyBody::decode(call.op, r).map_err(|e| Error::Protocol(e.to_string())),
+        0 => decode(call.op, frame, body_at).map_err(|e| Error::Protocol(e.to_string())),
         e => Err(Error::from_code(e)),
     };
     if let Some(spec) = call.watch {
@@ -420,4 +431,17 @@ fn answer(wire: &mut Wire, call: InFlight, err: i32, r: &mut Reader) {
         }
     }
     let _ = call.reply.send(result);
+}
+
+/// A reply's body: a listing stays in its frame ([`Names`]); other records are decoded.
+fn decode(
+    op: i32,
+    frame: Vec<u8>,
+    body_at: usize,
+) -> Result<Answer, coordbench_zk_proto::jute::DecodeError> {
+    if op == op::GET_CHILDREN {
+        return Names::parse(frame, body_at).map(Answer::Names);
+    }
+    let mut r = Reader::new(frame.get(body_at..).unwrap_or_default());
+    ReplyBody::decode(op, &mut r).map(Answer::Body)
 }
