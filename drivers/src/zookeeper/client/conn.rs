@@ -48,6 +48,14 @@ pub(super) struct FrameReader {
 impl FrameReader {
     /// The next frame's payload; `None` when the server closed the connection between frames.
     pub(super) async fn next(&mut self) -> io::Result<Option<Vec<u8>>> {
+        match self.next_len().await? {
+            Some(len) => self.payload(len).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The next frame's length; `None` when the server closed the connection between frames.
+    async fn next_len(&mut self) -> io::Result<Option<usize>> {
         let mut len = [0u8; 4];
         match self.io.read_exact(&mut len).await {
             Ok(_) => {}
@@ -55,18 +63,23 @@ impl FrameReader {
             Err(e) => return Err(e),
         }
         let len = i32::from_be_bytes(len);
-        let len = usize::try_from(len)
+        usize::try_from(len)
             .ok()
             .filter(|&n| n <= MAX_FRAME)
+            .map(Some)
             .ok_or_else(|| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!("frame length {len} out of range"),
                 )
-            })?;
+            })
+    }
+
+    /// The payload of a frame whose length [`FrameReader::next_len`] returned.
+    async fn payload(&mut self, len: usize) -> io::Result<Vec<u8>> {
         let mut payload = vec![0; len];
         self.io.read_exact(&mut payload).await?;
-        Ok(Some(payload))
+        Ok(payload)
     }
 }
 

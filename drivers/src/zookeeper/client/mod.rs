@@ -11,6 +11,7 @@
 //! exists, getChildren (with or without a one-shot watch), sync, multi, and the session's
 //! state. Sessions resume on another server after a broken connection ([`task`]).
 
+mod budget;
 mod conn;
 mod error;
 mod names;
@@ -380,8 +381,9 @@ impl Client {
             },
             with_stat: false,
         };
+        let place = budget::listing().await;
         match self.call_answer(op::GET_CHILDREN, req, watch).await? {
-            Answer::Names(names) => Ok(names),
+            Answer::Names(names) => Ok(names.holding(place)),
             Answer::Body(other) => Err(unexpected("getChildren", &other)),
         }
     }

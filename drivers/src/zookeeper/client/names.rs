@@ -7,14 +7,17 @@
 //! its frame, checked once (counts, lengths, UTF-8) and read in place.
 
 use coordbench_zk_proto::jute::{DecodeError, Reader};
+use tokio::sync::SemaphorePermit;
 
 /// The names of a getChildren reply, in the server's order.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Names {
     frame: Vec<u8>,
     /// Where the vector's count starts in `frame`.
     start: usize,
     count: usize,
+    /// The listing's place among those in flight ([`super::budget`]), held while it lives.
+    _place: Option<SemaphorePermit<'static>>,
 }
 
 impl Names {
@@ -33,7 +36,14 @@ impl Names {
             frame,
             start,
             count,
+            _place: None,
         })
+    }
+
+    /// Keeps `place` until these names are dropped.
+    pub(super) fn holding(mut self, place: Option<SemaphorePermit<'static>>) -> Names {
+        self._place = place;
+        self
     }
 
     pub fn len(&self) -> usize {
