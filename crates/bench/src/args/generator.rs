@@ -26,9 +26,10 @@ pub struct GeneratorOptions {
     /// Run the generator's threads at a real-time priority (SCHED_FIFO 10), so nothing
     /// else on its CPUs delays an open-loop start; needs root or CAP_SYS_NICE (else a
     /// warning, and normal priority). Pin the servers elsewhere (--pin-client 0
-    /// --pin-servers 1): a busy generator would otherwise starve them. For rates that leave
-    /// the generator idle between starts (10,000/s here): one that keeps its cores busy
-    /// (100,000/s) is paused by the kernel's real-time throttling 50 ms of every second.
+    /// --pin-servers 1): a busy generator would otherwise starve them. The pacer then
+    /// parks until each start instead of spinning. For rates that leave the generator idle
+    /// between starts (100,000/s here): one that keeps its cores busy (1,000,000/s) is
+    /// paused by the kernel's real-time throttling 50 ms of every second.
     #[arg(long)]
     pub realtime: bool,
 
