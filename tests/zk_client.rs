@@ -147,7 +147,8 @@ async fn wide_replies_and_chroots(endpoint: &str) {
     let mut children = chrooted
         .children("/wide")
         .await
-        .expect("list the wide node");
+        .expect("list the wide node")
+        .to_vec();
     children.sort();
     assert_eq!(children, names);
     let seen = root
