@@ -262,7 +262,8 @@ impl SessionTask {
     async fn resume(&mut self) -> Result<(FrameReader, WriteHalf<BoxStream>), Error> {
         let give_up = Instant::now() + self.negotiated.timeout;
         let per_attempt = (self.negotiated.timeout / self.endpoints.len() as u32)
-            .clamp(Duration::from_millis(100), self.options.connect_timeout);
+            .max(Duration::from_millis(100))
+            .min(self.options.connect_timeout);
         let mut attempts = 0usize;
         while Instant::now() < give_up {
             // Every handle was dropped meanwhile: nobody is left to resume for.
