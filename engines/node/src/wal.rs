@@ -60,10 +60,13 @@ pub trait LogFormat: Send + 'static {
     fn must_sync(new: &Self::HardState, last: &Self::HardState) -> bool;
 
     /// Replays an `Entries` record (non-empty `batch`) onto the log being rebuilt. The
-    /// default: the batch replaces every stored entry from its first position on.
+    /// default: the batch replaces every stored entry from its first position on. The log
+    /// is in position order, so that is a suffix, found by binary search: visiting every
+    /// entry for every record made a replay quadratic (zab: 95,000 entries in 2.2 s).
     fn replay_entries(log: &mut Vec<Self::Entry>, batch: Vec<Self::Entry>) -> Result<(), WalError> {
         if let Some(first) = batch.first().map(Self::index) {
-            log.retain(|e| Self::index(e) < first);
+            let kept = log.partition_point(|e| Self::index(e) < first);
+            log.truncate(kept);
             log.extend(batch);
         }
         Ok(())
