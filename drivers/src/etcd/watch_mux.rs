@@ -327,6 +327,9 @@ mod tests {
             .expect("the reader was woken")
             .expect("the reader finished");
         assert_eq!(seen.len(), 2);
-        assert!(seen[0].contains("first") && seen[1].contains("second"), "{seen:?}");
+        assert!(
+            seen[0].contains("first") && seen[1].contains("second"),
+            "{seen:?}"
+        );
     }
 }

@@ -8,7 +8,7 @@
 
 use crate::disk::Disk;
 use crate::snapfile;
-use crate::wal::{LogFormat, Wal, WalError};
+use crate::wal::{io_err, LogFormat, Wal, WalError};
 
 /// Counts of the files in a WAL's directory, and their bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -28,16 +28,12 @@ pub struct DataCensus {
 /// between the listing and its size is skipped (nothing else should write the directory
 /// while a member starts, but a census must not fail a start).
 pub fn census<F: LogFormat>(disk: &dyn Disk) -> Result<DataCensus, WalError> {
-    let io = |file: &str| {
-        let file = file.to_string();
-        move |source| WalError::Io { file, source }
-    };
     let mut c = DataCensus::default();
-    for name in disk.list().map_err(io("<dir>"))? {
+    for name in disk.list().map_err(io_err("<dir>"))? {
         let bytes = match disk.size(&name) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(io(&name)(e)),
+            Err(e) => return Err(io_err(&name)(e)),
         };
         c.bytes += bytes;
         if Wal::<F>::parse_segment_name(&name).is_some() {

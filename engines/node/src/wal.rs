@@ -145,7 +145,7 @@ pub enum WalError {
     Broken,
 }
 
-fn io_err(file: &str) -> impl FnOnce(io::Error) -> WalError + '_ {
+pub(crate) fn io_err(file: &str) -> impl FnOnce(io::Error) -> WalError + '_ {
     move |source| WalError::Io {
         file: file.to_string(),
         source,

@@ -12,7 +12,7 @@
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// Listings in flight or held at once, process-wide.
-pub(super) const LISTINGS: usize = 256;
+const LISTINGS: usize = 256;
 
 static IN_FLIGHT: Semaphore = Semaphore::const_new(LISTINGS);
 

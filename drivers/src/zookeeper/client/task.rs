@@ -17,6 +17,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use coordbench_zk_proto::code;
 use coordbench_zk_proto::jute::Reader;
 use coordbench_zk_proto::proto::{op, xid, ReplyHeader, SetWatches, WatcherEvent};
 use coordbench_zk_proto::reply::ReplyBody;
@@ -406,7 +407,7 @@ fn dispatch(frame: Vec<u8>, shared: &Shared) -> Result<(), Error> {
             let body_at = frame.len() - r.remaining();
             answer(&mut wire, call, header.err, frame, body_at);
             match header.err {
-                e if Error::from_code(e) == Error::SessionExpired => Err(Error::SessionExpired),
+                code::SESSION_EXPIRED => Err(Error::SessionExpired),
                 _ => Ok(()),
             }
         }
