@@ -101,9 +101,11 @@ impl Workload for KvWorkload {
             return Ok(());
         }
         // Reads need keys to exist; writes start from the same state so runs compare.
+        // Enough writers to fill a cluster's group commits (8 took 1-3 s for 1,000 keys
+        // on 3 members), in small claims so a short fill still spreads over all of them.
         const SETUP: Fill = Fill {
-            writers: 8,
-            batch: 64,
+            writers: 32,
+            batch: 16,
         };
         let keys = self.preloaded.min(self.options.keys)..self.options.keys;
         fill_keys(coordinator, keys, self.value.clone(), SETUP, &|_| {}).await

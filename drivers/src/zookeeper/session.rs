@@ -5,8 +5,8 @@
 //! Sessions are established *detached*: dropping the client ends its connection without a
 //! closeSession request, so the server keeps the session (and its ephemeral nodes) until
 //! the session timeout passes with no pings. That is what [`Session::abandon`] needs. A
-//! clean [`Session::close`] re-attaches a plain client to the session and drops it, which
-//! sends closeSession. A session dropped without `close` is thus abandoned.
+//! clean [`Session::close`] sends closeSession itself. A session dropped without `close` is
+//! thus abandoned.
 //!
 //! Watch handles hold only a weak reference to the client, so they never keep an abandoned
 //! session's connection alive; once it is gone they fail as an expired session would.
@@ -20,9 +20,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use coordbench_zk_proto::proto::Stat;
-use tokio::sync::watch as state_watch;
 
-use super::client::{Client, CreateMode, Error, Options, SessionState};
+use super::client::{Client, CreateMode, Error, SessionState};
 
 use super::access::{NodeAcl, ZkAccess};
 use super::pending::{self, Pending};
@@ -300,46 +299,18 @@ impl Session for ZkSession {
         let Some(zk) = self.client.take() else {
             return Ok(());
         };
-        let session = zk.session();
-        let timeout = zk.session_timeout();
-        let old = zk.state_watcher();
-        // Watch handles hold weak references only, so this drops the client and its task
-        // ends, dropping the connection; re-attaching before that would make the two
-        // connections take the session from each other.
-        drop(zk);
-        until_ended(old, self.connect_timeout).await?;
-        self.counters.request();
-        let options = Options {
-            session: Some(session),
-            session_timeout: timeout,
-            connect_timeout: self.connect_timeout,
-            ..Options::default()
-        };
-        let attach = self.access.connect(options, &self.cluster);
-        let closer = match tokio::time::timeout(self.connect_timeout, attach).await {
-            Err(_) => return Err(DriverError::Timeout(self.connect_timeout)),
-            // Already expired: the server has released everything it held.
-            Ok(Err(Error::SessionExpired)) => return Ok(()),
-            Ok(Err(e)) => return Err(map_error(e)),
-            Ok(Ok(closer)) => closer,
-        };
-        let state = closer.state_watcher();
-        drop(closer);
-        // Wait for the server's answer, so what the session held is gone when close returns.
-        until_ended(state, self.connect_timeout).await
+        // One retry: a connection lost before the answer leaves the session open, and the
+        // client sends the retry on its next connection.
+        for _ in 0..2 {
+            self.counters.request();
+            match tokio::time::timeout(self.connect_timeout, zk.close()).await {
+                Err(_) => return Err(DriverError::Timeout(self.connect_timeout)),
+                // Already expired: the server has released everything it held.
+                Ok(Ok(())) | Ok(Err(Error::SessionExpired)) => return Ok(()),
+                Ok(Err(Error::ConnectionLoss)) => continue,
+                Ok(Err(e)) => return Err(map_error(e)),
+            }
+        }
+        Err(map_error(Error::ConnectionLoss))
     }
-}
-
-/// Waits (bounded) until a dropped client's session task has ended.
-async fn until_ended(
-    mut state: state_watch::Receiver<SessionState>,
-    bound: Duration,
-) -> Result<(), DriverError> {
-    // The task dropping its sender also means it ended.
-    let ended = async {
-        let _ = state.wait_for(|s| s.is_terminated()).await;
-    };
-    tokio::time::timeout(bound, ended)
-        .await
-        .map_err(|_| DriverError::Timeout(bound))
 }

@@ -100,6 +100,11 @@ pub(crate) trait Core: Sized + Send + 'static {
     fn new(config: Self::Config, state: Recovered<Self::Log>) -> Result<Self, StartError>;
 
     fn tick(&mut self);
+    /// Ticks to fast-forward once at start-up, before the first real one. The default:
+    /// none.
+    fn boot_ticks(&self) -> u32 {
+        0
+    }
     /// Feeds a peer's core message (`Payload::Raft` / `Payload::Zab`); a message of the
     /// other core is refused.
     fn step(&mut self, payload: Payload) -> Result<(), String>;

@@ -135,8 +135,8 @@ impl LogFormat for RaftFormat {
     }
 }
 
-/// The Raft core as the runtime drives it.
-pub(crate) struct RaftCore(RawNode);
+/// The Raft core as the runtime drives it, and the ticks it fast-forwards at start-up.
+pub(crate) struct RaftCore(RawNode, u32);
 
 impl Core for RaftCore {
     type Log = RaftFormat;
@@ -167,11 +167,23 @@ impl Core for RaftCore {
             }),
             entries: state.entries,
         };
-        Ok(Self(RawNode::new(config, state)?))
+        // As etcd does for a cluster of one member (fresh or restarted): no peer can lead,
+        // so the election timeout's fixed part is skipped and only its random part is
+        // waited out. A larger cluster waits the whole timeout (etcd's advance there needs
+        // its peers' connections reported first; ours are not).
+        let boot_ticks = match config.peers.len() {
+            1 => config.election_ticks_min.saturating_sub(1),
+            _ => 0,
+        };
+        Ok(Self(RawNode::new(config, state)?, boot_ticks))
     }
 
     fn tick(&mut self) {
         self.0.tick();
+    }
+
+    fn boot_ticks(&self) -> u32 {
+        self.1
     }
 
     fn step(&mut self, payload: Payload) -> Result<(), String> {
@@ -307,5 +319,23 @@ impl RaftNode {
         inbox: mpsc::Receiver<Envelope>,
     ) -> Result<(RaftHandle<S>, NodeTask), StartError> {
         node::start_with::<RaftCore, S, T>(config, state_machine, disk, transport, inbox).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn core(peers: Vec<NodeId>) -> RaftCore {
+        let mut config = coordbench_raft::Config::new(1, peers);
+        config.election_ticks_min = 100;
+        config.election_ticks_max = 200;
+        RaftCore::new(config, Recovered::default()).expect("a valid configuration")
+    }
+
+    #[test]
+    fn only_a_cluster_of_one_fast_forwards_its_first_election() {
+        assert_eq!(core(vec![1]).boot_ticks(), 99);
+        assert_eq!(core(vec![1, 2, 3]).boot_ticks(), 0);
     }
 }

@@ -236,6 +236,9 @@ impl<C: Core, S: StateMachine> Runtime<C, S> {
     pub(crate) async fn run(mut self, mut stop: oneshot::Receiver<()>) -> Result<(), RuntimeError> {
         let mut ticker = tokio::time::interval(self.cfg.tick_interval);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        for _ in 0..self.core.boot_ticks() {
+            self.core.tick();
+        }
         self.publish_status();
         loop {
             let ready = self.can_take_ready();

@@ -184,7 +184,11 @@ fn relative(
     let p_two = judged.p_value.unwrap_or(1.0);
     // The sign of `limit` names the direction, even at 0 (`max_drop = "0%"` is −0.0).
     let guards_drop = limit.is_sign_negative();
-    let toward = if guards_drop { change < 0.0 } else { change > 0.0 };
+    let toward = if guards_drop {
+        change < 0.0
+    } else {
+        change > 0.0
+    };
     let p_one_sided = if toward {
         p_two / 2.0
     } else {

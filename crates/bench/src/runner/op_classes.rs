@@ -32,7 +32,6 @@ impl ClassStats {
         // Same bounds on both sides, so adding cannot fail.
         let _ = self.latency.add(&other.latency);
     }
-
 }
 
 /// Reads and writes of one interval, apart.

@@ -105,7 +105,13 @@ impl IntervalStats {
 
     /// Adds one completion; `ticks` is the interval's number of [`SUCCESS_TICK`]s.
     fn record(&mut self, completion: &Completion, ticks: usize) {
-        let Completion { outcome, latency_us, service_us, lag_us, class } = *completion;
+        let Completion {
+            outcome,
+            latency_us,
+            service_us,
+            lag_us,
+            class,
+        } = *completion;
         let class = class.map(|c| self.classes.get_or_insert_default().of_mut(c));
         match outcome {
             Outcome::Ok { tick } => {
@@ -400,12 +406,22 @@ mod tests {
         let mut r = ClientRecorder::new(agg.clone(), start + Duration::from_secs(10));
         let at = start + Duration::from_millis(5);
         for _ in 0..HAND_OFF_EVERY + 1 {
-            r.record_ok(at, Duration::from_millis(1), Duration::from_millis(1), None, None);
+            r.record_ok(
+                at,
+                Duration::from_millis(1),
+                Duration::from_millis(1),
+                None,
+                None,
+            );
         }
         let before_drop = agg.intervals();
         assert_eq!(before_drop[&0].ops, HAND_OFF_EVERY as u64);
         assert_eq!(before_drop[&0].ok_ticks[0], HAND_OFF_EVERY as u32);
-        assert_eq!(before_drop[&0].ok_ticks.len(), 100, "one tick per 10 ms of 1 s");
+        assert_eq!(
+            before_drop[&0].ok_ticks.len(),
+            100,
+            "one tick per 10 ms of 1 s"
+        );
         drop(r);
         assert_eq!(agg.intervals()[&0].ops, HAND_OFF_EVERY as u64 + 1);
     }

@@ -242,6 +242,16 @@ impl Client {
         self.state.clone()
     }
 
+    /// Ends the session on the servers (closeSession): its ephemeral nodes are gone when
+    /// this returns `Ok`. The client is closed afterwards, detached or not. A connection lost
+    /// before the answer leaves the session open (call again: it goes to the next
+    /// connection); an expired session has nothing left to close.
+    pub async fn close(&self) -> Result<(), Error> {
+        self.call(op::CLOSE_SESSION, Request::CloseSession, None)
+            .await
+            .map(drop)
+    }
+
     /// Creates `path`; returns the created path (a sequential node's with its number) and
     /// its Stat.
     pub async fn create(

@@ -76,6 +76,8 @@ struct Wire {
     watches: Watches,
     last_zxid: i64,
     last_received: Instant,
+    /// The server answered closeSession: the connection's end is the session's.
+    closed: bool,
 }
 
 type Shared = Arc<Mutex<Wire>>;
@@ -125,6 +127,7 @@ impl SessionTask {
             watches: Watches::default(),
             last_zxid: 0,
             last_received: Instant::now(),
+            closed: false,
         }));
         SessionTask {
             endpoints,
@@ -154,6 +157,7 @@ impl SessionTask {
             match self.serve(reader, writer).await {
                 Ending::Dropped => break Error::Closed,
                 Ending::Terminal(e) => break e,
+                Ending::Lost if lock(&self.shared).closed => break Error::Closed,
                 Ending::Lost => {
                     self.state.send_replace(SessionState::Disconnected);
                     self.fail_in_flight(Error::ConnectionLoss);
@@ -241,7 +245,7 @@ impl SessionTask {
     /// A plain session's last act: closeSession, answered (bounded) before the connection
     /// drops, so what it held is gone when the task ends.
     async fn close_on_drop(&mut self, writer: &mut WriteHalf<BoxStream>) {
-        if self.options.detached {
+        if self.options.detached || lock(&self.shared).closed {
             return;
         }
         let (reply, answered) = oneshot::channel();
@@ -405,6 +409,7 @@ fn dispatch(frame: Vec<u8>, shared: &Shared) -> Result<(), Error> {
                 )));
             }
             let body_at = frame.len() - r.remaining();
+            wire.closed |= call.op == op::CLOSE_SESSION && header.err == 0;
             answer(&mut wire, call, header.err, frame, body_at);
             match header.err {
                 code::SESSION_EXPIRED => Err(Error::SessionExpired),
