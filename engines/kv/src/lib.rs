@@ -38,6 +38,7 @@
 
 pub mod auth;
 mod auth_check;
+pub mod auto_compaction;
 pub mod command;
 mod compare;
 pub mod error;
@@ -54,6 +55,7 @@ pub mod types;
 mod values;
 pub mod watch;
 
+pub use auto_compaction::{AutoCompaction, AutoCompactionError, CompactionMode, Retention};
 pub use command::{Applied, Command, Response};
 pub use error::{CodecError, GrpcCode, KvError};
 pub use key_range::{prefix_end, KeyRange};
