@@ -17,8 +17,10 @@
 
 mod auth;
 mod authority;
+mod auto_compaction;
 mod check;
 mod cluster;
+mod compactor;
 mod concurrency;
 mod convert;
 mod core;
@@ -38,7 +40,7 @@ mod tls_incoming;
 pub mod tokens;
 mod watch;
 
-pub use coordbench_kv::LeaseTiming;
+pub use coordbench_kv::{AutoCompaction, LeaseTiming};
 pub use error::ApiError;
 pub use options::{MemberInfo, ServeOptions, WrongAnswer};
 pub use server::{serve, spawn, ServeError, ServerHandle};

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use coordbench_kv::AutoCompaction;
+
 /// One member of the cluster, as etcd's `Cluster.MemberList` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberInfo {
@@ -38,6 +40,9 @@ pub struct ServeOptions {
     pub auth_token_ttl: Duration,
     /// bcrypt's cost for password hashes (etcd's `--bcrypt-cost`, 10).
     pub bcrypt_cost: u32,
+    /// The leader compacts the history on this setting (etcd's `--auto-compaction-mode`
+    /// and `--auto-compaction-retention`); `None`: never, etcd's default.
+    pub auto_compaction: Option<AutoCompaction>,
     /// Serve TLS with this configuration (certificate, and the CA client certificates must
     /// be signed by); `None`: plain HTTP/2.
     pub tls: Option<std::sync::Arc<coordbench_tls::rustls::ServerConfig>>,
@@ -80,6 +85,7 @@ impl Default for ServeOptions {
             max_request_bytes: 1536 * 1024,
             auth_token_ttl: Duration::from_secs(300),
             bcrypt_cost: 10,
+            auto_compaction: None,
             tls: None,
             wrong_answer: None,
         }

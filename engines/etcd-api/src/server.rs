@@ -19,6 +19,7 @@ use tonic::transport::Server;
 
 use crate::auth::AuthService;
 use crate::authority::FixAuthority;
+use crate::auto_compaction;
 use crate::cluster::ClusterService;
 use crate::core::Core;
 use crate::election::ElectionService;
@@ -58,7 +59,7 @@ pub enum ServeError {
 
 /// Serves etcd's v3 API for `replicator`'s member on `listener` until `shutdown` resolves.
 /// Then streams (watch, keep-alive, observe) and waits (lock, campaign) end with
-/// `Unavailable`, open calls finish, and the lease expiry task stops.
+/// `Unavailable`, open calls finish, and the lease expiry and auto-compaction tasks stop.
 pub async fn serve<R, F>(
     listener: TcpListener,
     replicator: R,
@@ -84,6 +85,11 @@ where
         shutdown: token.clone(),
     });
     let expiry = tokio::spawn(lease_expiry::run(core.clone()));
+    let compaction = core
+        .options
+        .auto_compaction
+        .clone()
+        .map(|setting| tokio::spawn(auto_compaction::run(core.clone(), setting)));
 
     macro_rules! service {
         ($server:ident, $service:ident) => {
@@ -126,6 +132,9 @@ where
     };
     token.cancel();
     let _ = expiry.await;
+    if let Some(task) = compaction {
+        let _ = task.await;
+    }
     Ok(result?)
 }
 
