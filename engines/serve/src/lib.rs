@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use coordbench_etcd_api::{serve, KvStateMachine, LeaseTiming, MemberInfo, ServeOptions};
+use coordbench_etcd_api::{
+    serve, AutoCompaction, KvStateMachine, LeaseTiming, MemberInfo, ServeOptions,
+};
 use coordbench_node::disk::DiskKind as EngineDisk;
 use coordbench_node::{NodeConfig, RaftNode, ZabNode};
 use coordbench_zk_api::TreeStateMachine;
@@ -135,6 +137,19 @@ pub struct ServeArgs {
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub lease_checkpoint_interval: Duration,
 
+    /// raft: how --auto-compaction-retention is read (etcd's flag): periodic, a span of
+    /// time; revision, a number of revisions.
+    #[arg(long, default_value = "periodic", value_name = "MODE", value_parser = ["periodic", "revision"])]
+    pub auto_compaction_mode: String,
+
+    /// raft: the history the leader keeps when it compacts automatically, as etcd's flag.
+    /// periodic: a duration P (30s, 5m, 1h30m) or a bare number of hours; every P (hourly
+    /// when P is over an hour) the leader compacts to the revision of about P ago.
+    /// revision: a number N; every 5 minutes the leader compacts to the current revision -
+    /// N. 0: never (the default, as etcd's).
+    #[arg(long, default_value = "0", value_name = "RETENTION")]
+    pub auto_compaction_retention: String,
+
     /// Test-only, hidden: answer one kind of request wrongly, so that the differential
     /// tests against etcd and ZooKeeper can show they catch a wrong answer. raft:
     /// `put-prev-kv` (Put leaves out prev_kv); zab: `get-data-children` (getData's stat
@@ -144,6 +159,13 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// `--auto-compaction-mode` and `--auto-compaction-retention`, read as etcd reads them;
+    /// `None` when off.
+    fn auto_compaction(&self) -> anyhow::Result<Option<AutoCompaction>> {
+        AutoCompaction::parse(&self.auto_compaction_mode, &self.auto_compaction_retention)
+            .map_err(|e| anyhow::anyhow!("--auto-compaction-retention: {e}"))
+    }
+
     /// The client listener's TLS configuration, if asked for.
     fn client_tls(&self) -> anyhow::Result<Option<Arc<coordbench_tls::rustls::ServerConfig>>> {
         match (&self.cert_file, &self.key_file) {
@@ -288,6 +310,7 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
         "--enforce-auth applies only to serve zab (raft has etcd's auth: enable it through its Auth API, as etcdctl auth enable does)"
     );
     let tls = args.client_tls()?;
+    let auto_compaction = args.auto_compaction()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let Member {
         config,
@@ -327,6 +350,7 @@ pub async fn run_raft(args: ServeArgs) -> anyhow::Result<()> {
         auth_token_ttl: Duration::from_secs(args.auth_token_ttl.max(1)),
         bcrypt_cost: args.bcrypt_cost,
         wrong_answer: wrong_answer(&args)?,
+        auto_compaction,
         ..ServeOptions::default()
     };
     log_serving(args.id, client_addr);
@@ -364,6 +388,10 @@ pub async fn run_zab(args: ServeArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         !args.session_tick.is_zero(),
         "--session-tick must be greater than zero"
+    );
+    anyhow::ensure!(
+        args.auto_compaction()?.is_none(),
+        "--auto-compaction-retention applies only to serve raft (etcd's history compaction; ZooKeeper keeps no history)"
     );
     // ZooKeeper's protocol negotiates no application protocol over TLS.
     let tls = args
