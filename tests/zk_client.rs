@@ -178,6 +178,7 @@ async fn zookeeper_sessions_fail_over_and_read_wide_replies() {
         net_delay: None,
         net_delay_clients: false,
         snapshot_every: None,
+        auto_compaction: None,
     };
     let mut cluster = within(
         Duration::from_secs(70),

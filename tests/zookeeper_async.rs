@@ -49,6 +49,7 @@ impl Server {
             net_delay: None,
             net_delay_clients: false,
             snapshot_every: None,
+            auto_compaction: None,
         };
         let cluster = within(
             START_BOUND,

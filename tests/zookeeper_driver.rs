@@ -46,6 +46,7 @@ impl Zk {
             net_delay: None,
             net_delay_clients: false,
             snapshot_every: None,
+            auto_compaction: None,
         };
         let cluster = within(
             START_BOUND,

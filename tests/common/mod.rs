@@ -165,6 +165,7 @@ pub async fn start_target(kind: TargetKind, size: usize) -> Target {
         net_delay: None,
         net_delay_clients: false,
         snapshot_every: None,
+        auto_compaction: None,
     };
     let cluster = match kind {
         TargetKind::Etcd => within(

@@ -25,6 +25,7 @@ fn spec(size: usize, disk: DiskKind, work_dir: &Path) -> ClusterSpec {
         net_delay: None,
         net_delay_clients: false,
         snapshot_every: None,
+        auto_compaction: None,
     }
 }
 

@@ -9,7 +9,7 @@ use clap::Args;
 use coordbench_lab::affinity::CpuList;
 use coordbench_lab::election_timing::ElectionTiming;
 use coordbench_lab::netdelay::NetDelay;
-use coordbench_lab::provision::{self, DiskKind};
+use coordbench_lab::provision::{self, AutoCompaction, DiskKind};
 use coordbench_results::kinds::TargetKind;
 use coordbench_results::parse::parse_positive_duration;
 use coordbench_results::timeout_range::TimeoutRange;
@@ -87,6 +87,21 @@ pub struct ClusterOptions {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(100..=100_000_000))]
     pub snapshot_every: Option<u64>,
 
+    /// etcd, raft: how --auto-compaction-retention is read (etcd's flag): periodic, a span
+    /// of time (the default); revision, a number of revisions.
+    #[arg(long, value_name = "MODE", value_parser = ["periodic", "revision"])]
+    pub auto_compaction_mode: Option<String>,
+
+    /// etcd, raft: the started cluster's leader compacts the history automatically,
+    /// keeping this much; given to etcd and `serve raft` as their
+    /// --auto-compaction-retention. periodic: a duration P (30s, 5m, 1h30m) or a bare
+    /// number of hours; every P (hourly when P is over an hour) the leader compacts to the
+    /// revision of about P ago. revision: a number N; every 5 minutes the leader compacts
+    /// to the current revision - N. 0: never (both servers' default). Compaction bounds
+    /// the snapshot a restarted member loads or is sent in long runs.
+    #[arg(long, value_name = "RETENTION")]
+    pub auto_compaction_retention: Option<String>,
+
     /// raft, zab: after the window, count the instructions the engine binary spends per
     /// committed write on a seeded simulated workload (`coordbench simulate cost`, under
     /// valgrind) and record it as engine_instructions_per_op: a figure that repeats exactly,
@@ -152,7 +167,37 @@ impl ClusterOptions {
         if self.zk_heap.is_some() && !(at.target == TargetKind::Zookeeper && at.starts_servers) {
             return Err("--zk-heap applies only to ZooKeeper members coordbench starts (--target zookeeper without --endpoints)".into());
         }
+        self.check_auto_compaction(at)?;
         self.election_timing(at)
+    }
+
+    /// `--auto-compaction-mode` and `--auto-compaction-retention`, read as etcd reads them;
+    /// `None` when not given or 0 (off).
+    pub fn auto_compaction(&self) -> Result<Option<AutoCompaction>, String> {
+        let mode = self.auto_compaction_mode.as_deref();
+        match (mode, &self.auto_compaction_retention) {
+            (_, Some(retention)) => {
+                AutoCompaction::parse(mode.unwrap_or("periodic"), retention)
+                    .map_err(|e| format!("--auto-compaction-retention: {e}"))
+            }
+            (Some(_), None) => Err("--auto-compaction-mode needs --auto-compaction-retention (how much history to keep)".into()),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// `--auto-compaction-*` shapes etcd and raft clusters coordbench starts.
+    fn check_auto_compaction(&self, at: Placement) -> Result<(), String> {
+        if self.auto_compaction_mode.is_none() && self.auto_compaction_retention.is_none() {
+            return Ok(());
+        }
+        if !matches!(at.target, TargetKind::Etcd | TargetKind::Raft) {
+            let name = crate::targets::descriptor(at.target).name;
+            return Err(provision::auto_compaction_refused(name));
+        }
+        if !at.starts_servers {
+            return Err("--auto-compaction-mode and --auto-compaction-retention apply to clusters coordbench starts; omit them with --endpoints".into());
+        }
+        self.auto_compaction().map(drop)
     }
 
     /// `--sync-delay` and `--net-delay` shape clusters coordbench starts, and only where

@@ -69,6 +69,8 @@ pub struct RunConfig {
     pub engine_bin: Option<PathBuf>,
     /// Entries between a started member's snapshots (`--snapshot-every`).
     pub snapshot_every: Option<u64>,
+    /// etcd, raft: the leader's automatic compaction (`--auto-compaction-*`); `None`: off.
+    pub auto_compaction: Option<coordbench_lab::provision::AutoCompaction>,
     /// raft, zab: count the engine's deterministic cost after the window (`--engine-cost`),
     /// over this many writes (`--engine-cost-ops`).
     pub engine_cost: bool,
@@ -161,6 +163,7 @@ impl RunConfig {
             engine_cost: args.cluster.engine_cost,
             engine_cost_ops: args.cluster.engine_cost_ops,
             snapshot_every: args.cluster.snapshot_every,
+            auto_compaction: args.cluster.auto_compaction().map_err(ConfigError)?,
             secure: args.attach.secure,
             zk_access: access.zk.access,
             zk_access_record: access.zk.record,

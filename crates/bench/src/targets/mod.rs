@@ -336,5 +336,6 @@ fn cluster_spec(config: &RunConfig, work_dir: &Path) -> ClusterSpec {
         }),
         net_delay_clients: config.net_delay_clients,
         snapshot_every: config.snapshot_every,
+        auto_compaction: config.auto_compaction.clone(),
     }
 }

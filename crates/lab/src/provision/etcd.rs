@@ -424,6 +424,7 @@ impl Members<'_> {
         if let Some(every) = self.spec.snapshot_every {
             args.push(format!("--snapshot-count={every}"));
         }
+        args.extend(self.spec.auto_compaction_args().0);
         if let Some(secure) = &opts.secure {
             args.extend(client_tls_args(&secure.certs));
             if let Some(ttl) = secure.token_ttl {
@@ -457,6 +458,7 @@ fn cluster_info(
     if let Some(every) = spec.snapshot_every {
         settings.push(("snapshot-count".into(), every.to_string()));
     }
+    settings.extend(spec.auto_compaction_args().1);
     if opts.secure.is_some() {
         settings.push(("client-transport".into(), SECURE_TRANSPORT.into()));
         settings.push(("auth".into(), super::etcd_auth::DESCRIPTION.into()));

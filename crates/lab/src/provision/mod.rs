@@ -19,6 +19,7 @@ pub mod zab;
 pub mod zookeeper;
 pub mod zookeeper_tls;
 
+pub use coordbench_kv::AutoCompaction;
 pub use disk::DiskKind;
 pub use error::ProvisionError;
 
@@ -64,10 +65,15 @@ pub struct ClusterSpec {
     /// zab `--snapshot-every`, etcd `--snapshot-count`, ZooKeeper `snapCount`; `None`: each
     /// one's own default.
     pub snapshot_every: Option<u64>,
+    /// etcd and raft: the leader compacts the history on this setting, given to both as
+    /// etcd's `--auto-compaction-mode`/`--auto-compaction-retention`
+    /// (`--auto-compaction-*`); `None`: never, the default of both.
+    pub auto_compaction: Option<AutoCompaction>,
 }
 
 impl ClusterSpec {
-    /// A spec with no sync-delay override and no network delay.
+    /// A spec with no sync-delay override, no network delay, each server's own snapshot
+    /// cadence and no automatic compaction.
     pub fn new(size: usize, disk: DiskKind, ttl: Duration, work_dir: PathBuf) -> ClusterSpec {
         ClusterSpec {
             size,
@@ -79,8 +85,37 @@ impl ClusterSpec {
             net_delay: None,
             net_delay_clients: false,
             snapshot_every: None,
+            auto_compaction: None,
         }
     }
+
+    /// `--auto-compaction-*` as etcd and `serve raft` both take it: their flags, and
+    /// run.json's settings of it (neither when off).
+    pub(crate) fn auto_compaction_args(&self) -> (Vec<String>, Vec<(String, String)>) {
+        self.auto_compaction
+            .as_ref()
+            .map_or_else(Default::default, |a| {
+                let settings = vec![
+                    ("auto-compaction-mode".into(), a.mode.to_string()),
+                    ("auto-compaction-retention".into(), a.text.clone()),
+                ];
+                (a.flags().to_vec(), settings)
+            })
+    }
+
+    /// Targets other than etcd and raft keep no history to compact: a spec asking for it
+    /// is refused rather than run without it.
+    pub(crate) fn refuse_auto_compaction(&self, target: &str) -> Result<(), ProvisionError> {
+        match self.auto_compaction {
+            Some(_) => Err(ProvisionError::Unsupported(auto_compaction_refused(target))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The one line that refuses `--auto-compaction-*` on `target`.
+pub fn auto_compaction_refused(target: &str) -> String {
+    format!("--auto-compaction-mode and --auto-compaction-retention apply to etcd and raft (etcd's history compaction), not --target {target}")
 }
 
 /// A description of a started cluster, stored in run.json.

@@ -66,6 +66,7 @@ fn server_user() -> Result<Option<RunAs>, ProvisionError> {
 
 /// Starts the server and waits until it answers a query.
 pub async fn start(spec: &ClusterSpec) -> Result<Cluster, ProvisionError> {
+    spec.refuse_auto_compaction(TARGET)?;
     if spec.size != 1 {
         return Err(ProvisionError::Unsupported(
             "postgres starts one server (--cluster-size 1)".into(),

@@ -204,6 +204,8 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
     let mut extra_args = serve_tls_args(opts.tls.as_ref());
     let snapshot_every = spec.snapshot_every.unwrap_or(RAFT_SNAPSHOT_EVERY);
     extra_args.push(format!("--snapshot-every={snapshot_every}"));
+    let (compaction_args, compaction_settings) = spec.auto_compaction_args();
+    extra_args.extend(compaction_args);
     if let Some(ttl) = opts.auth_token_ttl {
         extra_args.push(format!("--auth-token-ttl={}", ttl.as_secs().max(1)));
     }
@@ -214,6 +216,7 @@ pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, Pr
     .await?;
     let settings = &mut cluster.info_mut().settings;
     settings.extend(snapshot_settings(snapshot_every));
+    settings.extend(compaction_settings);
     if opts.tls.is_some() {
         settings.push((
             "client-transport".into(),

@@ -39,6 +39,7 @@ pub fn resolve_binary(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError
 
 /// Starts `spec.size` instances and waits until each answers PING.
 pub async fn start(spec: &ClusterSpec) -> Result<Cluster, ProvisionError> {
+    spec.refuse_auto_compaction(TARGET)?;
     let binary = resolve_binary(None)?;
     let fsync = appendfsync(spec.disk);
     let fsync_note = match spec.disk {

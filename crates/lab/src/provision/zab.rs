@@ -17,6 +17,7 @@ pub const ZAB_SNAPSHOT_EVERY: u64 = 100_000;
 
 /// Starts `spec.size` members; on any error everything started so far is stopped.
 pub async fn start(spec: &ClusterSpec, opts: &RaftOptions) -> Result<Cluster, ProvisionError> {
+    spec.refuse_auto_compaction(TARGET)?;
     // Session timing follows the TTL exactly as for a real ZooKeeper ensemble, so session
     // expiry figures compare.
     let timing = Timing::for_ttl(spec.ttl);

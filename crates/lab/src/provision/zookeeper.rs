@@ -246,6 +246,7 @@ pub fn resolve_java(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError> 
 /// thread that spawned them, see [`super::process`]. On any error everything started so far
 /// is stopped before returning.
 pub async fn start(spec: &ClusterSpec, opts: &ZkOptions) -> Result<Cluster, ProvisionError> {
+    spec.refuse_auto_compaction(TARGET)?;
     if spec.size == 0 {
         return Err(ProvisionError::Unsupported(
             "a ZooKeeper cluster needs at least 1 server".into(),
