@@ -1,8 +1,9 @@
 //! When to compact the history automatically, and to which revision: etcd 3.6's two
 //! compactors (server/etcdserver/api/v3compactor) as a sans-IO unit. The caller
 //! (auto_compaction.rs) calls [`Compactor::tick`] one [`Compactor::interval`] after its
-//! previous call ended, with its clock, the store's revision and whether this member leads, proposes the compaction it
-//! is given, and reports it done with [`Compactor::compacted`].
+//! previous call ended, with its clock, the store's revision and whether this member
+//! leads, proposes the compaction it is given, and reports it done with
+//! [`Compactor::compacted`].
 //!
 //! Revision mode, retention N: every 5 minutes the leader compacts to `revision - N`,
 //! unless that is not positive or is the revision it last compacted to.
