@@ -302,7 +302,10 @@ async fn watches_match() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_sequences_match() {
     let mut pair = Pair::start(differential::base_port("ETCD_DIFF_BASE_PORT", 32730), None).await;
-    for seed in differential::seeds("ETCD_DIFF_SEED", &[1, 2, 3]) {
+    // Seed 2 is left to the soak (scripts/differential-soak.sh): its watchers start at
+    // revisions the run reaches late, so nearly every step waits out a quiet period (139 s
+    // of this machine's time, against 12-45 s for these four; seed 3 has such watchers too).
+    for seed in differential::seeds("ETCD_DIFF_SEED", &[1, 3, 4, 5]) {
         let started = std::time::Instant::now();
         let steps = generate::random(seed, RANDOM_STEPS);
         let what = format!(
