@@ -60,7 +60,7 @@ pub async fn fill_keys(
                 let from = keys.start + b * batch;
                 let to = (from + batch).min(keys.end);
                 for i in from..to {
-                    session.put(&key_name(i), &value).await?;
+                    fill_one(&mut *session, &key_name(i), &value).await?;
                 }
                 on_batch(to - from);
             }
@@ -71,6 +71,21 @@ pub async fn fill_keys(
         .await
         .map_err(|e: DriverError| WorkloadError::Setup(e))?;
     Ok(())
+}
+
+/// Writes one key of a fill. The keys are new on a store coordbench started, so a create
+/// comes first: on ZooKeeper a put is a setData that fails before the create, two writes
+/// through the quorum. A key that exists (a store used before) is refused as a server error,
+/// and then put.
+async fn fill_one(
+    session: &mut dyn coordbench_drivers::Session,
+    key: &str,
+    value: &[u8],
+) -> Result<(), DriverError> {
+    match session.create(key, value).await {
+        Err(DriverError::Server(_)) => session.put(key, value).await,
+        done => done,
+    }
 }
 
 /// State a run holds open beside its clients for as long as its cluster runs: idle

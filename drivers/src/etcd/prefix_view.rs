@@ -5,42 +5,28 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use etcd_client::{EventType, KeyValue};
+use bytes::Bytes;
+use etcd_client::KeyValue;
 
-/// One key's state as the view needs it.
+/// One key's state as the view needs it. The value is shared: the watchers of one key on
+/// one stream hold one copy of each of its values (see watch_mux.rs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Entry {
     pub create_rev: i64,
-    pub value: Vec<u8>,
+    pub value: Bytes,
 }
 
-/// A watch event, reduced to what the view applies.
+/// A watch event, reduced to what the watch handles use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Change {
-    Put { key: Vec<u8>, entry: Entry },
-    Delete { key: Vec<u8> },
-}
-
-impl Change {
-    /// From an etcd watch event; `None` for an event without a key-value.
-    pub fn from_event(event: &etcd_client::Event) -> Option<Change> {
-        let kv = event.kv()?;
-        Some(match event.event_type() {
-            EventType::Put => Change::Put {
-                key: kv.key().to_vec(),
-                entry: entry(kv),
-            },
-            EventType::Delete => Change::Delete {
-                key: kv.key().to_vec(),
-            },
-        })
-    }
+    Put { key: Bytes, entry: Entry },
+    Delete { key: Bytes },
 }
 
 fn entry(kv: &KeyValue) -> Entry {
     Entry {
         create_rev: kv.create_revision(),
-        value: kv.value().to_vec(),
+        value: Bytes::copy_from_slice(kv.value()),
     }
 }
 
@@ -48,7 +34,7 @@ fn entry(kv: &KeyValue) -> Entry {
 #[derive(Debug, Clone)]
 pub(super) struct PrefixView {
     prefix: Vec<u8>,
-    entries: BTreeMap<Vec<u8>, Entry>,
+    entries: BTreeMap<Bytes, Entry>,
 }
 
 impl PrefixView {
@@ -58,7 +44,7 @@ impl PrefixView {
             prefix: prefix.as_bytes().to_vec(),
             entries: kvs
                 .iter()
-                .map(|kv| (kv.key().to_vec(), entry(kv)))
+                .map(|kv| (Bytes::copy_from_slice(kv.key()), entry(kv)))
                 .collect(),
         }
     }
@@ -107,17 +93,17 @@ mod tests {
 
     fn put(key: &str, create_rev: i64, value: &str) -> Change {
         Change::Put {
-            key: key.as_bytes().to_vec(),
+            key: Bytes::copy_from_slice(key.as_bytes()),
             entry: Entry {
                 create_rev,
-                value: value.as_bytes().to_vec(),
+                value: Bytes::copy_from_slice(value.as_bytes()),
             },
         }
     }
 
     fn delete(key: &str) -> Change {
         Change::Delete {
-            key: key.as_bytes().to_vec(),
+            key: Bytes::copy_from_slice(key.as_bytes()),
         }
     }
 

@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use async_trait::async_trait;
-use etcd_client::{EventType, GetOptions, WatchOptions};
+use etcd_client::{GetOptions, WatchOptions};
 
 use super::map_error;
 use super::prefix_view::{Change, PrefixView};
@@ -34,11 +34,6 @@ async fn read_and_follow(
     Ok((view, sub))
 }
 
-/// The changes one watch response carries, in revision order.
-fn changes(resp: &etcd_client::WatchResponse) -> impl Iterator<Item = Change> + '_ {
-    resp.events().iter().filter_map(Change::from_event)
-}
-
 /// Follows the head of an election's candidate queue.
 pub(super) struct EtcdLeaderWatch {
     view: PrefixView,
@@ -63,7 +58,7 @@ impl EtcdLeaderWatch {
     fn leader(&self) -> Option<LeaderView> {
         self.view.first_created().map(|e| LeaderView {
             token: e.create_rev,
-            value: e.value.clone(),
+            value: e.value.to_vec(),
         })
     }
 }
@@ -74,8 +69,8 @@ impl LeaderWatch for EtcdLeaderWatch {
         if let Some(last) = &self.last {
             // Candidates joining or leaving behind the leader change nothing to report.
             loop {
-                let resp = self.sub.next().await?;
-                self.view.apply(changes(&resp));
+                let changes = self.sub.next().await?;
+                self.view.apply(changes);
                 if self.leader() != *last {
                     break;
                 }
@@ -110,8 +105,8 @@ pub(super) async fn follow_members(
 impl MembersWatch for EtcdMembersWatch {
     async fn next(&mut self) -> Result<BTreeSet<String>, DriverError> {
         if self.started {
-            let resp = self.sub.next().await?;
-            self.view.apply(changes(&resp));
+            let changes = self.sub.next().await?;
+            self.view.apply(changes);
         }
         self.started = true;
         Ok(self.view.names())
@@ -148,12 +143,11 @@ impl ValueWatch for EtcdValueWatch {
             if let Some(value) = self.queued.pop_front() {
                 return Ok(value);
             }
-            let resp = self.sub.next().await?;
-            self.queued
-                .extend(resp.events().iter().map(|e| match e.event_type() {
-                    EventType::Put => e.kv().map(|kv| kv.value().to_vec()),
-                    EventType::Delete => None,
-                }));
+            let changes = self.sub.next().await?;
+            self.queued.extend(changes.into_iter().map(|c| match c {
+                Change::Put { entry, .. } => Some(entry.value.to_vec()),
+                Change::Delete { .. } => None,
+            }));
         }
     }
 }

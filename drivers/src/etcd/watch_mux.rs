@@ -7,18 +7,25 @@
 //! every response to its watcher's unbounded queue ([`Inbox`]), and cancels a watcher whose
 //! [`Subscription`] was dropped. It always reads, so a handle that is not polled never
 //! stalls the connection's flow-control window; its events wait in its queue instead.
+//!
+//! A queued response is reduced to its [`Change`]s, and the watchers of one key share one
+//! copy of each value ([`SharedValues`]): when a generator falls behind thousands of config
+//! watchers, what waits in their queues is mostly the same few values.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use etcd_client::{Client, WatchOptions, WatchResponse, WatchStream};
+use bytes::Bytes;
+use etcd_client::{Client, Event, EventType, WatchOptions, WatchResponse, WatchStream};
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
 use super::map_error;
+use super::prefix_view::{Change, Entry};
 use crate::{CounterHandle, DriverError};
 
-type Delivery = Result<WatchResponse, DriverError>;
+/// A watcher's share of one response: its changes, in revision order.
+type Delivery = Result<Vec<Change>, DriverError>;
 
 /// A request to add a watcher, from the session.
 struct Create {
@@ -93,17 +100,17 @@ pub(super) struct Subscription {
 }
 
 impl Subscription {
-    /// The next response for this watcher that carries events. A cancel by the server, or
-    /// the loss of the stream, is an error.
-    pub async fn next(&mut self) -> Result<WatchResponse, DriverError> {
+    /// The changes of the next response for this watcher that carries any, in revision
+    /// order. A cancel by the server, or the loss of the stream, is an error.
+    pub async fn next(&mut self) -> Result<Vec<Change>, DriverError> {
         loop {
-            let resp = self
+            let changes = self
                 .responses
                 .pop()
                 .await
                 .unwrap_or_else(|| Err(stream_gone()))?;
-            if !resp.events().is_empty() {
-                return Ok(resp);
+            if !changes.is_empty() {
+                return Ok(changes);
             }
         }
     }
@@ -138,6 +145,7 @@ impl WatchMux {
             cancels,
             watchers: HashMap::new(),
             pending: Some(reply),
+            values: SharedValues::default(),
         };
         let task = tokio::spawn(router.run(create_rx, cancel_rx));
         let first = created.await.unwrap_or_else(|_| Err(stream_gone()))?;
@@ -176,6 +184,62 @@ struct Router {
     watchers: HashMap<i64, Arc<Inbox>>,
     /// The create request awaiting its `created` response.
     pending: Option<oneshot::Sender<Result<Subscription, DriverError>>>,
+    values: SharedValues,
+}
+
+/// Each key's latest value seen on the stream, so that the events of one write, which
+/// arrive once per watcher of its key, share one copy of the key and of the value.
+#[derive(Default)]
+struct SharedValues {
+    /// By key: the mod revision of the value held, and the value.
+    latest: HashMap<Bytes, (i64, Bytes)>,
+}
+
+/// Keys remembered per stream; past this the memory starts afresh (a prefix watch over a
+/// large keyspace would otherwise keep a copy of every value).
+const SHARED_KEYS: usize = 1024;
+
+impl SharedValues {
+    fn change(&mut self, event: &Event) -> Option<Change> {
+        let kv = event.kv()?;
+        if self.latest.len() >= SHARED_KEYS && !self.latest.contains_key(kv.key()) {
+            self.latest.clear();
+        }
+        let (key, (revision, value)) = match self.latest.get_key_value(kv.key()) {
+            Some((key, held)) => (key.clone(), held.clone()),
+            None => {
+                let key = Bytes::copy_from_slice(kv.key());
+                let held = (0, Bytes::new());
+                self.latest.insert(key.clone(), held.clone());
+                (key, held)
+            }
+        };
+        Some(match event.event_type() {
+            EventType::Delete => Change::Delete { key },
+            EventType::Put => {
+                let value = if revision == kv.mod_revision() {
+                    value
+                } else {
+                    let value = Bytes::copy_from_slice(kv.value());
+                    self.latest
+                        .insert(key.clone(), (kv.mod_revision(), value.clone()));
+                    value
+                };
+                let entry = Entry {
+                    create_rev: kv.create_revision(),
+                    value,
+                };
+                Change::Put { key, entry }
+            }
+        })
+    }
+
+    fn changes(&mut self, resp: &WatchResponse) -> Vec<Change> {
+        resp.events()
+            .iter()
+            .filter_map(|e| self.change(e))
+            .collect()
+    }
 }
 
 impl Router {
@@ -286,7 +350,7 @@ impl Router {
             return;
         }
         if let Some(watcher) = self.watchers.get(&id) {
-            watcher.push(Ok(resp));
+            watcher.push(Ok(self.values.changes(&resp)));
         }
     }
 }
@@ -304,6 +368,45 @@ impl Drop for Router {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use etcd_client::proto::{PbEvent, PbKeyValue};
+
+    fn event(kind: i32, key: &str, mod_revision: i64, value: &str) -> Event {
+        Event(PbEvent {
+            r#type: kind,
+            kv: Some(PbKeyValue {
+                key: key.as_bytes().to_vec(),
+                create_revision: 2,
+                mod_revision,
+                value: value.as_bytes().to_vec(),
+                ..Default::default()
+            }),
+            prev_kv: None,
+        })
+    }
+
+    fn value(change: Option<Change>) -> Bytes {
+        match change {
+            Some(Change::Put { entry, .. }) => entry.value,
+            other => panic!("not a put: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_watchers_of_one_write_share_its_value_and_a_new_write_gets_its_own() {
+        let mut shared = SharedValues::default();
+        let first = value(shared.change(&event(0, "/cfg", 5, "v5")));
+        let again = value(shared.change(&event(0, "/cfg", 5, "v5")));
+        assert_eq!(first.as_ptr(), again.as_ptr(), "one copy for one write");
+        let next = value(shared.change(&event(0, "/cfg", 6, "v6")));
+        assert_eq!(&next[..], b"v6");
+        assert_ne!(first.as_ptr(), next.as_ptr());
+        let other = value(shared.change(&event(0, "/other", 5, "o5")));
+        assert_eq!(&other[..], b"o5", "keys are held apart");
+        assert!(matches!(
+            shared.change(&event(1, "/cfg", 7, "")),
+            Some(Change::Delete { key }) if &key[..] == b"/cfg"
+        ));
+    }
 
     #[tokio::test]
     async fn an_inbox_delivers_in_order_then_ends_once_closed() {
