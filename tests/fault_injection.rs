@@ -277,13 +277,19 @@ fn probes_reopen_sessions_an_outage_outlasted() {
     ];
     let (_dir, out) = fault_run("zab", &extra);
     let faults = rows(&out.join("failover.csv"));
+    // A restart that healed within a few seconds of the window's end may leave the probes
+    // no time to reopen sessions and write (about 1 s each): only the others must show it.
     let recovered: Vec<_> = faults
         .iter()
         .filter(|f| f["cut_short"] == "false")
+        .filter(|f| {
+            let at = f["at_s"].parse::<f64>().unwrap_or(f64::MAX);
+            num(f, "healed_us").is_some_and(|h| at + h as f64 / 1e6 + 3.0 <= 20.0)
+        })
         .collect();
     assert!(
         recovered.len() >= 2,
-        "two restarts ran to recovery: {faults:?}"
+        "two restarts ran to recovery with time left after: {faults:?}"
     );
     for f in &recovered {
         assert!(
