@@ -132,6 +132,14 @@ impl fmt::Display for ApiFamily {
     }
 }
 
+impl LockRecipe {
+    /// The error a driver gives for a recipe its family does not have (configuration
+    /// refuses such runs first; this guards the seam).
+    pub fn unsupported(self, family: ApiFamily) -> crate::DriverError {
+        crate::DriverError::Unsupported(format!("lock recipe {self:?} on {family}"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,13 +171,5 @@ mod tests {
         assert!(!err.contains('\n'));
         let err = ApiFamily::Redis.parse_recipe(Some("advisory")).unwrap_err();
         assert!(err.contains("set-nx, set-nx-notify or redlock"), "{err}");
-    }
-}
-
-impl LockRecipe {
-    /// The error a driver gives for a recipe its family does not have (configuration
-    /// refuses such runs first; this guards the seam).
-    pub fn unsupported(self, family: ApiFamily) -> crate::DriverError {
-        crate::DriverError::Unsupported(format!("lock recipe {self:?} on {family}"))
     }
 }
