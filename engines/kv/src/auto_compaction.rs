@@ -96,7 +96,11 @@ impl AutoCompaction {
             CompactionMode::Periodic => {
                 let period = match whole {
                     Some(hours) => hours.checked_mul(3600).map(Duration::from_secs),
-                    None => go_duration(retention),
+                    // Negative durations (Go takes them) mean nothing here.
+                    None => go_parse_duration::parse_duration(retention)
+                        .ok()
+                        .and_then(|nanos| u64::try_from(nanos).ok())
+                        .map(Duration::from_nanos),
                 };
                 // Go's durations end at i64::MAX nanoseconds (about 292 years).
                 let period = period
@@ -130,58 +134,6 @@ fn whole_number(s: &str) -> Option<u64> {
         return None;
     }
     s.parse().ok()
-}
-
-/// Nanoseconds in one of Go's duration units.
-fn unit_nanos(unit: &str) -> Option<u128> {
-    Some(match unit {
-        "ns" => 1,
-        "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        "m" => 60_000_000_000,
-        "h" => 3_600_000_000_000,
-        _ => return None,
-    })
-}
-
-/// A duration written as Go's `time.ParseDuration` takes it (what etcd is given), unsigned:
-/// one or more decimal numbers, each with an optional fraction and a unit (ns, us, ms, s,
-/// m, h), e.g. `1h30m`, `1.5s`; or `0`.
-fn go_duration(s: &str) -> Option<Duration> {
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    if s.is_empty() {
-        return None;
-    }
-    let is_number = |c: char| c.is_ascii_digit() || c == '.';
-    let mut rest = s;
-    let mut nanos: u128 = 0;
-    while !rest.is_empty() {
-        let (number, tail) = rest.split_at(rest.find(|c| !is_number(c)).unwrap_or(rest.len()));
-        let (unit, tail) = tail.split_at(tail.find(is_number).unwrap_or(tail.len()));
-        let per_unit = unit_nanos(unit)?;
-        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-        if (whole.is_empty() && fraction.is_empty()) || fraction.len() > 18 {
-            return None;
-        }
-        let digits = |d: &str| -> Option<u128> {
-            if d.is_empty() {
-                Some(0)
-            } else {
-                d.parse().ok()
-            }
-        };
-        let scale = 10u128.pow(u32::try_from(fraction.len()).ok()?);
-        let part = digits(whole)?
-            .checked_mul(per_unit)?
-            .checked_add(digits(fraction)? * per_unit / scale)?;
-        nanos = nanos.checked_add(part)?;
-        rest = tail;
-    }
-    let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
-    Some(Duration::new(secs, (nanos % 1_000_000_000) as u32))
 }
 
 #[cfg(test)]
