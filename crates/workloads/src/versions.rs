@@ -63,7 +63,7 @@ impl VersionLog {
             return;
         }
         self.skipped += v - *last - 1;
-        let ms = usize::try_from(at.as_millis()).unwrap_or(usize::MAX - 1);
+        let ms = at.as_millis() as usize;
         if self.received_per_ms.len() <= ms {
             self.received_per_ms.resize(ms + 1, 0);
         }
@@ -116,26 +116,21 @@ impl VersionLog {
             watchers: finals.len() as u64,
             updates,
             delivered_to_all,
-            notifications: self.received_inside(window),
+            notifications: self.received_inside(inside),
             missed,
             coalesced,
             first_us: first,
             last_us: last,
         }
     }
-}
 
-impl VersionLog {
-    /// Receptions inside `window`, to the millisecond: a millisecond counts if it begins
-    /// inside the window.
-    fn received_inside(&self, window: (Duration, Duration)) -> u64 {
+    /// Receptions inside the window, to the millisecond: a millisecond counts if
+    /// `inside` its beginning.
+    fn received_inside(&self, inside: impl Fn(Duration) -> bool) -> u64 {
         self.received_per_ms
             .iter()
             .enumerate()
-            .filter(|(ms, _)| {
-                let begins = Duration::from_millis(*ms as u64);
-                begins >= window.0 && begins <= window.1
-            })
+            .filter(|(ms, _)| inside(Duration::from_millis(*ms as u64)))
             .map(|(_, n)| u64::from(*n))
             .sum()
     }

@@ -205,33 +205,27 @@ impl SharedValues {
         if self.latest.len() >= SHARED_KEYS && !self.latest.contains_key(kv.key()) {
             self.latest.clear();
         }
-        let (key, (revision, value)) = match self.latest.get_key_value(kv.key()) {
-            Some((key, held)) => (key.clone(), held.clone()),
-            None => {
-                let key = Bytes::copy_from_slice(kv.key());
-                let held = (0, Bytes::new());
-                self.latest.insert(key.clone(), held.clone());
-                (key, held)
-            }
+        let (key, held) = match self.latest.get_key_value(kv.key()) {
+            Some((key, (revision, value))) => (
+                key.clone(),
+                (*revision == kv.mod_revision()).then(|| value.clone()),
+            ),
+            None => (Bytes::copy_from_slice(kv.key()), None),
         };
-        Some(match event.event_type() {
-            EventType::Delete => Change::Delete { key },
-            EventType::Put => {
-                let value = if revision == kv.mod_revision() {
-                    value
-                } else {
-                    let value = Bytes::copy_from_slice(kv.value());
-                    self.latest
-                        .insert(key.clone(), (kv.mod_revision(), value.clone()));
-                    value
-                };
-                let entry = Entry {
-                    create_rev: kv.create_revision(),
-                    value,
-                };
-                Change::Put { key, entry }
-            }
-        })
+        if event.event_type() == EventType::Delete {
+            return Some(Change::Delete { key });
+        }
+        let value = held.unwrap_or_else(|| {
+            let value = Bytes::copy_from_slice(kv.value());
+            self.latest
+                .insert(key.clone(), (kv.mod_revision(), value.clone()));
+            value
+        });
+        let entry = Entry {
+            create_rev: kv.create_revision(),
+            value,
+        };
+        Some(Change::Put { key, entry })
     }
 
     fn changes(&mut self, resp: &WatchResponse) -> Vec<Change> {
