@@ -6,7 +6,8 @@ waiting on servers they start (elections, session expiry, fault windows), so run
 binaries at once roughly halves the wall time on two cores. Each binary runs in its
 package's directory with its output kept in target/test-logs/; a failing binary's output
 is printed whole at the end. Durations are kept in target/test-times.json so that the next
-run starts the longest binaries first.
+run starts the longest binaries first; on a fresh clone, which has none, the committed
+scripts/test-times.json (a full run's durations) orders them instead.
 
 Usage: scripts/run_tests.py [cargo test options...] [-- test binary options...]
 Environment: TEST_JOBS (binaries at once, default 2).
@@ -23,6 +24,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "target" / "test-logs"
 TIMES = ROOT / "target" / "test-times.json"
+FALLBACK_TIMES = ROOT / "scripts" / "test-times.json"
+
+
+def package_name(package_id):
+    """The package's name in a cargo package id, whichever form cargo writes it in:
+    `path+file:///dir/kv#coordbench-kv@0.1.0`, or `path+file:///dir/kv#0.1.0` when the
+    name is the directory's."""
+    location, _, fragment = package_id.partition("#")
+    if "@" in fragment:
+        return fragment.split("@")[0]
+    return location.rsplit("/", 1)[-1]
 
 
 def build(cargo_args):
@@ -40,7 +52,7 @@ def build(cargo_args):
         if not message.get("profile", {}).get("test"):
             continue
         target = message["target"]
-        package = message["package_id"].split("#")[0].rsplit("/", 1)[-1]
+        package = package_name(message["package_id"])
         name = f"{package}::{'/'.join(target['kind'])}::{target['name']}"
         binaries.append((name, message["executable"], str(Path(message["manifest_path"]).parent)))
     return binaries
@@ -64,9 +76,12 @@ def main():
     args = sys.argv[1:]
     split = args.index("--") if "--" in args else len(args)
     cargo_args, test_args = args[:split], args[split + 1:]
+    build_start = time.monotonic()
     binaries = build(cargo_args)
+    print(f"built {len(binaries)} test binaries in {time.monotonic() - build_start:.0f} s", flush=True)
     LOGS.mkdir(parents=True, exist_ok=True)
-    previous = json.loads(TIMES.read_text()) if TIMES.exists() else {}
+    times = TIMES if TIMES.exists() else FALLBACK_TIMES
+    previous = json.loads(times.read_text()) if times.exists() else {}
     # Longest first, unknown ones at the front: the tail of the run stays short.
     binaries.sort(key=lambda b: -previous.get(b[0], float("inf")))
     jobs = int(os.environ.get("TEST_JOBS", "2"))

@@ -9,18 +9,30 @@
 # which scripts/build-interop.sh builds (cached under ~/.cache/coordbench/interop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's wall time goes to stderr, so that a CI log shows where a cold run spends it.
+phase_start=$SECONDS
+phase_done() {
+  echo "test.sh: $1 took $((SECONDS - phase_start)) s (total $SECONDS s)" >&2
+  phase_start=$SECONDS
+}
 scripts/install-deps.sh
+phase_done "installing Debian packages and venvs"
 # A one-shot build gains nothing from incremental caches, which would double target/ on disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 scripts/install-servers.sh
+phase_done "building coordbench and installing etcd and ZooKeeper"
 # etcd's Go client and Curator's recipe checks (tests/interop_clients.rs): their paths.
 eval "$(scripts/build-interop.sh || echo exit 2)"
+phase_done "building the interop clients"
 # The releases a run starts when it names none (coordbench run --server-version).
 export COORDBENCH_ETCD_VERSION="${COORDBENCH_ETCD_VERSION:-3.6.16}"
 export COORDBENCH_ZOOKEEPER_VERSION="${COORDBENCH_ZOOKEEPER_VERSION:-3.9.5}"
 # Every test binary of `cargo test --workspace --all-targets`, two at a time (most wait on
 # servers they start); TEST_JOBS=1 runs them one after another.
 scripts/run_tests.py "$@"
+phase_done "building and running the test binaries"
 # No function over 110 lines outside tests (prints the longest).
 scripts/function-lengths.py --top 5
+phase_done "checking function lengths"
 scripts/test-notebooks.sh
+phase_done "executing the notebooks"
