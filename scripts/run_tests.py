@@ -9,7 +9,9 @@ is printed whole at the end. Durations are kept in target/test-times.json so tha
 run starts the longest binaries first; on a fresh clone, which has none, the committed
 scripts/test-times.json (a full run's durations) orders them instead.
 
-Usage: scripts/run_tests.py [cargo test options...] [-- test binary options...]
+Usage: scripts/run_tests.py [--build-only] [cargo test options...] [-- test binary options...]
+  --build-only   build the test binaries and stop (scripts/test.sh builds them while the
+                 servers install)
 Environment: TEST_JOBS (binaries at once, default 2).
 """
 
@@ -74,11 +76,16 @@ def run_one(name, executable, package_dir, test_args):
 
 def main():
     args = sys.argv[1:]
+    build_only = args[:1] == ["--build-only"]
+    if build_only:
+        args = args[1:]
     split = args.index("--") if "--" in args else len(args)
     cargo_args, test_args = args[:split], args[split + 1:]
     build_start = time.monotonic()
     binaries = build(cargo_args)
     print(f"built {len(binaries)} test binaries in {time.monotonic() - build_start:.0f} s", flush=True)
+    if build_only:
+        return
     LOGS.mkdir(parents=True, exist_ok=True)
     times = TIMES if TIMES.exists() else FALLBACK_TIMES
     previous = json.loads(times.read_text()) if times.exists() else {}

@@ -15,22 +15,55 @@ phase_done() {
   echo "test.sh: $1 took $((SECONDS - phase_start)) s (total $SECONDS s)" >&2
   phase_start=$SECONDS
 }
-scripts/install-deps.sh
-phase_done "installing Debian packages and venvs"
+# What cargo needs first (protoc and its headers); the rest of the Debian packages and the
+# Python venvs install while cargo builds coordbench, and the servers build with Go and Maven
+# while cargo builds the test binaries: on two cores each pair overlaps its waits.
+scripts/install-deps.sh compile
 # A one-shot build gains nothing from incremental caches, which would double target/ on disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
-scripts/install-servers.sh
-phase_done "building coordbench and installing etcd and ZooKeeper"
+logs=target/test-logs
+mkdir -p "$logs"
+# Runs "$@" in the background with its output in $logs/$1.log; `finish NAME` waits for it,
+# prints that output and fails the command if it failed.
+declare -A background=()
+# A failure leaves no installer running behind it.
+trap 'kill "${background[@]}" 2>/dev/null || true' EXIT
+start_background() {
+  local name=$1
+  shift
+  "$@" >"$logs/$name.log" 2>&1 &
+  background[$name]=$!
+}
+finish() {
+  local status=0
+  wait "${background[$1]}" || status=$?
+  cat "$logs/$1.log" >&2
+  if ((status != 0)); then
+    echo "error: $1 failed (exit $status); its output is above" >&2
+    exit 2
+  fi
+}
+start_background install-deps scripts/install-deps.sh
+cargo build -q --bin coordbench
+phase_done "building coordbench"
+finish install-deps
+phase_done "installing the Debian packages and venvs that remained"
+start_background install-servers bash -c \
+  'scripts/install-servers.sh "$1" && scripts/build-interop.sh >/dev/null' _ \
+  "${CARGO_TARGET_DIR:-target}/debug/coordbench"
+scripts/run_tests.py --build-only "$@"
+phase_done "building the test binaries"
+finish install-servers
+phase_done "installing etcd and ZooKeeper and building the interop clients (what remained)"
 # etcd's Go client and Curator's recipe checks (tests/interop_clients.rs): their paths.
-eval "$(scripts/build-interop.sh || echo exit 2)"
-phase_done "building the interop clients"
+eval "$(scripts/build-interop.sh --print)"
 # The releases a run starts when it names none (coordbench run --server-version).
 export COORDBENCH_ETCD_VERSION="${COORDBENCH_ETCD_VERSION:-3.6.16}"
 export COORDBENCH_ZOOKEEPER_VERSION="${COORDBENCH_ZOOKEEPER_VERSION:-3.9.5}"
 # Every test binary of `cargo test --workspace --all-targets`, two at a time (most wait on
 # servers they start); TEST_JOBS=1 runs them one after another.
 scripts/run_tests.py "$@"
-phase_done "building and running the test binaries"
+phase_done "running the test binaries"
 # No function over 110 lines outside tests (prints the longest).
 scripts/function-lengths.py --top 5
 phase_done "checking function lengths"
