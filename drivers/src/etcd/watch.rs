@@ -70,7 +70,7 @@ impl LeaderWatch for EtcdLeaderWatch {
             // Candidates joining or leaving behind the leader change nothing to report.
             loop {
                 let changes = self.sub.next().await?;
-                self.view.apply(changes);
+                self.view.apply(changes.iter().cloned());
                 if self.leader() != *last {
                     break;
                 }
@@ -106,7 +106,7 @@ impl MembersWatch for EtcdMembersWatch {
     async fn next(&mut self) -> Result<BTreeSet<String>, DriverError> {
         if self.started {
             let changes = self.sub.next().await?;
-            self.view.apply(changes);
+            self.view.apply(changes.iter().cloned());
         }
         self.started = true;
         Ok(self.view.names())
@@ -144,7 +144,7 @@ impl ValueWatch for EtcdValueWatch {
                 return Ok(value);
             }
             let changes = self.sub.next().await?;
-            self.queued.extend(changes.into_iter().map(|c| match c {
+            self.queued.extend(changes.iter().map(|c| match c {
                 Change::Put { entry, .. } => Some(entry.value.to_vec()),
                 Change::Delete { .. } => None,
             }));

@@ -9,8 +9,10 @@
 //! stalls the connection's flow-control window; its events wait in its queue instead.
 //!
 //! A queued response is reduced to its [`Change`]s, and the watchers of one key share one
-//! copy of each value ([`SharedValues`]): when a generator falls behind thousands of config
-//! watchers, what waits in their queues is mostly the same few values.
+//! copy of each change ([`SharedChanges`]): the server sends a write's event once per
+//! watcher, but every watcher's queue holds a pointer to the same change. When a generator
+//! falls behind thousands of config watchers, what waits in their queues is then a pointer
+//! per watcher per write.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -24,8 +26,13 @@ use super::map_error;
 use super::prefix_view::{Change, Entry};
 use crate::{CounterHandle, DriverError};
 
-/// A watcher's share of one response: its changes, in revision order.
-type Delivery = Result<Vec<Change>, DriverError>;
+/// The changes of one response, in revision order, shared by every watcher that was sent
+/// the same ones.
+pub(super) type Changes = Arc<[Change]>;
+
+/// A watcher's share of one response. The error is boxed: a queue slot is then three words,
+/// not eight, and errors are rare.
+type Delivery = Result<Changes, Box<DriverError>>;
 
 /// A request to add a watcher, from the session.
 struct Create {
@@ -102,13 +109,12 @@ pub(super) struct Subscription {
 impl Subscription {
     /// The changes of the next response for this watcher that carries any, in revision
     /// order. A cancel by the server, or the loss of the stream, is an error.
-    pub async fn next(&mut self) -> Result<Vec<Change>, DriverError> {
+    pub async fn next(&mut self) -> Result<Changes, DriverError> {
         loop {
-            let changes = self
-                .responses
-                .pop()
-                .await
-                .unwrap_or_else(|| Err(stream_gone()))?;
+            let changes = match self.responses.pop().await {
+                Some(delivery) => delivery.map_err(|e| *e)?,
+                None => return Err(stream_gone()),
+            };
             if !changes.is_empty() {
                 return Ok(changes);
             }
@@ -145,7 +151,7 @@ impl WatchMux {
             cancels,
             watchers: HashMap::new(),
             pending: Some(reply),
-            values: SharedValues::default(),
+            changes: SharedChanges::default(),
         };
         let task = tokio::spawn(router.run(create_rx, cancel_rx));
         let first = created.await.unwrap_or_else(|_| Err(stream_gone()))?;
@@ -184,55 +190,112 @@ struct Router {
     watchers: HashMap<i64, Arc<Inbox>>,
     /// The create request awaiting its `created` response.
     pending: Option<oneshot::Sender<Result<Subscription, DriverError>>>,
-    values: SharedValues,
+    changes: SharedChanges,
 }
 
-/// Each key's latest value seen on the stream, so that the events of one write, which
-/// arrive once per watcher of its key, share one copy of the key and of the value.
+/// Each key's recent changes seen on the stream, so that the events of one write, which
+/// arrive once per watcher of its key, become one shared change; and the latest batch of a
+/// key's changes, which etcd sends alike to every watcher that fell behind together.
 #[derive(Default)]
-struct SharedValues {
-    /// By key: the mod revision of the value held, and the value.
-    latest: HashMap<Bytes, (i64, Bytes)>,
+struct SharedChanges {
+    keys: HashMap<Bytes, KeyChanges>,
+    /// Single changes held over all keys.
+    held: usize,
 }
 
-/// Keys remembered per stream; past this the memory starts afresh (a prefix watch over a
-/// large keyspace would otherwise keep a copy of every value).
-const SHARED_KEYS: usize = 1024;
+#[derive(Default)]
+struct KeyChanges {
+    /// The key's latest changes, each alone as a delivery, by mod revision (newest last).
+    singles: VecDeque<(i64, Changes)>,
+    /// The latest response of several of its changes, by first and last revision and count.
+    batch: Option<((i64, i64, usize), Changes)>,
+}
 
-impl SharedValues {
-    fn change(&mut self, event: &Event) -> Option<Change> {
+/// Changes remembered per key; a batch's older changes beyond these are copied once per
+/// batch, not once per watcher.
+const RECENT_PER_KEY: usize = 8;
+/// Changes remembered per stream; past this the memory starts afresh (a prefix watch over a
+/// large keyspace would otherwise keep a copy of every value).
+const SHARED_CHANGES: usize = 4096;
+
+impl SharedChanges {
+    /// `event` as a delivery of its own: the one held for its key and revision, or a new one
+    /// that is then held.
+    fn single(&mut self, event: &Event) -> Option<Changes> {
         let kv = event.kv()?;
-        if self.latest.len() >= SHARED_KEYS && !self.latest.contains_key(kv.key()) {
-            self.latest.clear();
+        let revision = kv.mod_revision();
+        if let Some(held) = self.keys.get(kv.key()).and_then(|k| k.single(revision)) {
+            return Some(held);
         }
-        let (key, held) = match self.latest.get_key_value(kv.key()) {
-            Some((key, (revision, value))) => (
-                key.clone(),
-                (*revision == kv.mod_revision()).then(|| value.clone()),
-            ),
-            None => (Bytes::copy_from_slice(kv.key()), None),
-        };
-        if event.event_type() == EventType::Delete {
-            return Some(Change::Delete { key });
+        if self.held >= SHARED_CHANGES {
+            self.keys.clear();
+            self.held = 0;
         }
-        let value = held.unwrap_or_else(|| {
-            let value = Bytes::copy_from_slice(kv.value());
-            self.latest
-                .insert(key.clone(), (kv.mod_revision(), value.clone()));
-            value
-        });
-        let entry = Entry {
-            create_rev: kv.create_revision(),
-            value,
+        let key = match self.keys.get_key_value(kv.key()) {
+            Some((key, _)) => key.clone(),
+            None => Bytes::copy_from_slice(kv.key()),
         };
-        Some(Change::Put { key, entry })
+        let change = match event.event_type() {
+            EventType::Delete => Change::Delete { key: key.clone() },
+            EventType::Put => Change::Put {
+                key: key.clone(),
+                entry: Entry {
+                    create_rev: kv.create_revision(),
+                    value: Bytes::copy_from_slice(kv.value()),
+                },
+            },
+        };
+        let held: Changes = Arc::new([change]);
+        let singles = &mut self.keys.entry(key).or_default().singles;
+        singles.push_back((revision, held.clone()));
+        self.held += 1;
+        if singles.len() > RECENT_PER_KEY {
+            singles.pop_front();
+            self.held -= 1;
+        }
+        Some(held)
     }
 
-    fn changes(&mut self, resp: &WatchResponse) -> Vec<Change> {
-        resp.events()
+    /// A response's changes. One event (a config watcher's usual response) is the shared
+    /// delivery itself; several events of one key are shared as a batch; others share
+    /// their keys and values.
+    fn changes(&mut self, resp: &WatchResponse) -> Changes {
+        let events = resp.events();
+        let (Some(first), Some(last)) = (events.first(), events.last()) else {
+            return Arc::new([]);
+        };
+        if events.len() == 1 {
+            return self.single(first).unwrap_or_else(|| Arc::new([]));
+        }
+        let one_key = first.kv().map(|kv| kv.key());
+        let batch_key = one_key
+            .filter(|key| events.iter().all(|e| e.kv().map(|kv| kv.key()) == Some(*key)));
+        let revision = |e: &Event| e.kv().map_or(0, |kv| kv.mod_revision());
+        let id = (revision(first), revision(last), events.len());
+        if let Some(held) = batch_key
+            .and_then(|key| self.keys.get(key)?.batch.as_ref())
+            .filter(|(held_id, _)| *held_id == id)
+        {
+            return held.1.clone();
+        }
+        let changes: Changes = events
             .iter()
-            .filter_map(|e| self.change(e))
-            .collect()
+            .filter_map(|e| self.single(e))
+            .map(|held| held[0].clone())
+            .collect();
+        if let Some(key) = batch_key {
+            if let Some(k) = self.keys.get_mut(key) {
+                k.batch = Some((id, changes.clone()));
+            }
+        }
+        changes
+    }
+}
+
+impl KeyChanges {
+    fn single(&self, revision: i64) -> Option<Changes> {
+        let (_, held) = self.singles.iter().rev().find(|(r, _)| *r == revision)?;
+        Some(held.clone())
     }
 }
 
@@ -273,7 +336,7 @@ impl Router {
             }
         };
         for (_, watcher) in self.watchers.drain() {
-            watcher.push(Err(failure.clone()));
+            watcher.push(Err(Box::new(failure.clone())));
             watcher.close();
         }
         if let Some(reply) = self.pending.take() {
@@ -336,15 +399,15 @@ impl Router {
                     0 => resp.cancel_reason().to_string(),
                     rev => format!("compacted at revision {rev}"),
                 };
-                watcher.push(Err(DriverError::Server(format!(
+                watcher.push(Err(Box::new(DriverError::Server(format!(
                     "watch canceled by the server: {reason}"
-                ))));
+                )))));
                 watcher.close();
             }
             return;
         }
         if let Some(watcher) = self.watchers.get(&id) {
-            watcher.push(Ok(self.values.changes(&resp)));
+            watcher.push(Ok(self.changes.changes(&resp)));
         }
     }
 }
@@ -378,28 +441,65 @@ mod tests {
         })
     }
 
-    fn value(change: Option<Change>) -> Bytes {
+    fn response(events: Vec<Event>) -> WatchResponse {
+        WatchResponse(etcd_client::proto::PbWatchResponse {
+            events: events.into_iter().map(|e| e.0).collect(),
+            ..Default::default()
+        })
+    }
+
+    fn value(change: &Change) -> Bytes {
         match change {
-            Some(Change::Put { entry, .. }) => entry.value,
+            Change::Put { entry, .. } => entry.value.clone(),
             other => panic!("not a put: {other:?}"),
         }
     }
 
     #[test]
-    fn the_watchers_of_one_write_share_its_value_and_a_new_write_gets_its_own() {
-        let mut shared = SharedValues::default();
-        let first = value(shared.change(&event(0, "/cfg", 5, "v5")));
-        let again = value(shared.change(&event(0, "/cfg", 5, "v5")));
-        assert_eq!(first.as_ptr(), again.as_ptr(), "one copy for one write");
-        let next = value(shared.change(&event(0, "/cfg", 6, "v6")));
-        assert_eq!(&next[..], b"v6");
-        assert_ne!(first.as_ptr(), next.as_ptr());
-        let other = value(shared.change(&event(0, "/other", 5, "o5")));
-        assert_eq!(&other[..], b"o5", "keys are held apart");
+    fn the_watchers_of_one_write_share_its_change_and_a_new_write_gets_its_own() {
+        let mut shared = SharedChanges::default();
+        let first = shared.changes(&response(vec![event(0, "/cfg", 5, "v5")]));
+        let again = shared.changes(&response(vec![event(0, "/cfg", 5, "v5")]));
+        assert!(Arc::ptr_eq(&first, &again), "one change for one write");
+        let next = shared.changes(&response(vec![event(0, "/cfg", 6, "v6")]));
+        assert_eq!(&value(&next[0])[..], b"v6");
+        assert!(!Arc::ptr_eq(&first, &next));
+        let other = shared.changes(&response(vec![event(0, "/other", 5, "o5")]));
+        assert_eq!(&value(&other[0])[..], b"o5", "keys are held apart");
+        let both = shared.changes(&response(vec![
+            event(0, "/cfg", 6, "v6"),
+            event(0, "/other", 5, "o5"),
+        ]));
+        assert_eq!(both.len(), 2);
+        assert_eq!(value(&both[0]).as_ptr(), value(&next[0]).as_ptr(), "values shared");
+        assert_eq!(value(&both[1]).as_ptr(), value(&other[0]).as_ptr());
         assert!(matches!(
-            shared.change(&event(1, "/cfg", 7, "")),
-            Some(Change::Delete { key }) if &key[..] == b"/cfg"
+            &shared.changes(&response(vec![event(1, "/cfg", 7, "")]))[..],
+            [Change::Delete { key }] if &key[..] == b"/cfg"
         ));
+        assert!(shared.changes(&response(vec![])).is_empty());
+    }
+
+    #[test]
+    fn watchers_that_fell_behind_together_share_their_catch_up_batch() {
+        let mut shared = SharedChanges::default();
+        let batch = || response(vec![event(0, "/cfg", 5, "v5"), event(0, "/cfg", 6, "v6")]);
+        let first = shared.changes(&batch());
+        let again = shared.changes(&batch());
+        assert!(Arc::ptr_eq(&first, &again), "one batch for watchers alike");
+        assert_eq!(
+            first.iter().map(value).collect::<Vec<_>>(),
+            [Bytes::from("v5"), Bytes::from("v6")]
+        );
+        let later = shared.changes(&response(vec![event(0, "/cfg", 6, "v6")]));
+        assert_eq!(value(&later[0]).as_ptr(), value(&first[1]).as_ptr(), "values shared");
+        let longer = shared.changes(&response(vec![
+            event(0, "/cfg", 5, "v5"),
+            event(0, "/cfg", 6, "v6"),
+            event(0, "/cfg", 7, "v7"),
+        ]));
+        assert!(!Arc::ptr_eq(&first, &longer), "a different batch is its own");
+        assert_eq!(longer.len(), 3);
     }
 
     #[tokio::test]
@@ -416,8 +516,8 @@ mod tests {
             }
         });
         tokio::task::yield_now().await;
-        inbox.push(Err(DriverError::Server("first".into())));
-        inbox.push(Err(DriverError::Server("second".into())));
+        inbox.push(Err(Box::new(DriverError::Server("first".into()))));
+        inbox.push(Err(Box::new(DriverError::Server("second".into()))));
         inbox.close();
         let seen = tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
             .await
