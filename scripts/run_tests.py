@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""Builds every test binary of the workspace, then runs them several at a time.
+"""Builds every test binary of the workspace and runs them several at a time, each as soon
+as cargo has built it.
 
 `cargo test` runs its test binaries one after another. Most of ours spend their time
 waiting on servers they start (elections, session expiry, fault windows), so running two
-binaries at once roughly halves the wall time on two cores. Each binary runs in its
-package's directory with its output kept in target/test-logs/; a failing binary's output
-is printed whole at the end. Durations are kept in target/test-times.json so that the next
-run starts the longest binaries first; on a fresh clone, which has none, the committed
-scripts/test-times.json (a full run's durations) orders them instead.
+binaries at once roughly halves the wall time on two cores. While cargo is still building,
+one binary runs at a time and cargo runs at a lower priority, so that a test's timing
+waits on the build as little as it would on a second test; once the build is done,
+TEST_JOBS run at once. Each binary runs in its package's directory with its output kept in
+target/test-logs/; a failing binary's output is printed whole at the end. Durations are kept
+in target/test-times.json, and of the binaries built and waiting the longest runs first; on
+a fresh clone, which has none, the committed scripts/test-times.json (a full run's
+durations) orders them instead.
 
-Usage: scripts/run_tests.py [--build-only] [cargo test options...] [-- test binary options...]
-  --build-only   build the test binaries and stop (scripts/test.sh builds them while the
-                 servers install)
-Environment: TEST_JOBS (binaries at once, default 2).
+Usage: scripts/run_tests.py [--after FILE] [cargo test options...] [-- test binary options...]
+  --after FILE   build at once, but run no test until FILE exists; it must then hold "ok"
+                 (scripts/test.sh writes it once etcd and ZooKeeper are installed)
+Environment: TEST_JOBS (binaries at once after the build, default 2).
 """
 
 import concurrent.futures
@@ -20,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -39,25 +44,92 @@ def package_name(package_id):
     return location.rsplit("/", 1)[-1]
 
 
-def build(cargo_args):
-    """Builds the test binaries; returns (name, executable, package dir) for each."""
-    command = ["cargo", "test", "--workspace", "--all-targets", "--no-run",
-               "--message-format=json-render-diagnostics", *cargo_args]
-    result = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    if result.returncode != 0:
-        sys.exit(result.returncode)
-    binaries = []
-    for line in result.stdout.splitlines():
+class Queue:
+    """The binaries built and not yet started, longest (by earlier durations) first; the
+    number allowed to run at once, 1 until the build is done."""
+
+    def __init__(self, previous, jobs):
+        self.previous = previous
+        self.jobs = jobs
+        self.waiting = []
+        self.building = True
+        self.running = 0
+        self.cond = threading.Condition()
+
+    def add(self, binary):
+        with self.cond:
+            self.waiting.append(binary)
+            self.cond.notify_all()
+
+    def build_done(self, succeeded):
+        """No more binaries will come; a failed build runs none of those still waiting."""
+        with self.cond:
+            self.building = False
+            if not succeeded:
+                self.waiting.clear()
+            self.cond.notify_all()
+
+    def take(self):
+        """The next binary to run, or None once the build is done and none is left."""
+        with self.cond:
+            while True:
+                allowed = 1 if self.building else self.jobs
+                if self.waiting and self.running < allowed:
+                    self.waiting.sort(key=lambda b: self.previous.get(b[0], float("inf")))
+                    self.running += 1
+                    return self.waiting.pop()  # the longest: unknown ones count as longest
+                if not self.waiting and not self.building:
+                    return None
+                self.cond.wait()
+
+    def finished(self):
+        with self.cond:
+            self.running -= 1
+            self.cond.notify_all()
+
+
+def binary_of(line):
+    """(name, executable, package dir) if cargo's JSON line announces a test binary."""
+    try:
         message = json.loads(line)
-        if message.get("reason") != "compiler-artifact" or not message.get("executable"):
-            continue
-        if not message.get("profile", {}).get("test"):
-            continue
-        target = message["target"]
-        package = package_name(message["package_id"])
-        name = f"{package}::{'/'.join(target['kind'])}::{target['name']}"
-        binaries.append((name, message["executable"], str(Path(message["manifest_path"]).parent)))
-    return binaries
+    except json.JSONDecodeError:
+        return None
+    if message.get("reason") != "compiler-artifact" or not message.get("executable"):
+        return None
+    if not message.get("profile", {}).get("test"):
+        return None
+    target = message["target"]
+    name = f"{package_name(message['package_id'])}::{'/'.join(target['kind'])}::{target['name']}"
+    return name, message["executable"], str(Path(message["manifest_path"]).parent)
+
+
+def build(cargo_args, queue):
+    """Builds the test binaries at a lower priority, adding each to `queue` as cargo
+    finishes it; returns cargo's exit code."""
+    command = ["nice", "-n", "10", "cargo", "test", "--workspace", "--all-targets", "--no-run",
+               "--message-format=json-render-diagnostics", *cargo_args]
+    start = time.monotonic()
+    built = 0
+    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) as cargo:
+        for line in cargo.stdout:
+            binary = binary_of(line)
+            if binary:
+                built += 1
+                queue.add(binary)
+    print(f"built {built} test binaries in {time.monotonic() - start:.0f} s", flush=True)
+    queue.build_done(cargo.returncode == 0)
+    return cargo.returncode
+
+
+def wait_for(path):
+    """Waits (at most an hour) until `path` exists; exits if it does not say "ok"."""
+    deadline = time.monotonic() + 3600
+    while not path.exists():
+        if time.monotonic() > deadline:
+            sys.exit(f"error: {path} did not appear within an hour")
+        time.sleep(1)
+    if path.read_text().strip() != "ok":
+        sys.exit(f"error: {path} says the servers did not install; see its log")
 
 
 def run_one(name, executable, package_dir, test_args):
@@ -74,33 +146,43 @@ def run_one(name, executable, package_dir, test_args):
     return name, code, seconds, log
 
 
+def worker(queue, test_args, results, ready):
+    ready()
+    while (binary := queue.take()) is not None:
+        try:
+            results.append(run_one(*binary, test_args))
+        finally:
+            queue.finished()
+
+
 def main():
     args = sys.argv[1:]
-    build_only = args[:1] == ["--build-only"]
-    if build_only:
-        args = args[1:]
+    after = None
+    if args[:1] == ["--after"] and len(args) >= 2:
+        after, args = Path(args[1]), args[2:]
     split = args.index("--") if "--" in args else len(args)
     cargo_args, test_args = args[:split], args[split + 1:]
-    build_start = time.monotonic()
-    binaries = build(cargo_args)
-    print(f"built {len(binaries)} test binaries in {time.monotonic() - build_start:.0f} s", flush=True)
-    if build_only:
-        return
     LOGS.mkdir(parents=True, exist_ok=True)
     times = TIMES if TIMES.exists() else FALLBACK_TIMES
     previous = json.loads(times.read_text()) if times.exists() else {}
-    # Longest first, unknown ones at the front: the tail of the run stays short.
-    binaries.sort(key=lambda b: -previous.get(b[0], float("inf")))
     jobs = int(os.environ.get("TEST_JOBS", "2"))
+    queue = Queue(previous, jobs)
+    results = []
     start = time.monotonic()
+    ready = (lambda: wait_for(after)) if after else (lambda: None)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(lambda b: run_one(*b, test_args), binaries))
+        workers = [pool.submit(worker, queue, test_args, results, ready) for _ in range(jobs)]
+        code = build(cargo_args, queue)
+        for w in workers:
+            w.result()
+    if code != 0:
+        sys.exit(code)
     TIMES.write_text(json.dumps({name: seconds for name, _, seconds, _ in results}, indent=1))
     failed = [(name, log) for name, code, _, log in results if code != 0]
     for name, log in failed:
         print(f"\n==== {name} ({log}) ====\n{log.read_text(errors='replace')}", file=sys.stderr)
     print(f"\n{len(results)} test binaries, {len(failed)} failed, {time.monotonic() - start:.0f} s"
-          f" with {jobs} at a time")
+          f" building and running, up to {jobs} at a time")
     if failed:
         print("failed: " + ", ".join(name for name, _ in failed), file=sys.stderr)
         sys.exit(1)

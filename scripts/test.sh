@@ -48,24 +48,27 @@ cargo build -q --bin coordbench
 phase_done "building coordbench"
 finish install-deps
 phase_done "installing the Debian packages and venvs that remained"
+# The servers and interop clients build while cargo builds the test binaries; the tests
+# wait for them (run_tests.py --after) and start as cargo finishes each binary.
+servers_ready=$logs/servers-ready
+rm -f "$servers_ready"
 start_background install-servers bash -c \
-  'scripts/install-servers.sh "$1" && scripts/build-interop.sh >/dev/null' _ \
-  "${CARGO_TARGET_DIR:-target}/debug/coordbench"
-scripts/run_tests.py --build-only "$@"
-phase_done "building the test binaries"
-finish install-servers
-phase_done "installing etcd and ZooKeeper and building the interop clients (what remained)"
+  'if scripts/install-servers.sh "$1" && scripts/build-interop.sh >/dev/null; then echo ok >"$2"
+   else echo failed >"$2"; exit 2; fi' _ "${CARGO_TARGET_DIR:-target}/debug/coordbench" "$servers_ready"
 # etcd's Go client and Curator's recipe checks (tests/interop_clients.rs): their paths.
 eval "$(scripts/build-interop.sh --print)"
 # The releases a run starts when it names none (coordbench run --server-version).
 export COORDBENCH_ETCD_VERSION="${COORDBENCH_ETCD_VERSION:-3.6.16}"
 export COORDBENCH_ZOOKEEPER_VERSION="${COORDBENCH_ZOOKEEPER_VERSION:-3.9.5}"
-# Every test binary of `cargo test --workspace --all-targets`, two at a time (most wait on
-# servers they start); TEST_JOBS=1 runs them one after another.
-scripts/run_tests.py "$@"
-phase_done "running the test binaries"
+# The notebooks need neither cargo nor the servers: they run beside the build and tests.
+start_background notebooks scripts/test-notebooks.sh
+# Every test binary of `cargo test --workspace --all-targets`, two at a time once built
+# (most wait on servers they start); TEST_JOBS=1 runs them one after another.
+scripts/run_tests.py --after "$servers_ready" "$@" || tests_status=$?
+finish install-servers
+phase_done "building and running the test binaries"
+finish notebooks
+phase_done "executing the notebooks (what remained)"
+((${tests_status:-0} == 0)) || exit "$tests_status"
 # No function over 110 lines outside tests (prints the longest).
 scripts/function-lengths.py --top 5
-phase_done "checking function lengths"
-scripts/test-notebooks.sh
-phase_done "executing the notebooks"
