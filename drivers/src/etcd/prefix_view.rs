@@ -23,7 +23,8 @@ pub(super) enum Change {
     Delete { key: Bytes },
 }
 
-fn entry(kv: &KeyValue) -> Entry {
+/// The entry a key-value read or watched gives (its value copied once).
+pub(super) fn entry(kv: &KeyValue) -> Entry {
     Entry {
         create_rev: kv.create_revision(),
         value: Bytes::copy_from_slice(kv.value()),

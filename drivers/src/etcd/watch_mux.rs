@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
 use super::map_error;
-use super::prefix_view::{Change, Entry};
+use super::prefix_view::{entry, Change};
 use crate::{CounterHandle, DriverError};
 
 /// The changes of one response, in revision order, shared by every watcher that was sent
@@ -239,10 +239,7 @@ impl SharedChanges {
             EventType::Delete => Change::Delete { key: key.clone() },
             EventType::Put => Change::Put {
                 key: key.clone(),
-                entry: Entry {
-                    create_rev: kv.create_revision(),
-                    value: Bytes::copy_from_slice(kv.value()),
-                },
+                entry: entry(kv),
             },
         };
         let held: Changes = Arc::new([change]);
