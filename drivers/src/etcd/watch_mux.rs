@@ -265,8 +265,11 @@ impl SharedChanges {
             return self.single(first).unwrap_or_else(|| Arc::new([]));
         }
         let one_key = first.kv().map(|kv| kv.key());
-        let batch_key = one_key
-            .filter(|key| events.iter().all(|e| e.kv().map(|kv| kv.key()) == Some(*key)));
+        let batch_key = one_key.filter(|key| {
+            events
+                .iter()
+                .all(|e| e.kv().map(|kv| kv.key()) == Some(*key))
+        });
         let revision = |e: &Event| e.kv().map_or(0, |kv| kv.mod_revision());
         let id = (revision(first), revision(last), events.len());
         if let Some(held) = batch_key
@@ -468,7 +471,11 @@ mod tests {
             event(0, "/other", 5, "o5"),
         ]));
         assert_eq!(both.len(), 2);
-        assert_eq!(value(&both[0]).as_ptr(), value(&next[0]).as_ptr(), "values shared");
+        assert_eq!(
+            value(&both[0]).as_ptr(),
+            value(&next[0]).as_ptr(),
+            "values shared"
+        );
         assert_eq!(value(&both[1]).as_ptr(), value(&other[0]).as_ptr());
         assert!(matches!(
             &shared.changes(&response(vec![event(1, "/cfg", 7, "")]))[..],
@@ -489,13 +496,20 @@ mod tests {
             [Bytes::from("v5"), Bytes::from("v6")]
         );
         let later = shared.changes(&response(vec![event(0, "/cfg", 6, "v6")]));
-        assert_eq!(value(&later[0]).as_ptr(), value(&first[1]).as_ptr(), "values shared");
+        assert_eq!(
+            value(&later[0]).as_ptr(),
+            value(&first[1]).as_ptr(),
+            "values shared"
+        );
         let longer = shared.changes(&response(vec![
             event(0, "/cfg", 5, "v5"),
             event(0, "/cfg", 6, "v6"),
             event(0, "/cfg", 7, "v7"),
         ]));
-        assert!(!Arc::ptr_eq(&first, &longer), "a different batch is its own");
+        assert!(
+            !Arc::ptr_eq(&first, &longer),
+            "a different batch is its own"
+        );
         assert_eq!(longer.len(), 3);
     }
 
