@@ -298,6 +298,19 @@ fn a_candidate_engine_with_a_known_per_commit_slowdown_breaches_the_deterministi
     std::fs::write(&spec, text).unwrap();
     let out = tmp.path().join("cost");
     let o = gate(&spec, &out, &[]);
+    let spin_of = |side: &str| -> serde_json::Value {
+        let run = std::fs::read_to_string(out.join(format!("{side}/raft-r1/run.json")))
+            .unwrap_or_default();
+        let run: serde_json::Value = serde_json::from_str(&run).unwrap_or_default();
+        run["engine_cost"]["commit_spin"].clone()
+    };
+    // A count without the spin is a build without the hook, not a gate that missed it.
+    assert_eq!(
+        (spin_of("baseline"), spin_of("candidate")),
+        (serde_json::json!(0), serde_json::json!(300)),
+        "{BIN} did not spin while counted: built without coordbench-node's test-slowdown \
+         feature, which the dev-dependencies turn on for `cargo test` builds only"
+    );
     assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
     let md = std::fs::read_to_string(out.join("gate.md")).unwrap();
     assert!(

@@ -47,6 +47,11 @@ async fn abandoned_holder_hands_over_on_lease_expiry() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_holders_keep_their_sessions_and_a_frozen_one_expires() {
+    conformance::idle_holders_keep_their_sessions_and_a_frozen_one_expires(RAFT, 3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_notifies_herd_only_with_naive() {
     conformance::release_notifies_herd_only_with_naive(RAFT, 3).await;
 }

@@ -12,7 +12,8 @@ use coordbench_workloads::RunClock;
 use super::herd::{self, LockQueue};
 use super::recipes;
 use super::{
-    closed_plan, open_session, run_plan, start_target, within, Percentiles, TargetKind, LONG_TTL,
+    closed_plan, open_session, open_sessions, run_plan, start_target, within, Percentiles,
+    TargetKind, LONG_TTL,
 };
 
 pub const RECIPES: [LockRecipe; 2] = [LockRecipe::HerdFree, LockRecipe::Naive];
@@ -281,6 +282,57 @@ pub async fn abandoned_holder_hands_over_on_expiry(kind: TargetKind, size: usize
             "{recipe:?}: B got the lock only {waited:?} after the abandon"
         );
     }
+    target.stop();
+}
+
+/// 40 sessions spread over the target's few connections each hold a lock of their own for
+/// three TTLs without a call of their own, while one of them freezes (sends nothing, its
+/// lease refreshes included) for two: every other holder still holds at the end, and the
+/// frozen one's release fails as expired. On the etcd API the leases of a connection share
+/// one keep-alive stream, so this checks that each lease on it is refreshed and that a
+/// paused one is left out.
+pub async fn idle_holders_keep_their_sessions_and_a_frozen_one_expires(
+    kind: TargetKind,
+    size: usize,
+) {
+    const SESSIONS: usize = 40;
+    let step = Duration::from_secs(5);
+    let target = start_target(kind, size).await;
+    let ttl = kind.min_ttl();
+    let mut sessions = open_sessions(target.coordinator.as_ref(), 0, SESSIONS, ttl).await;
+    let mut guards = Vec::with_capacity(SESSIONS);
+    for (i, s) in sessions.iter_mut().enumerate() {
+        let name = unique(&format!("kept-{i}"), LockRecipe::HerdFree);
+        let guard = within(step, "a lock", s.lock(&name, LockRecipe::HerdFree)).await;
+        guards.push(guard.unwrap_or_else(|e| panic!("session {i} locks: {e}")));
+    }
+    let mut frozen = sessions.remove(0);
+    let frozen_guard = guards.remove(0);
+    let pause = tokio::spawn(async move {
+        frozen.freeze(ttl * 2).await.expect("the freeze");
+        frozen
+    });
+    tokio::time::sleep(ttl * 3).await;
+    let mut frozen = within(step, "the frozen session", pause)
+        .await
+        .expect("its task");
+    for (i, (s, guard)) in sessions.iter_mut().zip(guards).enumerate() {
+        within(step, "a release", s.unlock(guard))
+            .await
+            .unwrap_or_else(|e| panic!("session {} lost its lock within 3 TTLs: {e}", i + 1));
+    }
+    let late = within(
+        step,
+        "the frozen session's release",
+        frozen.unlock(frozen_guard),
+    )
+    .await
+    .expect_err("a release after the frozen session's lease ran out");
+    assert_eq!(late.kind(), "session_expired", "{late}");
+    for mut s in sessions {
+        s.close().await.expect("close");
+    }
+    frozen.abandon();
     target.stop();
 }
 

@@ -27,6 +27,9 @@ pub struct EngineCost {
     pub instructions: [u64; 2],
     pub instructions_per_op: f64,
     pub counter: String,
+    /// The test slowdown's iterations per committed command in the counted runs.
+    #[serde(default)]
+    pub commit_spin: u64,
     #[serde(default)]
     pub binary: PathBuf,
 }

@@ -53,13 +53,13 @@ async fn wait_for_head(
     let options = WatchOptions::new()
         .with_prefix()
         .with_start_revision(place.read_rev + 1);
-    let mut stream = queue::open_watch(s, prefix, options).await?;
+    let mut watcher = s.subscribe(prefix.as_bytes().to_vec(), options).await?;
     let head = GetOptions::new()
         .with_prefix()
         .with_sort(SortTarget::Create, SortOrder::Ascend)
         .with_limit(1);
     loop {
-        queue::next_response(s, &mut stream).await?;
+        watcher.next().await?;
         s.counters.request();
         let resp = s
             .client

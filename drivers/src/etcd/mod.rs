@@ -16,6 +16,7 @@
 
 mod election;
 mod errors;
+mod lease_mux;
 mod lock;
 mod prefix_view;
 mod queue;
@@ -144,6 +145,8 @@ pub async fn connect_client(
 /// A connected etcd-API target.
 pub struct EtcdCoordinator {
     clients: Vec<Client>,
+    /// Each connection's lease keep-alive stream, shared by its sessions.
+    leases: Vec<lease_mux::LeaseMux>,
     endpoints: Vec<String>,
     connect_timeout: Duration,
 }
@@ -163,6 +166,11 @@ impl EtcdCoordinator {
         }
         let tls = config.security.tls.is_some();
         let coordinator = EtcdCoordinator {
+            leases: clients
+                .iter()
+                .cloned()
+                .map(lease_mux::LeaseMux::start)
+                .collect(),
             clients,
             endpoints: config.endpoints.iter().map(|e| normalize(e, tls)).collect(),
             connect_timeout: config.connect_timeout,
@@ -212,6 +220,7 @@ impl Coordinator for EtcdCoordinator {
     ) -> Result<Box<dyn Session>, DriverError> {
         Ok(Box::new(EtcdSession::new(
             self.client(client),
+            self.leases[client % self.leases.len()].clone(),
             client,
             options.ttl,
         )))

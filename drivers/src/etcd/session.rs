@@ -1,5 +1,6 @@
-//! One client's etcd session: a lazily granted lease kept alive at TTL/3 (paused while the
-//! session is frozen, [`Session::freeze`]), one watch stream shared by its watch handles,
+//! One client's etcd session: a lazily granted lease kept alive at TTL/3 by its connection's
+//! keep-alive stream ([`super::lease_mux`]; paused while the session is frozen,
+//! [`Session::freeze`]), one watch stream shared by its watch handles,
 //! plus the key-value operations. The recipes live beside it:
 //! locks in [`super::lock`], elections in [`super::election`], service registration in
 //! [`super::registry`], watch handles in [`super::watch`].
@@ -8,22 +9,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use etcd_client::{Client, WatchOptions};
-use tokio::task::JoinHandle;
-
+use super::lease_mux::{KeptLease, LeaseMux};
 use super::watch_mux::{Subscription, WatchMux};
 use super::{election, map_error, registry, versioned, watch};
 use crate::{
     CasOutcome, ClientCounters, Consistency, CounterHandle, DriverError, FreezeGate, LeaderWatch,
     Leadership, LockGuard, LockRecipe, MembersWatch, Registration, Session, ValueWatch, Versioned,
 };
+use async_trait::async_trait;
+use etcd_client::{Client, WatchOptions};
 
-/// A granted lease and the task that refreshes it.
+/// A granted lease, kept alive by the connection's [`LeaseMux`].
 struct Lease {
     id: i64,
-    keepalive: JoinHandle<()>,
-    /// Set by the keep-alive task when the server reports the lease gone.
+    /// Set by the keep-alive task when the lease is gone.
     expired: Arc<AtomicBool>,
 }
 
@@ -33,6 +32,8 @@ pub(super) struct EtcdSession {
     pub(super) counters: CounterHandle,
     ttl: Duration,
     lease: Option<Lease>,
+    /// The connection's keep-alive stream.
+    leases: LeaseMux,
     /// A lock or candidate key this session created whose acquisition was abandoned (the
     /// lock or campaign future was dropped, e.g. on timeout). It is deleted before the next
     /// lock, campaign or resign so the queue does not wait on a client that stopped waiting.
@@ -44,13 +45,14 @@ pub(super) struct EtcdSession {
 }
 
 impl EtcdSession {
-    pub(super) fn new(client: Client, client_id: usize, ttl: Duration) -> Self {
+    pub(super) fn new(client: Client, leases: LeaseMux, client_id: usize, ttl: Duration) -> Self {
         EtcdSession {
             client,
             client_id,
             counters: CounterHandle::default(),
             ttl,
             lease: None,
+            leases,
             pending_key: None,
             watches: None,
             freeze: FreezeGate::default(),
@@ -95,21 +97,20 @@ impl EtcdSession {
             .map_err(map_error)?;
         let id = granted.id();
         let expired = Arc::new(AtomicBool::new(false));
-        let keepalive = KeepAlive {
-            client: self.client.clone(),
+        let kept = self.leases.keep(KeptLease {
             id,
             interval: (self.ttl / 3).max(Duration::from_millis(100)),
-            counters: self.counters.clone(),
+            ttl: Duration::from_secs(granted.ttl().max(1) as u64),
             expired: expired.clone(),
             freeze: self.freeze.clone(),
-        };
-        let granted_ttl = Duration::from_secs(granted.ttl().max(1) as u64);
-        let keepalive = tokio::spawn(keep_alive(keepalive, granted_ttl));
-        self.lease = Some(Lease {
-            id,
-            keepalive,
-            expired,
+            counters: self.counters.clone(),
         });
+        if !kept {
+            return Err(DriverError::Server(
+                "the connection's lease keep-alive task has stopped".into(),
+            ));
+        }
+        self.lease = Some(Lease { id, expired });
         Ok(id)
     }
 
@@ -121,71 +122,6 @@ impl EtcdSession {
             self.pending_key = None;
         }
         Ok(())
-    }
-}
-
-/// Retry cadence of a keep-alive stream that broke.
-const KEEPALIVE_RETRY: Duration = Duration::from_millis(200);
-
-/// How one lease's keep-alives are sent.
-struct KeepAlive {
-    client: Client,
-    id: i64,
-    /// Between refreshes while the stream works.
-    interval: Duration,
-    counters: CounterHandle,
-    /// Set when the lease is gone: the server said so, or its TTL passed unrefreshed.
-    expired: Arc<AtomicBool>,
-    freeze: FreezeGate,
-}
-
-/// Refreshes the lease every `interval` until the task is aborted or the lease is gone. A
-/// stream that breaks (its member went down) is reopened, through another member if need
-/// be, as etcd's clientv3 does: the lease counts as lost only when the server answers that
-/// it is (TTL 0) or when its TTL has passed since the last refresh the server acknowledged,
-/// not at the first broken stream, or every leader failover would end every session.
-async fn keep_alive(k: KeepAlive, granted_ttl: Duration) {
-    let mut deadline = tokio::time::Instant::now() + granted_ttl;
-    let mut stream = None;
-    loop {
-        let healthy = stream.is_some();
-        tokio::time::sleep(if healthy { k.interval } else { KEEPALIVE_RETRY }).await;
-        // A paused client sends nothing; it learns what the pause cost afterwards.
-        k.freeze.thawed().await;
-        let sent = tokio::time::Instant::now();
-        if sent >= deadline {
-            k.expired.store(true, Ordering::Relaxed);
-            return;
-        }
-        let bound = deadline - sent;
-        if stream.is_none() {
-            let mut client = k.client.clone();
-            stream = tokio::time::timeout(bound, client.lease_keep_alive(k.id))
-                .await
-                .ok()
-                .and_then(Result::ok);
-        }
-        let Some((keeper, responses)) = stream.as_mut() else {
-            continue;
-        };
-        k.counters.keepalive();
-        let answer = tokio::time::timeout(bound, async {
-            keeper.keep_alive().await.ok()?;
-            responses.message().await.ok().flatten()
-        })
-        .await
-        .ok()
-        .flatten();
-        match answer {
-            Some(resp) if resp.ttl() > 0 => {
-                deadline = sent + Duration::from_secs(resp.ttl() as u64);
-            }
-            Some(_) => {
-                k.expired.store(true, Ordering::Relaxed);
-                return;
-            }
-            None => stream = None,
-        }
     }
 }
 
@@ -293,7 +229,7 @@ impl Session for EtcdSession {
 
     fn abandon(&mut self) {
         if let Some(lease) = self.lease.take() {
-            lease.keepalive.abort();
+            self.leases.stop(lease.id);
         }
     }
 
@@ -301,7 +237,7 @@ impl Session for EtcdSession {
         // The shared watch stream ends once the handles still using it are dropped.
         self.watches = None;
         if let Some(lease) = self.lease.take() {
-            lease.keepalive.abort();
+            self.leases.stop(lease.id);
             self.counters.request();
             // Revoking deletes every key attached to the lease, including held locks.
             self.client
@@ -316,7 +252,7 @@ impl Session for EtcdSession {
 impl Drop for EtcdSession {
     fn drop(&mut self) {
         if let Some(lease) = &self.lease {
-            lease.keepalive.abort();
+            self.leases.stop(lease.id);
         }
     }
 }

@@ -16,6 +16,16 @@ pub fn per_commit() {
     spin(configured());
 }
 
+/// The iterations [`per_commit`] spins in this process: 0 in a build without the
+/// `test-slowdown` feature, whatever the variable says. Recorded beside a deterministic
+/// cost, so a count that should have carried a slowdown says whether it could.
+pub fn configured_spin() -> u64 {
+    #[cfg(feature = "test-slowdown")]
+    return configured();
+    #[cfg(not(feature = "test-slowdown"))]
+    return 0;
+}
+
 #[cfg(feature = "test-slowdown")]
 fn configured() -> u64 {
     static SPIN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();

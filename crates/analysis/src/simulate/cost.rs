@@ -175,6 +175,9 @@ pub struct Cost {
     pub instructions: [u64; 2],
     pub instructions_per_op: f64,
     pub counter: &'static str,
+    /// The test slowdown's iterations per committed command in the counted runs (0 unless
+    /// a `test-slowdown` build runs with `COORDBENCH_TEST_COMMIT_SPIN` set).
+    pub commit_spin: u64,
 }
 
 /// Errors of counting instructions: the tool is missing or its output unreadable.
@@ -207,6 +210,8 @@ pub fn count(
         instructions,
         instructions_per_op: added as f64 / ops as f64,
         counter: "valgrind cachegrind Ir (user-space instructions)",
+        // The counted runs are this binary with this environment: they spin alike.
+        commit_spin: coordbench_node::slowdown::configured_spin(),
     })
 }
 
