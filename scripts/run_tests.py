@@ -88,34 +88,75 @@ class Queue:
             self.cond.notify_all()
 
 
-def binary_of(line):
-    """(name, executable, package dir) if cargo's JSON line announces a test binary."""
+def artifact_of(line):
+    """cargo's JSON message if the line announces a built artifact."""
     try:
         message = json.loads(line)
     except json.JSONDecodeError:
         return None
-    if message.get("reason") != "compiler-artifact" or not message.get("executable"):
-        return None
-    if not message.get("profile", {}).get("test"):
+    return message if message.get("reason") == "compiler-artifact" else None
+
+
+def binary_of(message):
+    """(name, executable, package dir) if the artifact is a test binary."""
+    if not message.get("executable") or not message.get("profile", {}).get("test"):
         return None
     target = message["target"]
     name = f"{package_name(message['package_id'])}::{'/'.join(target['kind'])}::{target['name']}"
     return name, message["executable"], str(Path(message["manifest_path"]).parent)
 
 
+def program_of(message):
+    """(package, name) if the artifact is a package's program (a bin target, not its tests):
+    what an integration test runs through CARGO_BIN_EXE_<name>."""
+    if "bin" not in message["target"]["kind"] or message.get("profile", {}).get("test"):
+        return None
+    return package_name(message["package_id"]), message["target"]["name"]
+
+
+def programs_by_package():
+    """Each workspace package's bin targets, from cargo metadata."""
+    metadata = subprocess.run(["cargo", "metadata", "--no-deps", "--format-version", "1"],
+                              cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True).stdout
+    return {p["name"]: {t["name"] for t in p["targets"] if "bin" in t["kind"]}
+            for p in json.loads(metadata)["packages"]}
+
+
 def build(cargo_args, queue):
     """Builds the test binaries at a lower priority, adding each to `queue` as cargo
-    finishes it; returns cargo's exit code."""
+    finishes it; returns cargo's exit code.
+
+    cargo links a package's programs before its integration tests' binaries run under
+    `cargo test`, but not necessarily before they are built: an integration test or bench
+    announced before the programs it runs (CARGO_BIN_EXE_<name>) waits here until they are,
+    or it would run whatever an earlier build left at that path, or find none while cargo
+    replaces it."""
     command = ["nice", "-n", "10", "cargo", "test", "--workspace", "--all-targets", "--no-run",
                "--message-format=json-render-diagnostics", *cargo_args]
+    programs = programs_by_package()
+    held = []
     start = time.monotonic()
     built = 0
     with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) as cargo:
         for line in cargo.stdout:
-            binary = binary_of(line)
+            message = artifact_of(line)
+            if not message:
+                continue
+            program = program_of(message)
+            if program:
+                programs.get(program[0], set()).discard(program[1])
+            binary = binary_of(message)
             if binary:
                 built += 1
-                queue.add(binary)
+                held.append((package_name(message["package_id"]), message["target"]["kind"], binary))
+            for entry in list(held):
+                package, kind, binary = entry
+                needs_programs = "test" in kind or "bench" in kind
+                if not (needs_programs and programs.get(package)):
+                    held.remove(entry)
+                    queue.add(binary)
+    for _, _, binary in held:
+        queue.add(binary)
     print(f"built {built} test binaries in {time.monotonic() - start:.0f} s", flush=True)
     queue.build_done(cargo.returncode == 0)
     return cargo.returncode

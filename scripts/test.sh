@@ -44,10 +44,7 @@ finish() {
   fi
 }
 start_background install-deps scripts/install-deps.sh
-# With the known slowdown the gate tests spin (engines/node/src/slowdown.rs), which the
-# test build below turns on through the dev-dependencies: whichever of the two builds the
-# tests find at target/debug/coordbench, it carries the hook.
-cargo build -q --bin coordbench --features test-slowdown
+cargo build -q --bin coordbench
 phase_done "building coordbench"
 finish install-deps
 phase_done "installing the Debian packages and venvs that remained"
