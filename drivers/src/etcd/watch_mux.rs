@@ -392,7 +392,6 @@ impl Router {
             let _ = reply.send(Ok(subscription));
             return;
         }
-        self.counters.notifications(resp.events().len() as u64);
         if resp.canceled() {
             if let Some(watcher) = self.watchers.remove(&id) {
                 let reason = match resp.compact_revision() {
@@ -406,7 +405,11 @@ impl Router {
             }
             return;
         }
+        // Counted only when a watcher takes them: events for a watch its handle already
+        // dropped (the server has not yet seen the cancel) wake nobody, as they did not
+        // when a lock's wait had a stream of its own that closed with it.
         if let Some(watcher) = self.watchers.get(&id) {
+            self.counters.notifications(resp.events().len() as u64);
             watcher.push(Ok(self.changes.changes(&resp)));
         }
     }
