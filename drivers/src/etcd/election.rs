@@ -53,7 +53,7 @@ async fn wait_for_head(
     let options = WatchOptions::new()
         .with_prefix()
         .with_start_revision(place.read_rev + 1);
-    let mut watcher = s.subscribe(prefix.as_bytes().to_vec(), options).await?;
+    let mut watcher = Box::pin(s.subscribe(prefix.as_bytes().to_vec(), options)).await?;
     let head = GetOptions::new()
         .with_prefix()
         .with_sort(SortTarget::Create, SortOrder::Ascend)
@@ -61,9 +61,7 @@ async fn wait_for_head(
     loop {
         watcher.next().await?;
         s.counters.request();
-        let resp = s
-            .client
-            .get(prefix, Some(head.clone()))
+        let resp = Box::pin(s.client.get(prefix, Some(head.clone())))
             .await
             .map_err(map_error)?;
         match resp.kvs().first() {

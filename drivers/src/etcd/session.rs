@@ -90,9 +90,7 @@ impl EtcdSession {
         // etcd's TTLs are whole seconds (and the server raises them to its minimum).
         let ttl_s = (self.ttl.as_millis() as i64 + 999) / 1000;
         self.counters.request();
-        let granted = self
-            .client
-            .lease_grant(ttl_s.max(1), None)
+        let granted = Box::pin(self.client.lease_grant(ttl_s.max(1), None))
             .await
             .map_err(map_error)?;
         let id = granted.id();
@@ -117,7 +115,9 @@ impl EtcdSession {
     async fn delete_pending_key(&mut self) -> Result<(), DriverError> {
         if let Some(key) = self.pending_key.clone() {
             self.counters.request();
-            self.client.delete(key, None).await.map_err(map_error)?;
+            Box::pin(self.client.delete(key, None))
+                .await
+                .map_err(map_error)?;
             // Cleared only once deleted, so a cleanup that is itself dropped is retried.
             self.pending_key = None;
         }

@@ -63,6 +63,8 @@ struct InboxState {
     queued: VecDeque<Delivery>,
     /// The router will add nothing more.
     closed: bool,
+    /// The subscription was dropped: its cancel is on its way, nobody reads this queue.
+    abandoned: bool,
 }
 
 impl Inbox {
@@ -79,6 +81,16 @@ impl Inbox {
     fn close(&self) {
         self.state().closed = true;
         self.ready.notify_one();
+    }
+
+    fn abandon(&self) {
+        let mut state = self.state();
+        state.abandoned = true;
+        state.queued.clear();
+    }
+
+    fn is_abandoned(&self) -> bool {
+        self.state().abandoned
     }
 
     /// The next delivery; `None` once closed and emptied. One reader only: a push between
@@ -104,6 +116,8 @@ pub(super) struct Subscription {
     id: i64,
     responses: Arc<Inbox>,
     cancels: mpsc::UnboundedSender<i64>,
+    /// The session's: events count as notifications when the watcher takes them.
+    counters: CounterHandle,
 }
 
 impl Subscription {
@@ -116,6 +130,7 @@ impl Subscription {
                 None => return Err(stream_gone()),
             };
             if !changes.is_empty() {
+                self.counters.notifications(changes.len() as u64);
                 return Ok(changes);
             }
         }
@@ -124,6 +139,7 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
+        self.responses.abandon();
         let _ = self.cancels.send(self.id);
     }
 }
@@ -387,6 +403,7 @@ impl Router {
                 id,
                 responses: inbox,
                 cancels: self.cancels.clone(),
+                counters: self.counters.clone(),
             };
             // If the caller stopped waiting, dropping the subscription cancels the watch.
             let _ = reply.send(Ok(subscription));
@@ -405,11 +422,11 @@ impl Router {
             }
             return;
         }
-        // Counted only when a watcher takes them: events for a watch its handle already
-        // dropped (the server has not yet seen the cancel) wake nobody, as they did not
-        // when a lock's wait had a stream of its own that closed with it.
-        if let Some(watcher) = self.watchers.get(&id) {
-            self.counters.notifications(resp.events().len() as u64);
+        // Nothing for a watch whose handle was dropped (its cancel is on its way). Events
+        // count as notifications only when a watcher takes them (`Subscription::next`):
+        // the router reads ahead of its watchers, and a lock's wait that has ended reads
+        // no more, as when it had a stream of its own that closed with it.
+        if let Some(watcher) = self.watchers.get(&id).filter(|w| !w.is_abandoned()) {
             watcher.push(Ok(self.changes.changes(&resp)));
         }
     }
@@ -456,6 +473,16 @@ mod tests {
             Change::Put { entry, .. } => entry.value.clone(),
             other => panic!("not a put: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_dropped_subscription_s_queue_is_emptied_and_marked_for_the_router() {
+        let inbox = Inbox::default();
+        inbox.push(Ok(Arc::from(Vec::<Change>::new())));
+        assert!(!inbox.is_abandoned());
+        inbox.abandon();
+        assert!(inbox.is_abandoned());
+        assert!(inbox.state().queued.is_empty());
     }
 
     #[test]
