@@ -110,8 +110,9 @@ fn null_search_finds_the_analytic_capacity_within_five_percent() {
     assert_eq!(row["slo"], "p50<40ms");
 }
 
-/// A short search on one Raft member: every window on the same member (its pid in every
-/// window's run.json), capacity.json and summary.csv written, the member gone afterwards.
+/// A short search on one Raft member: a window after a passed one on the same member and
+/// after a failed one on a fresh member (the pids in the windows' run.json), capacity.json
+/// and summary.csv written, every member gone afterwards.
 #[test]
 fn capacity_on_raft_reports_a_max_rate_and_every_window() {
     let _shared = ALONE.read().unwrap_or_else(|p| p.into_inner());
@@ -171,11 +172,9 @@ fn capacity_on_raft_reports_a_max_rate_and_every_window() {
             run["cluster"]["members"][0]["pid"].as_u64().unwrap()
         })
         .collect();
-    assert!(
-        pids.windows(2).all(|w| w[0] == w[1]),
-        "one cluster for every window: {pids:?}"
-    );
-    // The first window, on the freshly started cluster, warms up for --fresh-warmup.
+    // The fresh-cluster rule (src/capacity/settle.rs): a window that passed leaves its cluster
+    // to the next; one that failed (a loaded runner can fail even these) gets a fresh one,
+    // whose window warms up for --fresh-warmup.
     let warmups: Vec<f64> = probes
         .iter()
         .map(|p| {
@@ -183,11 +182,21 @@ fn capacity_on_raft_reports_a_max_rate_and_every_window() {
             run["config"]["warmup_s"].as_f64().unwrap()
         })
         .collect();
-    assert_eq!(&warmups[..2], &[0.4, 0.2], "{warmups:?}");
-    assert_gone(&[pids[0] as u32]);
+    assert_eq!(warmups[0], 0.4, "{warmups:?}");
+    for i in 1..probes.len() {
+        let fresh = pids[i] != pids[i - 1];
+        let before_passed = probes[i - 1]["passed"].as_bool().unwrap();
+        assert_eq!(
+            fresh, !before_passed,
+            "window {i}: a fresh cluster exactly after a failed window: {pids:?} {probes:?}"
+        );
+        assert_eq!(warmups[i], if fresh { 0.4 } else { 0.2 }, "{warmups:?}");
+    }
+    let started: Vec<u32> = pids.iter().map(|p| *p as u32).collect();
+    assert_gone(&started);
     let at_max = &c["at_max_rate"];
     assert!(
-        at_max["throughput_ops_s"].as_f64().unwrap() > 150.0,
+        at_max["throughput_ops_s"].as_f64().unwrap() > 0.75 * found,
         "{at_max}"
     );
     let row = summary_row(&out.join("summary.csv"));

@@ -254,7 +254,7 @@ fn kill_leader_on_etcd() {
 
 #[test]
 fn kill_leader_on_zookeeper() {
-    kill_leader_run("zookeeper", "15s");
+    kill_leader_run("zookeeper", "20s");
 }
 
 /// Outages that outlast the session TTL: on zab at a 2 s TTL every restart-all keeps the
