@@ -107,11 +107,11 @@ def binary_of(message):
 
 
 def program_of(message):
-    """(package, name) if the artifact is a package's program (a bin target, not its tests):
+    """The name of the artifact if it is a package's program (a bin target, not its tests):
     what an integration test runs through CARGO_BIN_EXE_<name>."""
     if "bin" not in message["target"]["kind"] or message.get("profile", {}).get("test"):
         return None
-    return package_name(message["package_id"]), message["target"]["name"]
+    return message["target"]["name"]
 
 
 def programs_by_package():
@@ -134,7 +134,7 @@ def build(cargo_args, queue):
     command = ["nice", "-n", "10", "cargo", "test", "--workspace", "--all-targets", "--no-run",
                "--message-format=json-render-diagnostics", *cargo_args]
     programs = programs_by_package()
-    held = []
+    held = []  # (package, binary): waiting for the package's programs
     start = time.monotonic()
     built = 0
     with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) as cargo:
@@ -142,20 +142,23 @@ def build(cargo_args, queue):
             message = artifact_of(line)
             if not message:
                 continue
-            program = program_of(message)
-            if program:
-                programs.get(program[0], set()).discard(program[1])
+            package = package_name(message["package_id"])
             binary = binary_of(message)
             if binary:
                 built += 1
-                held.append((package_name(message["package_id"]), message["target"]["kind"], binary))
-            for entry in list(held):
-                package, kind, binary = entry
-                needs_programs = "test" in kind or "bench" in kind
-                if not (needs_programs and programs.get(package)):
-                    held.remove(entry)
+                kind = message["target"]["kind"]
+                if ("test" in kind or "bench" in kind) and programs.get(package):
+                    held.append((package, binary))
+                else:
                     queue.add(binary)
-    for _, _, binary in held:
+            program = program_of(message)
+            if program and package in programs:
+                programs[package].discard(program)
+                if not programs[package]:
+                    for binary in [b for p, b in held if p == package]:
+                        queue.add(binary)
+                    held = [(p, b) for p, b in held if p != package]
+    for _, binary in held:
         queue.add(binary)
     print(f"built {built} test binaries in {time.monotonic() - start:.0f} s", flush=True)
     queue.build_done(cargo.returncode == 0)

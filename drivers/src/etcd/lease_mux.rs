@@ -341,16 +341,24 @@ mod tests {
         (lease, expired)
     }
 
+    /// A table keeping a lease of each `(id, ttl in s)` from `now`, and their expiry flags.
+    fn table(leases: &[(i64, u64)], now: Instant) -> (Table, Vec<Arc<AtomicBool>>) {
+        let mut table = Table::default();
+        let expired = leases
+            .iter()
+            .map(|&(id, ttl_s)| {
+                let (kept, expired) = lease(id, ttl_s);
+                table.keep(kept, now);
+                expired
+            })
+            .collect();
+        (table, expired)
+    }
+
     #[test]
     fn leases_come_due_in_order_and_a_stopped_or_rescheduled_slot_is_skipped() {
-        let mut table = Table::default();
         let now = Instant::now();
-        let (a, _) = lease(1, 9);
-        let (b, _) = lease(2, 3);
-        let (c, _) = lease(3, 6);
-        table.keep(a, now);
-        table.keep(b, now);
-        table.keep(c, now);
+        let (mut table, _) = table(&[(1, 9), (2, 3), (3, 6)], now);
         table.entries.remove(&3);
         table.reschedule(2, now + Duration::from_secs(10));
         let later = now + Duration::from_secs(20);
@@ -362,12 +370,8 @@ mod tests {
 
     #[test]
     fn an_answer_moves_the_deadline_from_the_send_and_ttl_zero_expires_the_lease() {
-        let mut table = Table::default();
         let now = Instant::now();
-        let (a, a_expired) = lease(1, 3);
-        let (b, b_expired) = lease(2, 3);
-        table.keep(a, now);
-        table.keep(b, now);
+        let (mut table, expired) = table(&[(1, 3), (2, 3)], now);
         let sent_at = now + Duration::from_secs(1);
         sent(&mut table, 1, sent_at);
         table.answered(1, 5);
@@ -376,19 +380,15 @@ mod tests {
         table.answered(1, 50);
         assert_eq!(table.entries[&1].deadline, sent_at + Duration::from_secs(5));
         table.answered(2, 0);
-        assert!(b_expired.load(Ordering::Relaxed));
-        assert!(!a_expired.load(Ordering::Relaxed));
+        assert!(expired[1].load(Ordering::Relaxed));
+        assert!(!expired[0].load(Ordering::Relaxed));
         assert!(!table.entries.contains_key(&2));
     }
 
     #[test]
     fn a_lost_stream_brings_forward_only_the_leases_awaiting_an_answer() {
-        let mut table = Table::default();
         let now = Instant::now();
-        let (a, _) = lease(1, 30);
-        let (b, _) = lease(2, 30);
-        table.keep(a, now);
-        table.keep(b, now);
+        let (mut table, _) = table(&[(1, 30), (2, 30)], now);
         sent(&mut table, 1, now);
         table.stream_lost(now);
         assert_eq!(table.entries[&1].due, now + RETRY);

@@ -2,6 +2,11 @@
 //! its Mutex and its Election on: each session puts `<prefix><lease>` under its lease, the
 //! lowest create revision is at the head, and a herd-free waiter waits only for the deletion
 //! of the key just ahead of it (etcd's `waitDeletes`).
+//!
+//! The recipes here and in [`super::lock`] and [`super::election`] await their etcd-client
+//! calls from the heap (`Box::pin`): an async function keeps room for the largest future it
+//! awaits, an etcd-client call's several KB, and at 10,000 contenders nearly every session
+//! waits on a small watch instead (106 MB of lock futures in a heap profile).
 
 use etcd_client::{
     Compare, CompareOp, DeleteOptions, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
@@ -106,11 +111,6 @@ pub(super) async fn confirm_still_queued(
     }
     Ok(())
 }
-
-// The recipe's calls are awaited from the heap (`Box::pin`): an async function's state
-// keeps room for the largest future it awaits, an etcd-client call's several KB, and at
-// 10,000 contenders nearly every session waits on a small watch instead (106 MB of lock
-// futures in a heap profile).
 
 /// The herd-free wait: until no key under `prefix` has a create revision below `my_rev`,
 /// watching only the nearest predecessor each time.

@@ -9,6 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
+use etcd_client::{Client, WatchOptions};
+
 use super::lease_mux::{KeptLease, LeaseMux};
 use super::watch_mux::{Subscription, WatchMux};
 use super::{election, map_error, registry, versioned, watch};
@@ -16,8 +19,6 @@ use crate::{
     CasOutcome, ClientCounters, Consistency, CounterHandle, DriverError, FreezeGate, LeaderWatch,
     Leadership, LockGuard, LockRecipe, MembersWatch, Registration, Session, ValueWatch, Versioned,
 };
-use async_trait::async_trait;
-use etcd_client::{Client, WatchOptions};
 
 /// A granted lease, kept alive by the connection's [`LeaseMux`].
 struct Lease {

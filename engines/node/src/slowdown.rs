@@ -13,7 +13,7 @@ pub const SPIN_VAR: &str = "COORDBENCH_TEST_COMMIT_SPIN";
 #[inline]
 pub fn per_commit() {
     #[cfg(feature = "test-slowdown")]
-    spin(configured());
+    spin(configured_spin());
 }
 
 /// The iterations [`per_commit`] spins in this process: 0 in a build without the
@@ -21,20 +21,17 @@ pub fn per_commit() {
 /// cost, so a count that should have carried a slowdown says whether it could.
 pub fn configured_spin() -> u64 {
     #[cfg(feature = "test-slowdown")]
-    return configured();
+    {
+        static SPIN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        *SPIN.get_or_init(|| {
+            std::env::var(SPIN_VAR)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
+        })
+    }
     #[cfg(not(feature = "test-slowdown"))]
-    return 0;
-}
-
-#[cfg(feature = "test-slowdown")]
-fn configured() -> u64 {
-    static SPIN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *SPIN.get_or_init(|| {
-        std::env::var(SPIN_VAR)
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0)
-    })
+    0
 }
 
 /// `iterations` rounds of work the optimiser cannot remove: a fixed number of
