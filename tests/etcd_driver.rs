@@ -56,6 +56,11 @@ async fn idle_holders_keep_their_sessions_and_a_frozen_one_expires() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchers_of_many_sessions_share_their_connection() {
+    conformance::watchers_of_many_sessions_share_their_connection(ETCD, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_notifies_herd_only_with_naive() {
     conformance::release_notifies_herd_only_with_naive(ETCD, 1).await;
 }

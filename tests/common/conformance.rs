@@ -557,3 +557,131 @@ pub async fn watch_replays_history_with_prev_kv(kind: TargetKind, size: usize) {
     drop((writer, watcher));
     target.stop();
 }
+
+/// The etcd API: 200 sessions on 2 connections open a value watch each, on a key of their
+/// own and all at once, so their creates are pipelined on their connection's shared watch
+/// stream. Every watcher then gets its own key's write and no other; each session counts
+/// exactly the two requests it sent (the read and the watch's create); etcd itself (whose
+/// /metrics counts them) holds no more watch streams than connections. Once every handle is
+/// dropped the idle streams close (etcd then holds none), and a later watch opens a fresh
+/// one.
+pub async fn watchers_of_many_sessions_share_their_connection(kind: TargetKind, size: usize) {
+    const SESSIONS: usize = 200;
+    const CONNS: usize = 2;
+    let step = Duration::from_secs(10);
+    let target = start_target(kind, size).await;
+    let c = super::connect(kind, target.endpoints(), CONNS).await;
+    let mut sessions = open_sessions(c.as_ref(), 0, SESSIONS, LONG_TTL).await;
+    let key = |i: usize| format!("/coordbench-test/shared-watch/{i}");
+    let keys: Vec<String> = (0..SESSIONS).map(key).collect();
+    let mut watches = within(
+        step,
+        "creating the watches at once",
+        futures::future::try_join_all(
+            sessions
+                .iter_mut()
+                .zip(&keys)
+                .map(|(s, key)| s.watch_value(key)),
+        ),
+    )
+    .await
+    .expect("every watch");
+    for (i, s) in sessions.iter().enumerate() {
+        let requests = s.counters().requests;
+        assert_eq!(requests, 2, "session {i}: requests for one value watch");
+    }
+    if kind == TargetKind::Etcd {
+        let streams = etcd_gauge(
+            &target.endpoints()[0],
+            "etcd_debugging_mvcc_watch_stream_total",
+        )
+        .await;
+        assert_eq!(
+            streams, CONNS as f64,
+            "etcd's watch streams for {SESSIONS} sessions"
+        );
+    }
+    for w in &mut watches {
+        let first = within(step, "a watch's first value", w.next()).await;
+        assert_eq!(
+            first.expect("first value"),
+            None,
+            "a value before any write"
+        );
+    }
+    let mut writer = open_session(target.coordinator.as_ref(), 0, LONG_TTL).await;
+    for i in (0..SESSIONS).rev() {
+        writer
+            .put(&key(i), format!("v{i}").as_bytes())
+            .await
+            .expect("put");
+    }
+    for (i, w) in watches.iter_mut().enumerate() {
+        let seen = within(step, "a watch's update", w.next())
+            .await
+            .expect("update");
+        assert_eq!(
+            seen.as_deref(),
+            Some(format!("v{i}").as_bytes()),
+            "watch {i}"
+        );
+    }
+    drop(watches);
+    // Past the driver's linger (1 s) the streams close; a new watch opens a fresh one.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    if kind == TargetKind::Etcd {
+        let streams = etcd_gauge(
+            &target.endpoints()[0],
+            "etcd_debugging_mvcc_watch_stream_total",
+        )
+        .await;
+        assert_eq!(streams, 0.0, "etcd's watch streams once no watcher is left");
+    }
+    let mut late = within(
+        step,
+        "a watch after the streams closed",
+        sessions[0].watch_value(&key(0)),
+    )
+    .await
+    .expect("a late watch");
+    assert_eq!(
+        within(step, "its first value", late.next())
+            .await
+            .expect("first")
+            .as_deref(),
+        Some(&b"v0"[..])
+    );
+    writer.put(&key(0), b"again").await.expect("put");
+    assert_eq!(
+        within(step, "its update", late.next())
+            .await
+            .expect("update")
+            .as_deref(),
+        Some(&b"again"[..])
+    );
+    drop(late);
+    for mut s in sessions.into_iter().chain([writer]) {
+        s.close().await.expect("close");
+    }
+    drop(c);
+    target.stop();
+}
+
+/// One gauge from etcd's Prometheus text on its client URL (`http://host:port`).
+async fn etcd_gauge(endpoint: &str, name: &str) -> f64 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = endpoint.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .unwrap_or_else(|e| panic!("connecting to {address} for /metrics: {e}"));
+    let request = format!("GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut text = String::new();
+    stream
+        .read_to_string(&mut text)
+        .await
+        .expect("read /metrics");
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} not in etcd's /metrics"))
+}

@@ -61,7 +61,7 @@ async fn wait_for_head(
     loop {
         watcher.next().await?;
         s.counters.request();
-        let resp = Box::pin(s.client.get(prefix, Some(head.clone())))
+        let resp = Box::pin(s.kv.get(prefix, Some(head.clone())))
             .await
             .map_err(map_error)?;
         match resp.kvs().first() {

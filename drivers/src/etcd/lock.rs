@@ -57,7 +57,7 @@ pub(super) async fn lock_naive(s: &mut EtcdSession, name: &str) -> Result<LockGu
             )])
             .or_else([TxnOp::get(key.clone(), None)]);
         s.counters.request();
-        let resp = Box::pin(s.client.txn(txn)).await.map_err(map_error)?;
+        let resp = Box::pin(s.kv.txn(txn)).await.map_err(map_error)?;
         let rev = resp.header().map(|h| h.revision()).unwrap_or(0);
         if resp.succeeded() {
             return Ok(LockGuard {
@@ -92,6 +92,6 @@ pub(super) async fn fenced_put(
         )])
         .and_then([TxnOp::put(key, value, None)]);
     s.counters.request();
-    let resp = Box::pin(s.client.txn(txn)).await.map_err(map_error)?;
+    let resp = Box::pin(s.kv.txn(txn)).await.map_err(map_error)?;
     Ok(resp.succeeded())
 }

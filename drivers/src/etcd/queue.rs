@@ -62,7 +62,7 @@ pub(super) async fn enqueue(
         .or_else([TxnOp::get(key.clone(), None), head]);
     s.pending_key = Some(key.clone().into_bytes());
     s.counters.request();
-    let resp = Box::pin(s.client.txn(txn)).await.map_err(map_error)?;
+    let resp = Box::pin(s.kv.txn(txn)).await.map_err(map_error)?;
     let header_rev = resp.header().map(|h| h.revision()).unwrap_or(0);
     let ops = resp.op_responses();
     let rev = if resp.succeeded() {
@@ -99,7 +99,7 @@ pub(super) async fn confirm_still_queued(
     place: &Place,
 ) -> Result<(), DriverError> {
     s.counters.request();
-    let mine = Box::pin(s.client.get(place.key.clone(), None))
+    let mine = Box::pin(s.kv.get(place.key.clone(), None))
         .await
         .map_err(map_error)?;
     s.pending_key = None;
@@ -126,7 +126,7 @@ pub(super) async fn wait_for_predecessors(
             .with_max_create_revision(my_rev - 1)
             .with_limit(1);
         s.counters.request();
-        let resp = Box::pin(s.client.get(prefix, Some(options)))
+        let resp = Box::pin(s.kv.get(prefix, Some(options)))
             .await
             .map_err(map_error)?;
         let Some(predecessor) = resp.kvs().first() else {
@@ -166,7 +166,7 @@ pub(super) async fn delete_if_created_at(
         .when([Compare::create_revision(key, CompareOp::Equal, token)])
         .and_then([TxnOp::delete(key, None::<DeleteOptions>)]);
     s.counters.request();
-    let resp = Box::pin(s.client.txn(txn)).await.map_err(map_error)?;
+    let resp = Box::pin(s.kv.txn(txn)).await.map_err(map_error)?;
     if !resp.succeeded() {
         return Err(DriverError::SessionExpired(format!(
             "{what} was lost before release (its key is gone or re-created)"

@@ -22,8 +22,7 @@ pub(super) async fn register(
     let lease = s.lease_id().await?;
     let key = format!("{}{instance}", service_prefix(service));
     s.counters.request();
-    s.client
-        .put(key.clone(), data, Some(PutOptions::new().with_lease(lease)))
+    s.kv.put(key.clone(), data, Some(PutOptions::new().with_lease(lease)))
         .await
         .map_err(map_error)?;
     Ok(Registration {
@@ -38,8 +37,7 @@ pub(super) async fn deregister(
     registration: Registration,
 ) -> Result<(), DriverError> {
     s.counters.request();
-    s.client
-        .delete(registration.key, None)
+    s.kv.delete(registration.key, None)
         .await
         .map_err(map_error)?;
     Ok(())

@@ -1,7 +1,7 @@
 //! One client's etcd session: a lazily granted lease kept alive at TTL/3 by its connection's
 //! keep-alive stream ([`super::lease_mux`]; paused while the session is frozen,
-//! [`Session::freeze`]), one watch stream shared by its watch handles,
-//! plus the key-value operations. The recipes live beside it:
+//! [`Session::freeze`]), watch handles on its connection's watch stream
+//! ([`super::watch_mux`]), plus the key-value operations. The recipes live beside it:
 //! locks in [`super::lock`], elections in [`super::election`], service registration in
 //! [`super::registry`], watch handles in [`super::watch`].
 
@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use etcd_client::{Client, WatchOptions};
+use etcd_client::{KvClient, WatchOptions};
 
-use super::lease_mux::{KeptLease, LeaseMux};
-use super::watch_mux::{Subscription, WatchMux};
-use super::{election, map_error, registry, versioned, watch};
+use super::lease_mux::KeptLease;
+use super::watch_mux::Subscription;
+use super::{election, map_error, registry, versioned, watch, Connection};
 use crate::{
     CasOutcome, ClientCounters, Consistency, CounterHandle, DriverError, FreezeGate, LeaderWatch,
     Leadership, LockGuard, LockRecipe, MembersWatch, Registration, Session, ValueWatch, Versioned,
@@ -28,52 +28,47 @@ struct Lease {
 }
 
 pub(super) struct EtcdSession {
-    pub(super) client: Client,
+    /// The session's own handle for key-value calls (they take `&mut`).
+    pub(super) kv: KvClient,
+    /// The connection's client and streams.
+    connection: Arc<Connection>,
     pub(super) client_id: usize,
     pub(super) counters: CounterHandle,
     ttl: Duration,
     lease: Option<Lease>,
-    /// The connection's keep-alive stream.
-    leases: LeaseMux,
     /// A lock or candidate key this session created whose acquisition was abandoned (the
     /// lock or campaign future was dropped, e.g. on timeout). It is deleted before the next
     /// lock, campaign or resign so the queue does not wait on a client that stopped waiting.
     pub(super) pending_key: Option<Vec<u8>>,
-    /// The watch stream this session's watch handles share, opened on first use.
-    watches: Option<WatchMux>,
     /// Holds the lease keep-alive back while the session is frozen.
     freeze: FreezeGate,
 }
 
 impl EtcdSession {
-    pub(super) fn new(client: Client, leases: LeaseMux, client_id: usize, ttl: Duration) -> Self {
+    pub(super) fn new(connection: Arc<Connection>, client_id: usize, ttl: Duration) -> Self {
         EtcdSession {
-            client,
+            kv: connection.client.kv_client(),
+            connection,
             client_id,
             counters: CounterHandle::default(),
             ttl,
             lease: None,
-            leases,
             pending_key: None,
-            watches: None,
             freeze: FreezeGate::default(),
         }
     }
 
-    /// A watcher on the session's shared watch stream, (re)opening the stream if needed.
+    /// A watcher on the connection's shared watch stream; its requests and events count as
+    /// this session's.
     pub(super) async fn subscribe(
         &mut self,
         key: Vec<u8>,
         options: WatchOptions,
     ) -> Result<Subscription, DriverError> {
-        if let Some(mux) = self.watches.as_ref().filter(|m| m.is_open()) {
-            self.counters.request();
-            return mux.subscribe(key, options).await;
-        }
-        let (mux, first) =
-            WatchMux::open(self.client.clone(), self.counters.clone(), key, options).await?;
-        self.watches = Some(mux);
-        Ok(first)
+        self.connection
+            .watches
+            .subscribe(key, options, &self.counters)
+            .await
     }
 
     /// The session's lease, granted on first use. Fails if the lease has expired: locks held
@@ -91,12 +86,13 @@ impl EtcdSession {
         // etcd's TTLs are whole seconds (and the server raises them to its minimum).
         let ttl_s = (self.ttl.as_millis() as i64 + 999) / 1000;
         self.counters.request();
-        let granted = Box::pin(self.client.lease_grant(ttl_s.max(1), None))
+        let mut lease_client = self.connection.client.lease_client();
+        let granted = Box::pin(lease_client.grant(ttl_s.max(1), None))
             .await
             .map_err(map_error)?;
         let id = granted.id();
         let expired = Arc::new(AtomicBool::new(false));
-        let kept = self.leases.keep(KeptLease {
+        let kept = self.connection.leases.keep(KeptLease {
             id,
             interval: (self.ttl / 3).max(Duration::from_millis(100)),
             ttl: Duration::from_secs(granted.ttl().max(1) as u64),
@@ -116,7 +112,7 @@ impl EtcdSession {
     async fn delete_pending_key(&mut self) -> Result<(), DriverError> {
         if let Some(key) = self.pending_key.clone() {
             self.counters.request();
-            Box::pin(self.client.delete(key, None))
+            Box::pin(self.kv.delete(key, None))
                 .await
                 .map_err(map_error)?;
             // Cleared only once deleted, so a cleanup that is itself dropped is retried.
@@ -130,7 +126,7 @@ impl EtcdSession {
 impl Session for EtcdSession {
     async fn put(&mut self, key: &str, value: &[u8]) -> Result<(), DriverError> {
         self.counters.request();
-        self.client.put(key, value, None).await.map_err(map_error)?;
+        self.kv.put(key, value, None).await.map_err(map_error)?;
         Ok(())
     }
 
@@ -230,19 +226,19 @@ impl Session for EtcdSession {
 
     fn abandon(&mut self) {
         if let Some(lease) = self.lease.take() {
-            self.leases.stop(lease.id);
+            self.connection.leases.stop(lease.id);
         }
     }
 
     async fn close(&mut self) -> Result<(), DriverError> {
-        // The shared watch stream ends once the handles still using it are dropped.
-        self.watches = None;
         if let Some(lease) = self.lease.take() {
-            self.leases.stop(lease.id);
+            self.connection.leases.stop(lease.id);
             self.counters.request();
             // Revoking deletes every key attached to the lease, including held locks.
-            self.client
-                .lease_revoke(lease.id)
+            self.connection
+                .client
+                .lease_client()
+                .revoke(lease.id)
                 .await
                 .map_err(map_error)?;
         }
@@ -253,7 +249,7 @@ impl Session for EtcdSession {
 impl Drop for EtcdSession {
     fn drop(&mut self) {
         if let Some(lease) = &self.lease {
-            self.leases.stop(lease.id);
+            self.connection.leases.stop(lease.id);
         }
     }
 }

@@ -18,7 +18,7 @@ pub(super) async fn read(
         Consistency::Serializable => Some(GetOptions::new().with_serializable()),
     };
     s.counters.request();
-    let mut resp = s.client.get(key, options).await.map_err(map_error)?;
+    let mut resp = s.kv.get(key, options).await.map_err(map_error)?;
     Ok(resp.take_kvs().into_iter().next().map(|kv| Versioned {
         version: kv.mod_revision(),
         value: kv.value().to_vec(),
@@ -36,7 +36,7 @@ pub(super) async fn compare_and_set(
         .and_then([TxnOp::put(key, new, None)])
         .or_else([TxnOp::get(key, None)]);
     s.counters.request();
-    let resp = s.client.txn(txn).await.map_err(map_error)?;
+    let resp = s.kv.txn(txn).await.map_err(map_error)?;
     if resp.succeeded() {
         return Ok(CasOutcome::Applied);
     }

@@ -20,11 +20,10 @@ async fn read_and_follow(
     prefix: &str,
 ) -> Result<(PrefixView, Subscription), DriverError> {
     s.counters.request();
-    let resp = s
-        .client
-        .get(prefix, Some(GetOptions::new().with_prefix()))
-        .await
-        .map_err(map_error)?;
+    let resp =
+        s.kv.get(prefix, Some(GetOptions::new().with_prefix()))
+            .await
+            .map_err(map_error)?;
     let view = PrefixView::from_kvs(prefix, resp.kvs());
     let rev = resp.header().map(|h| h.revision()).unwrap_or(0);
     let options = WatchOptions::new()
@@ -125,7 +124,7 @@ pub(super) async fn follow_value(
     key: &str,
 ) -> Result<Box<dyn ValueWatch>, DriverError> {
     s.counters.request();
-    let resp = s.client.get(key, None).await.map_err(map_error)?;
+    let resp = s.kv.get(key, None).await.map_err(map_error)?;
     let current = resp.kvs().first().map(|kv| kv.value().to_vec());
     let rev = resp.header().map(|h| h.revision()).unwrap_or(0);
     let options = WatchOptions::new().with_start_revision(rev + 1);

@@ -1,12 +1,18 @@
-//! One gRPC watch stream shared by all the watch handles of a session, as etcd's clientv3
-//! shares one stream among a client's watchers. Thousands of config watchers then cost one
-//! create request each, not an HTTP/2 stream and server task each.
+//! One gRPC watch stream per connection, shared by the watch handles of every session on it,
+//! as etcd's clientv3 shares one stream among a client's watchers. Thousands of config
+//! watchers or lock waiters then cost one create request each, not an HTTP/2 stream, a
+//! server task and a decoder each (a stream per session held about 5 KB of the generator's
+//! heap a session at 10,000 lock contenders; RESULTS.md, "Memory at scale").
 //!
-//! A task owns the stream: it sends create requests one at a time (the server answers
-//! creates in order, so the next `created` response names the pending watch's id), routes
-//! every response to its watcher's unbounded queue ([`Inbox`]), and cancels a watcher whose
-//! [`Subscription`] was dropped. It always reads, so a handle that is not polled never
-//! stalls the connection's flow-control window; its events wait in its queue instead.
+//! [`SharedWatch`] is the connection's handle: it opens the stream with the first watcher,
+//! and opens a fresh one after the last failed or closed. A task owns each stream ([`Router`]):
+//! it sends create requests (up to [`MAX_PENDING_CREATES`] at a time; the server answers
+//! creates in the order it received them, so each `created` response belongs to the oldest
+//! pending create), routes every response to its watcher's unbounded queue ([`Inbox`]), and
+//! cancels a watcher whose [`Subscription`] was dropped. It always reads, so a handle that is
+//! not polled never stalls the connection's flow-control window; its events wait in its
+//! queue instead. A stream without watchers closes after [`IDLE_LINGER`]: a server stopping
+//! gracefully waits for open streams.
 //!
 //! A queued response is reduced to its [`Change`]s, and the watchers of one key share one
 //! copy of each change ([`SharedChanges`]): the server sends a write's event once per
@@ -16,11 +22,12 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use etcd_client::{Client, Event, EventType, WatchOptions, WatchResponse, WatchStream};
 use tokio::sync::{mpsc, oneshot, Notify};
-use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use super::map_error;
 use super::prefix_view::{entry, Change};
@@ -34,18 +41,81 @@ pub(super) type Changes = Arc<[Change]>;
 /// not eight, and errors are rare.
 type Delivery = Result<Changes, Box<DriverError>>;
 
-/// A request to add a watcher, from the session.
+/// Create requests sent and not yet answered, per stream. etcd-client queues a stream's
+/// requests in a channel of 100; the router waits on that channel while it sends, so it
+/// keeps well below it and cancels always find room.
+const MAX_PENDING_CREATES: usize = 32;
+/// How long a stream stays open without watchers, so that a connection whose lock waits
+/// come and go keeps one stream rather than opening one per wait.
+const IDLE_LINGER: Duration = Duration::from_secs(1);
+/// Attempts at a subscription whose create a closing stream never sent.
+const SUBSCRIBE_ATTEMPTS: usize = 3;
+
+/// The answer to a create: the watcher, or why not. A dropped reply means the stream ended
+/// before sending the create, which may then go to a fresh stream.
+type CreateReply = oneshot::Sender<Result<Subscription, DriverError>>;
+
+/// A request to add a watcher, from a session.
 struct Create {
     key: Vec<u8>,
     options: WatchOptions,
-    reply: oneshot::Sender<Result<Subscription, DriverError>>,
+    /// The session's: its create and cancel requests count there.
+    counters: CounterHandle,
+    reply: CreateReply,
 }
 
-/// The shared stream of one session. Dropping it ends the stream once every subscription
-/// has ended too.
-pub(super) struct WatchMux {
+/// A connection's watch stream, shared by every session on it; opened with the first
+/// watcher and again after the stream failed or closed for want of watchers.
+pub(super) struct SharedWatch {
+    client: Client,
+    current: tokio::sync::Mutex<Option<WatchMux>>,
+}
+
+impl SharedWatch {
+    pub fn new(client: Client) -> SharedWatch {
+        SharedWatch {
+            client,
+            current: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// A watcher on `key`, counted in `counters`, once the server confirms it.
+    pub async fn subscribe(
+        &self,
+        key: Vec<u8>,
+        options: WatchOptions,
+        counters: &CounterHandle,
+    ) -> Result<Subscription, DriverError> {
+        for _ in 0..SUBSCRIBE_ATTEMPTS {
+            let created = {
+                let mut current = self.current.lock().await;
+                match current.as_ref().filter(|m| m.is_open()) {
+                    Some(mux) => mux.send_create(key.clone(), options.clone(), counters),
+                    None => {
+                        let (mux, first) = WatchMux::open(
+                            self.client.clone(),
+                            counters.clone(),
+                            key.clone(),
+                            options.clone(),
+                        )
+                        .await?;
+                        *current = Some(mux);
+                        first
+                    }
+                }
+            };
+            // Awaited without the lock: creates on one stream are pipelined.
+            if let Ok(answer) = created.await {
+                return answer;
+            }
+        }
+        Err(stream_gone())
+    }
+}
+
+/// One open stream's task handle; it ends when the task does.
+struct WatchMux {
     creates: mpsc::UnboundedSender<Create>,
-    task: JoinHandle<()>,
 }
 
 /// One watcher's queue of responses, filled by the router and emptied by its
@@ -113,6 +183,12 @@ impl Inbox {
     }
 }
 
+/// A watcher in the router's table.
+struct Watcher {
+    inbox: Arc<Inbox>,
+    counters: CounterHandle,
+}
+
 /// One watcher on a shared stream: its responses, in order. Dropping it cancels the watch.
 pub(super) struct Subscription {
     id: i64,
@@ -147,17 +223,24 @@ impl Drop for Subscription {
 }
 
 fn stream_gone() -> DriverError {
-    DriverError::Server("the session's watch stream ended".into())
+    DriverError::Server("the connection's watch stream ended".into())
 }
 
 impl WatchMux {
-    /// Opens the stream with its first watcher.
-    pub async fn open(
+    /// Opens a stream with its first watcher; the answer to that create comes back through
+    /// the returned receiver.
+    async fn open(
         mut client: Client,
         counters: CounterHandle,
         key: Vec<u8>,
         options: WatchOptions,
-    ) -> Result<(WatchMux, Subscription), DriverError> {
+    ) -> Result<
+        (
+            WatchMux,
+            oneshot::Receiver<Result<Subscription, DriverError>>,
+        ),
+        DriverError,
+    > {
         counters.request();
         let stream = client.watch(key, Some(options)).await.map_err(map_error)?;
         let (creates, create_rx) = mpsc::unbounded_channel();
@@ -165,49 +248,47 @@ impl WatchMux {
         let (reply, created) = oneshot::channel();
         let router = Router {
             stream,
-            counters,
             cancels,
             watchers: HashMap::new(),
-            pending: Some(reply),
+            pending: VecDeque::from([(reply, counters)]),
             changes: SharedChanges::default(),
         };
-        let task = tokio::spawn(router.run(create_rx, cancel_rx));
-        let first = created.await.unwrap_or_else(|_| Err(stream_gone()))?;
-        Ok((WatchMux { creates, task }, first))
+        tokio::spawn(router.run(create_rx, cancel_rx));
+        Ok((WatchMux { creates }, created))
     }
 
-    /// False once the stream has failed; the session then opens a new one.
-    pub fn is_open(&self) -> bool {
-        !self.task.is_finished()
+    /// False once the stream's task has ended (failed, or closed without watchers).
+    fn is_open(&self) -> bool {
+        !self.creates.is_closed()
     }
 
-    /// Adds a watcher to the stream once the server confirms it.
-    pub async fn subscribe(
+    /// Queues a create; its answer comes back through the returned receiver.
+    fn send_create(
         &self,
         key: Vec<u8>,
         options: WatchOptions,
-    ) -> Result<Subscription, DriverError> {
+        counters: &CounterHandle,
+    ) -> oneshot::Receiver<Result<Subscription, DriverError>> {
         let (reply, created) = oneshot::channel();
-        self.creates
-            .send(Create {
-                key,
-                options,
-                reply,
-            })
-            .map_err(|_| stream_gone())?;
-        created.await.unwrap_or_else(|_| Err(stream_gone()))
+        // If the task has just ended the reply is dropped, and the caller tries afresh.
+        let _ = self.creates.send(Create {
+            key,
+            options,
+            counters: counters.clone(),
+            reply,
+        });
+        created
     }
 }
 
 /// The task that owns the stream.
 struct Router {
     stream: WatchStream,
-    counters: CounterHandle,
     /// Handed to each new subscription, for its cancel on drop.
     cancels: mpsc::UnboundedSender<i64>,
-    watchers: HashMap<i64, Arc<Inbox>>,
-    /// The create request awaiting its `created` response.
-    pending: Option<oneshot::Sender<Result<Subscription, DriverError>>>,
+    watchers: HashMap<i64, Watcher>,
+    /// The create requests awaiting their `created` responses, oldest first.
+    pending: VecDeque<(CreateReply, CounterHandle)>,
     changes: SharedChanges,
 }
 
@@ -323,17 +404,27 @@ impl Router {
         mut creates: mpsc::UnboundedReceiver<Create>,
         mut cancels: mpsc::UnboundedReceiver<i64>,
     ) {
-        let mut session_gone = false;
+        let mut connection_gone = false;
+        let mut idle_since = None;
         let failure = loop {
-            if session_gone && self.watchers.is_empty() && self.pending.is_none() {
+            let idle = self.watchers.is_empty() && self.pending.is_empty();
+            idle_since = if idle {
+                idle_since.or(Some(Instant::now()))
+            } else {
+                None
+            };
+            if idle && connection_gone {
                 return;
             }
+            let linger_until = idle_since.map_or_else(Instant::now, |t| t + IDLE_LINGER);
             let step = tokio::select! {
-                create = creates.recv(), if !session_gone && self.pending.is_none() => {
+                create = creates.recv(),
+                    if !connection_gone && self.pending.len() < MAX_PENDING_CREATES =>
+                {
                     match create {
                         Some(create) => self.create(create).await,
                         None => {
-                            session_gone = true;
+                            connection_gone = true;
                             Ok(())
                         }
                     }
@@ -348,26 +439,29 @@ impl Router {
                     Ok(None) => Err(stream_gone()),
                     Err(e) => Err(map_error(e)),
                 },
+                // Creates still queued when this returns are dropped unsent; their
+                // subscribers open a fresh stream.
+                () = tokio::time::sleep_until(linger_until), if idle_since.is_some() => return,
             };
             if let Err(e) = step {
                 break e;
             }
         };
         for (_, watcher) in self.watchers.drain() {
-            watcher.push(Err(Box::new(failure.clone())));
-            watcher.close();
+            watcher.inbox.push(Err(Box::new(failure.clone())));
+            watcher.inbox.close();
         }
-        if let Some(reply) = self.pending.take() {
-            let _ = reply.send(Err(failure));
+        for (reply, _) in self.pending.drain(..) {
+            let _ = reply.send(Err(failure.clone()));
         }
     }
 
     /// Sends a create request; its answer comes through [`Router::route`].
     async fn create(&mut self, create: Create) -> Result<(), DriverError> {
-        self.counters.request();
+        create.counters.request();
         match self.stream.watch(create.key, Some(create.options)).await {
             Ok(()) => {
-                self.pending = Some(create.reply);
+                self.pending.push_back((create.reply, create.counters));
                 Ok(())
             }
             Err(e) => {
@@ -379,8 +473,8 @@ impl Router {
     }
 
     async fn cancel(&mut self, id: i64) -> Result<(), DriverError> {
-        if self.watchers.remove(&id).is_some() {
-            self.counters.request();
+        if let Some(watcher) = self.watchers.remove(&id) {
+            watcher.counters.request();
             self.stream.cancel(id).await.map_err(map_error)?;
         }
         Ok(())
@@ -389,7 +483,7 @@ impl Router {
     fn route(&mut self, resp: WatchResponse) {
         let id = resp.watch_id();
         if resp.created() {
-            let Some(reply) = self.pending.take() else {
+            let Some((reply, counters)) = self.pending.pop_front() else {
                 return;
             };
             if resp.canceled() {
@@ -400,13 +494,13 @@ impl Router {
                 return;
             }
             let inbox = Arc::new(Inbox::default());
-            self.watchers.insert(id, inbox.clone());
             let subscription = Subscription {
                 id,
-                responses: inbox,
+                responses: inbox.clone(),
                 cancels: self.cancels.clone(),
-                counters: self.counters.clone(),
+                counters: counters.clone(),
             };
+            self.watchers.insert(id, Watcher { inbox, counters });
             // If the caller stopped waiting, dropping the subscription cancels the watch.
             let _ = reply.send(Ok(subscription));
             return;
@@ -417,10 +511,10 @@ impl Router {
                     0 => resp.cancel_reason().to_string(),
                     rev => format!("compacted at revision {rev}"),
                 };
-                watcher.push(Err(Box::new(DriverError::Server(format!(
+                watcher.inbox.push(Err(Box::new(DriverError::Server(format!(
                     "watch canceled by the server: {reason}"
                 )))));
-                watcher.close();
+                watcher.inbox.close();
             }
             return;
         }
@@ -429,7 +523,7 @@ impl Router {
         // the router reads ahead of its watchers, and a lock's wait that has ended reads
         // no more, as when it had a stream of its own that closed with it.
         if let Some(watcher) = self.watchers.get(&id) {
-            watcher.push(Ok(self.changes.changes(&resp)));
+            watcher.inbox.push(Ok(self.changes.changes(&resp)));
         }
     }
 }
@@ -439,7 +533,7 @@ impl Router {
 impl Drop for Router {
     fn drop(&mut self) {
         for watcher in self.watchers.values() {
-            watcher.close();
+            watcher.inbox.close();
         }
     }
 }
