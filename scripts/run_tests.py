@@ -8,7 +8,11 @@ binaries at once roughly halves the wall time on two cores. While cargo is still
 one binary runs at a time and cargo runs at a lower priority, so that a test's timing
 waits on the build as little as it would on a second test; once the build is done,
 TEST_JOBS run at once. Each binary runs in its package's directory with its output kept in
-target/test-logs/; a failing binary's output is printed whole at the end. Durations are kept
+target/test-logs/; a failing binary's output is printed whole at the end. The longest
+binaries mostly wait on their servers, one cluster at a time: two of them together left the
+CPUs three quarters idle for minutes. So once the build is done, one binary more than
+TEST_JOBS starts while the CPUs were less than half busy over the last 10 s (TEST_JOBS_IDLE:
+3 by default, TEST_JOBS when that is set). Durations are kept
 in target/test-times.json, and of the binaries built and waiting the longest runs first; on
 a fresh clone, which has none, the committed scripts/test-times.json (a full run's
 durations) orders them instead.
@@ -16,9 +20,11 @@ durations) orders them instead.
 Usage: scripts/run_tests.py [--after FILE] [cargo test options...] [-- test binary options...]
   --after FILE   build at once, but run no test until FILE exists; it must then hold "ok"
                  (scripts/test.sh writes it once etcd and ZooKeeper are installed)
-Environment: TEST_JOBS (binaries at once after the build, default 2).
+Environment: TEST_JOBS (binaries at once after the build, default 2), TEST_JOBS_IDLE (at
+most this many while the CPUs are mostly idle; default 3, or TEST_JOBS when that is set).
 """
 
+import collections
 import concurrent.futures
 import json
 import os
@@ -44,13 +50,51 @@ def package_name(package_id):
     return location.rsplit("/", 1)[-1]
 
 
+# A binary beyond TEST_JOBS starts only while the CPUs were less busy than this over the
+# last METER_WINDOW seconds, and no binary started in that window (its load would not show).
+IDLE_BELOW = 0.5
+METER_WINDOW = 10.0
+
+
+def cpu_times():
+    """(busy, total) jiffies of all CPUs so far, from /proc/stat's first line."""
+    with open("/proc/stat") as stat:
+        fields = [int(f) for f in stat.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return sum(fields) - idle, sum(fields)
+
+
+class CpuMeter:
+    """How busy the CPUs were over about the last METER_WINDOW seconds (None until it has
+    watched that long); sampled whenever asked."""
+
+    def __init__(self):
+        self.samples = collections.deque()
+
+    def busy(self):
+        now = time.monotonic()
+        self.samples.append((now, *cpu_times()))
+        while len(self.samples) > 2 and now - self.samples[1][0] >= METER_WINDOW:
+            self.samples.popleft()
+        first_at, first_busy, first_total = self.samples[0]
+        _, busy, total = self.samples[-1]
+        if now - first_at < METER_WINDOW or total == first_total:
+            return None
+        return (busy - first_busy) / (total - first_total)
+
+
 class Queue:
     """The binaries built and not yet started, longest (by earlier durations) first; the
-    number allowed to run at once, 1 until the build is done."""
+    number allowed to run at once: 1 until the build is done, then `jobs`, or `idle_jobs`
+    while the CPUs are mostly idle."""
 
-    def __init__(self, previous, jobs):
+    def __init__(self, previous, jobs, idle_jobs):
         self.previous = previous
         self.jobs = jobs
+        self.idle_jobs = max(jobs, idle_jobs)
+        self.meter = CpuMeter()
+        self.last_start = float("-inf")
+        self.peak = 0
         self.waiting = []
         self.building = True
         self.running = 0
@@ -69,18 +113,30 @@ class Queue:
                 self.waiting.clear()
             self.cond.notify_all()
 
+    def allowed(self):
+        """How many binaries may run now."""
+        if self.building:
+            return 1
+        if self.running < self.jobs:
+            return self.jobs
+        busy = self.meter.busy()
+        settled = time.monotonic() - self.last_start >= METER_WINDOW
+        return self.idle_jobs if settled and busy is not None and busy < IDLE_BELOW else self.jobs
+
     def take(self):
         """The next binary to run, or None once the build is done and none is left."""
         with self.cond:
             while True:
-                allowed = 1 if self.building else self.jobs
-                if self.waiting and self.running < allowed:
+                if self.waiting and self.running < self.allowed():
                     self.waiting.sort(key=lambda b: self.previous.get(b[0], float("inf")))
                     self.running += 1
+                    self.peak = max(self.peak, self.running)
+                    self.last_start = time.monotonic()
                     return self.waiting.pop()  # the longest: unknown ones count as longest
                 if not self.waiting and not self.building:
                     return None
-                self.cond.wait()
+                # Woken by a change, or after a second to look at the CPUs again.
+                self.cond.wait(timeout=1.0)
 
     def finished(self):
         with self.cond:
@@ -210,12 +266,16 @@ def main():
     times = TIMES if TIMES.exists() else FALLBACK_TIMES
     previous = json.loads(times.read_text()) if times.exists() else {}
     jobs = int(os.environ.get("TEST_JOBS", "2"))
-    queue = Queue(previous, jobs)
+    # A TEST_JOBS of one's own choosing (TEST_JOBS=1: one after another) gets no extra.
+    default_idle = jobs if "TEST_JOBS" in os.environ else jobs + 1
+    idle_jobs = int(os.environ.get("TEST_JOBS_IDLE", str(default_idle)))
+    queue = Queue(previous, jobs, idle_jobs)
     results = []
     start = time.monotonic()
     ready = (lambda: wait_for(after)) if after else (lambda: None)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        workers = [pool.submit(worker, queue, test_args, results, ready) for _ in range(jobs)]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=queue.idle_jobs) as pool:
+        workers = [pool.submit(worker, queue, test_args, results, ready)
+                   for _ in range(queue.idle_jobs)]
         code = build(cargo_args, queue)
         for w in workers:
             w.result()
@@ -226,7 +286,8 @@ def main():
     for name, log in failed:
         print(f"\n==== {name} ({log}) ====\n{log.read_text(errors='replace')}", file=sys.stderr)
     print(f"\n{len(results)} test binaries, {len(failed)} failed, {time.monotonic() - start:.0f} s"
-          f" building and running, up to {jobs} at a time")
+          f" building and running, {jobs} at a time ({queue.idle_jobs} while the CPUs were"
+          f" mostly idle; at most {queue.peak} at once)")
     if failed:
         print("failed: " + ", ".join(name for name, _ in failed), file=sys.stderr)
         sys.exit(1)

@@ -63,7 +63,8 @@ export COORDBENCH_ZOOKEEPER_VERSION="${COORDBENCH_ZOOKEEPER_VERSION:-3.9.5}"
 # The notebooks need neither cargo nor the servers: they run beside the build and tests.
 start_background notebooks scripts/test-notebooks.sh
 # Every test binary of `cargo test --workspace --all-targets`, two at a time once built
-# (most wait on servers they start); TEST_JOBS=1 runs them one after another.
+# and a third while the CPUs are mostly idle (most wait on servers they start); TEST_JOBS=1
+# runs them one after another.
 scripts/run_tests.py --after "$servers_ready" "$@" || tests_status=$?
 finish install-servers
 phase_done "building and running the test binaries"
