@@ -138,7 +138,7 @@ pub(super) async fn wait_for_predecessors(
 }
 
 /// Watches `key` from `start_revision` until a delete event for it arrives, on the
-/// session's shared watch stream: a stream per waiter cost 3 KB a contender at 10,000.
+/// connection's shared watch stream: a stream per waiter cost 3 KB a contender at 10,000.
 pub(super) async fn wait_for_delete(
     s: &mut EtcdSession,
     key: Vec<u8>,

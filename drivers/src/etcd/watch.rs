@@ -1,5 +1,5 @@
 //! The etcd driver's watch handles: a leader, a membership and a value, each read once and
-//! then followed by a watch from the read's revision + 1 on the session's shared stream
+//! then followed by a watch from the read's revision + 1 on the connection's shared stream
 //! ([`super::watch_mux`]), so no change between the read and the watch is missed and none is
 //! re-read.
 
