@@ -8,8 +8,8 @@
 //! delay to [`MEMBER_PURGE_DELAY_MS`]; the load generator keeps the default.
 //!
 //! mimalloc is built without its transparent-huge-page advice (libmimalloc-sys's `no_thp`):
-//! on a kernel whose THP mode is `madvise` (Debian's) it had asked for 2 MiB pages for its
-//! arenas, so a partly used region held a whole huge page. A generator holding 10,000 lock
+//! on a kernel whose THP mode is `madvise` (this machine's) it had asked for 2 MiB pages
+//! for its arenas, so a partly used region held a whole huge page. A generator holding 10,000 lock
 //! contenders peaked at 263–271 MB with it and 220–254 MB without, and a raft member under
 //! kv-put at 51–52 MB against 32–38 MB, for 0.6% of throughput (RESULTS.md, "Memory at
 //! scale"). Go's and the JVM's heaps, which etcd and ZooKeeper run on, do not ask for huge
