@@ -13,6 +13,9 @@ if (($# < 2)); then
   echo "usage: $0 OLD_BIN NEW_BIN [OUT]" >&2
   exit 2
 fi
+for bin in "$1" "$2"; do
+  [[ -x $bin ]] || { echo "error: $bin is not an executable coordbench build" >&2; exit 2; }
+done
 OLD=$1
 NEW=$2
 OUT=${3:-/tmp/sessions-at-scale-$(date -u +%Y%m%dT%H%M%SZ)}
@@ -41,6 +44,9 @@ for round in $(seq 1 "$ROUNDS"); do
 import csv, json, sys, pathlib
 d, target, build, rnd, clients = sys.argv[1:]
 d = pathlib.Path(d)
+if not (d / "summary.csv").exists():
+    print(f"{target:<6} {build:<5} {rnd:<5} (no summary.csv in {d}: see {d}.err)")
+    sys.exit(0)
 rows = list(csv.DictReader(open(d / "summary.csv")))
 row = rows[0]
 run = json.loads((d / "run.json").read_text())
