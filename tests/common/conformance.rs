@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use coordbench_drivers::{Consistency, Coordinator, LockRecipe};
+use coordbench_drivers::{Consistency, Coordinator, LockRecipe, ValueWatch};
 use coordbench_workloads::kv::{KvOp, KvOptions, KvWorkload};
 use coordbench_workloads::lock::{LockOptions, LockWorkload};
 use coordbench_workloads::RunClock;
@@ -591,23 +591,15 @@ pub async fn watchers_of_many_sessions_share_their_connection(kind: TargetKind, 
         assert_eq!(requests, 2, "session {i}: requests for one value watch");
     }
     if kind == TargetKind::Etcd {
-        let streams = etcd_gauge(
-            &target.endpoints()[0],
-            "etcd_debugging_mvcc_watch_stream_total",
-        )
-        .await;
         assert_eq!(
-            streams, CONNS as f64,
+            etcd_watch_streams(&target).await,
+            CONNS as f64,
             "etcd's watch streams for {SESSIONS} sessions"
         );
     }
     for w in &mut watches {
-        let first = within(step, "a watch's first value", w.next()).await;
-        assert_eq!(
-            first.expect("first value"),
-            None,
-            "a value before any write"
-        );
+        let first = next_value(w, "a watch's first value").await;
+        assert_eq!(first, None, "a value before any write");
     }
     let mut writer = open_session(target.coordinator.as_ref(), 0, LONG_TTL).await;
     for i in (0..SESSIONS).rev() {
@@ -617,9 +609,7 @@ pub async fn watchers_of_many_sessions_share_their_connection(kind: TargetKind, 
             .expect("put");
     }
     for (i, w) in watches.iter_mut().enumerate() {
-        let seen = within(step, "a watch's update", w.next())
-            .await
-            .expect("update");
+        let seen = next_value(w, "a watch's update").await;
         assert_eq!(
             seen.as_deref(),
             Some(format!("v{i}").as_bytes()),
@@ -630,12 +620,11 @@ pub async fn watchers_of_many_sessions_share_their_connection(kind: TargetKind, 
     // Past the driver's linger (1 s) the streams close; a new watch opens a fresh one.
     tokio::time::sleep(Duration::from_secs(2)).await;
     if kind == TargetKind::Etcd {
-        let streams = etcd_gauge(
-            &target.endpoints()[0],
-            "etcd_debugging_mvcc_watch_stream_total",
-        )
-        .await;
-        assert_eq!(streams, 0.0, "etcd's watch streams once no watcher is left");
+        assert_eq!(
+            etcd_watch_streams(&target).await,
+            0.0,
+            "etcd's watch streams once no watcher is left"
+        );
     }
     let mut late = within(
         step,
@@ -645,18 +634,12 @@ pub async fn watchers_of_many_sessions_share_their_connection(kind: TargetKind, 
     .await
     .expect("a late watch");
     assert_eq!(
-        within(step, "its first value", late.next())
-            .await
-            .expect("first")
-            .as_deref(),
+        next_value(&mut late, "its first value").await.as_deref(),
         Some(&b"v0"[..])
     );
     writer.put(&key(0), b"again").await.expect("put");
     assert_eq!(
-        within(step, "its update", late.next())
-            .await
-            .expect("update")
-            .as_deref(),
+        next_value(&mut late, "its update").await.as_deref(),
         Some(&b"again"[..])
     );
     drop(late);
@@ -665,6 +648,22 @@ pub async fn watchers_of_many_sessions_share_their_connection(kind: TargetKind, 
     }
     drop(c);
     target.stop();
+}
+
+/// The next value `w` delivers, within 10 s; `what` names it in a failure.
+async fn next_value(w: &mut Box<dyn ValueWatch>, what: &str) -> Option<Vec<u8>> {
+    within(Duration::from_secs(10), what, w.next())
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+/// The watch streams etcd holds open (its /metrics), on the target's first member.
+async fn etcd_watch_streams(target: &super::Target) -> f64 {
+    etcd_gauge(
+        &target.endpoints()[0],
+        "etcd_debugging_mvcc_watch_stream_total",
+    )
+    .await
 }
 
 /// One gauge from etcd's Prometheus text on its client URL (`http://host:port`).

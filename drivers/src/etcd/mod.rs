@@ -159,7 +159,7 @@ impl Connection {
     fn new(client: Client) -> Connection {
         Connection {
             leases: lease_mux::LeaseMux::start(client.clone()),
-            watches: watch_mux::SharedWatch::new(client.clone()),
+            watches: watch_mux::SharedWatch::default(),
             client,
         }
     }

@@ -65,9 +65,10 @@ impl EtcdSession {
         key: Vec<u8>,
         options: WatchOptions,
     ) -> Result<Subscription, DriverError> {
-        self.connection
+        let connection = &self.connection;
+        connection
             .watches
-            .subscribe(key, options, &self.counters)
+            .subscribe(&connection.client, key, options, &self.counters)
             .await
     }
 

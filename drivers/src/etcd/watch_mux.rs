@@ -11,8 +11,9 @@
 //! pending create), routes every response to its watcher's unbounded queue ([`Inbox`]), and
 //! cancels a watcher whose [`Subscription`] was dropped. It always reads, so a handle that is
 //! not polled never stalls the connection's flow-control window; its events wait in its
-//! queue instead. A stream without watchers closes after [`IDLE_LINGER`]: a server stopping
-//! gracefully waits for open streams.
+//! queue instead. A stream without watchers stops taking creates after [`IDLE_LINGER`] (the
+//! next watcher opens a fresh stream) and closes once those already queued are served: a
+//! server stopping gracefully waits for open streams.
 //!
 //! A queued response is reduced to its [`Change`]s, and the watchers of one key share one
 //! copy of each change ([`SharedChanges`]): the server sends a write's event once per
@@ -25,7 +26,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use etcd_client::{Client, Event, EventType, WatchOptions, WatchResponse, WatchStream};
+use etcd_client::{
+    Client, Event, EventType, WatchClient, WatchOptions, WatchResponse, WatchStream,
+};
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::time::Instant;
 
@@ -48,11 +51,8 @@ const MAX_PENDING_CREATES: usize = 32;
 /// How long a stream stays open without watchers, so that a connection whose lock waits
 /// come and go keeps one stream rather than opening one per wait.
 const IDLE_LINGER: Duration = Duration::from_secs(1);
-/// Attempts at a subscription whose create a closing stream never sent.
-const SUBSCRIBE_ATTEMPTS: usize = 3;
 
-/// The answer to a create: the watcher, or why not. A dropped reply means the stream ended
-/// before sending the create, which may then go to a fresh stream.
+/// The answer to a create: the watcher, or why not.
 type CreateReply = oneshot::Sender<Result<Subscription, DriverError>>;
 
 /// A request to add a watcher, from a session.
@@ -65,57 +65,44 @@ struct Create {
 }
 
 /// A connection's watch stream, shared by every session on it; opened with the first
-/// watcher and again after the stream failed or closed for want of watchers.
+/// watcher and again after the stream failed or closed for want of watchers. It holds the
+/// stream's queue of creates, which its [`Router`] closes when it stops taking them.
+#[derive(Default)]
 pub(super) struct SharedWatch {
-    client: Client,
-    current: tokio::sync::Mutex<Option<WatchMux>>,
+    creates: tokio::sync::Mutex<Option<mpsc::UnboundedSender<Create>>>,
 }
 
 impl SharedWatch {
-    pub fn new(client: Client) -> SharedWatch {
-        SharedWatch {
-            client,
-            current: tokio::sync::Mutex::new(None),
-        }
-    }
-
-    /// A watcher on `key`, counted in `counters`, once the server confirms it.
+    /// A watcher on `key`, counted in `counters`, once the server confirms it; a fresh
+    /// stream is opened through `client` when there is none taking creates.
     pub async fn subscribe(
         &self,
+        client: &Client,
         key: Vec<u8>,
         options: WatchOptions,
         counters: &CounterHandle,
     ) -> Result<Subscription, DriverError> {
-        for _ in 0..SUBSCRIBE_ATTEMPTS {
-            let created = {
-                let mut current = self.current.lock().await;
-                match current.as_ref().filter(|m| m.is_open()) {
-                    Some(mux) => mux.send_create(key.clone(), options.clone(), counters),
-                    None => {
-                        let (mux, first) = WatchMux::open(
-                            self.client.clone(),
-                            counters.clone(),
-                            key.clone(),
-                            options.clone(),
-                        )
-                        .await?;
-                        *current = Some(mux);
-                        first
-                    }
-                }
+        let (reply, created) = oneshot::channel();
+        let create = Create {
+            key,
+            options,
+            counters: counters.clone(),
+            reply,
+        };
+        {
+            let mut creates = self.creates.lock().await;
+            // A closed queue hands the create back: it opens the next stream.
+            let refused = match creates.as_ref() {
+                Some(queue) => queue.send(create).err().map(|refused| refused.0),
+                None => Some(create),
             };
-            // Awaited without the lock: creates on one stream are pipelined.
-            if let Ok(answer) = created.await {
-                return answer;
+            if let Some(create) = refused {
+                *creates = Some(Router::start(client.watch_client(), create).await?);
             }
         }
-        Err(stream_gone())
+        // Awaited without the lock: creates on one stream are pipelined.
+        created.await.unwrap_or_else(|_| Err(stream_gone()))
     }
-}
-
-/// One open stream's task handle; it ends when the task does.
-struct WatchMux {
-    creates: mpsc::UnboundedSender<Create>,
 }
 
 /// One watcher's queue of responses, filled by the router and emptied by its
@@ -224,61 +211,6 @@ impl Drop for Subscription {
 
 fn stream_gone() -> DriverError {
     DriverError::Server("the connection's watch stream ended".into())
-}
-
-impl WatchMux {
-    /// Opens a stream with its first watcher; the answer to that create comes back through
-    /// the returned receiver.
-    async fn open(
-        mut client: Client,
-        counters: CounterHandle,
-        key: Vec<u8>,
-        options: WatchOptions,
-    ) -> Result<
-        (
-            WatchMux,
-            oneshot::Receiver<Result<Subscription, DriverError>>,
-        ),
-        DriverError,
-    > {
-        counters.request();
-        let stream = client.watch(key, Some(options)).await.map_err(map_error)?;
-        let (creates, create_rx) = mpsc::unbounded_channel();
-        let (cancels, cancel_rx) = mpsc::unbounded_channel();
-        let (reply, created) = oneshot::channel();
-        let router = Router {
-            stream,
-            cancels,
-            watchers: HashMap::new(),
-            pending: VecDeque::from([(reply, counters)]),
-            changes: SharedChanges::default(),
-        };
-        tokio::spawn(router.run(create_rx, cancel_rx));
-        Ok((WatchMux { creates }, created))
-    }
-
-    /// False once the stream's task has ended (failed, or closed without watchers).
-    fn is_open(&self) -> bool {
-        !self.creates.is_closed()
-    }
-
-    /// Queues a create; its answer comes back through the returned receiver.
-    fn send_create(
-        &self,
-        key: Vec<u8>,
-        options: WatchOptions,
-        counters: &CounterHandle,
-    ) -> oneshot::Receiver<Result<Subscription, DriverError>> {
-        let (reply, created) = oneshot::channel();
-        // If the task has just ended the reply is dropped, and the caller tries afresh.
-        let _ = self.creates.send(Create {
-            key,
-            options,
-            counters: counters.clone(),
-            reply,
-        });
-        created
-    }
 }
 
 /// The task that owns the stream.
@@ -399,32 +331,60 @@ impl KeyChanges {
 }
 
 impl Router {
+    /// Opens a stream with its first watcher's create and starts its task; returns the
+    /// stream's queue of further creates.
+    async fn start(
+        mut client: WatchClient,
+        first: Create,
+    ) -> Result<mpsc::UnboundedSender<Create>, DriverError> {
+        first.counters.request();
+        let stream = client
+            .watch(first.key, Some(first.options))
+            .await
+            .map_err(map_error)?;
+        let (creates, create_rx) = mpsc::unbounded_channel();
+        let (cancels, cancel_rx) = mpsc::unbounded_channel();
+        let router = Router {
+            stream,
+            cancels,
+            watchers: HashMap::new(),
+            pending: VecDeque::from([(first.reply, first.counters)]),
+            changes: SharedChanges::default(),
+        };
+        tokio::spawn(router.run(create_rx, cancel_rx));
+        Ok(creates)
+    }
+
     async fn run(
         mut self,
         mut creates: mpsc::UnboundedReceiver<Create>,
         mut cancels: mpsc::UnboundedReceiver<i64>,
     ) {
-        let mut connection_gone = false;
-        let mut idle_since = None;
+        // No create will come any more: the queue is closed and emptied.
+        let mut creates_done = false;
+        // The queue was closed for want of watchers.
+        let mut closing = false;
+        // Armed once when the stream falls idle, not on every response.
+        let linger = tokio::time::sleep(IDLE_LINGER);
+        tokio::pin!(linger);
+        let mut lingering = false;
         let failure = loop {
             let idle = self.watchers.is_empty() && self.pending.is_empty();
-            idle_since = if idle {
-                idle_since.or(Some(Instant::now()))
-            } else {
-                None
-            };
-            if idle && connection_gone {
+            if idle && creates_done {
                 return;
             }
-            let linger_until = idle_since.map_or_else(Instant::now, |t| t + IDLE_LINGER);
+            if idle && !lingering {
+                linger.as_mut().reset(Instant::now() + IDLE_LINGER);
+            }
+            lingering = idle;
             let step = tokio::select! {
                 create = creates.recv(),
-                    if !connection_gone && self.pending.len() < MAX_PENDING_CREATES =>
+                    if !creates_done && self.pending.len() < MAX_PENDING_CREATES =>
                 {
                     match create {
                         Some(create) => self.create(create).await,
                         None => {
-                            connection_gone = true;
+                            creates_done = true;
                             Ok(())
                         }
                     }
@@ -439,14 +399,22 @@ impl Router {
                     Ok(None) => Err(stream_gone()),
                     Err(e) => Err(map_error(e)),
                 },
-                // Creates still queued when this returns are dropped unsent; their
-                // subscribers open a fresh stream.
-                () = tokio::time::sleep_until(linger_until), if idle_since.is_some() => return,
+                // New subscribers get their create back and open a fresh stream; those
+                // already queued are served here first.
+                () = &mut linger, if lingering && !closing => {
+                    closing = true;
+                    creates.close();
+                    Ok(())
+                }
             };
             if let Err(e) = step {
                 break e;
             }
         };
+        creates.close();
+        while let Ok(create) = creates.try_recv() {
+            let _ = create.reply.send(Err(failure.clone()));
+        }
         for (_, watcher) in self.watchers.drain() {
             watcher.inbox.push(Err(Box::new(failure.clone())));
             watcher.inbox.close();
