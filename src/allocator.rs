@@ -9,10 +9,10 @@
 //!
 //! mimalloc is built without its transparent-huge-page advice (libmimalloc-sys's `no_thp`):
 //! on a kernel whose THP mode is `madvise` (this machine's) it had asked for 2 MiB pages
-//! for its arenas, so a partly used region held a whole huge page. A generator holding 10,000 lock
-//! contenders peaked at 263–271 MB with it and 220–254 MB without, and a raft member under
-//! kv-put at 51–52 MB against 32–38 MB, for 0.6% of throughput (RESULTS.md, "Memory at
-//! scale"). Go's and the JVM's heaps, which etcd and ZooKeeper run on, do not ask for huge
+//! for its arenas, so a partly used region held a whole huge page. A generator holding
+//! 10,000 lock contenders on raft peaked at 186–189 MB with it and 157–160 MB without, its
+//! members at 113–126 against 79–82 MB, for 0.6% of throughput (RESULTS.md, "ZooKeeper
+//! sessions at 10,000"). Go's and the JVM's heaps, which etcd and ZooKeeper run on, do not ask for huge
 //! pages by default either.
 
 use std::os::raw::{c_int, c_long};
