@@ -3,24 +3,26 @@
 //!
 //! Each watch stream (a gRPC `Watch` call, or an internal waiter of the Lock and Election
 //! services) registers a [`Subscriber`]: its own [`WatchHub`] (watch ids are per stream, as
-//! in etcd) and a bounded channel of batches. Apply calls [`WatchFanout::dispatch`], which
-//! asks every hub for its deliveries and `try_send`s them. When a stream's channel is full,
-//! the watchers that had events in that batch are removed from its hub and reported to the
-//! stream out of band (a list plus a `Notify`) as canceled: a slow consumer loses those
-//! watchers and must re-watch from the last revision it saw; it never blocks the log.
+//! in etcd) and a queue of batches bounded by the deliveries it holds. Apply calls
+//! [`WatchFanout::dispatch`], which asks every hub for its deliveries and queues them
+//! without waiting. When a stream's queue is full, the watchers that had events in that
+//! batch are set aside, as etcd moves a slow watcher out of its synced group: each is paused
+//! in the hub at the first revision it was not sent, and the stream is told out of band (a
+//! list plus a `Notify`). The stream sends what it had queued, then takes each watcher back
+//! ([`Subscriber::resume`]): the history replay fills the gap, in order, and the watcher is
+//! live again. A slow consumer never
+//! blocks the log, and what waits for it is bounded by the queue plus one replay at a time,
+//! not by how far it has fallen behind.
 //!
 //! Watch creation must run inside `Replicator::read` (between applies): then each watcher
 //! sees every matching event exactly once, in its replay or live, in revision order.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use coordbench_kv::{Event, KvStore, WatchCreateRequest, WatchDelivery, WatchError, WatchHub};
 use tokio::sync::{mpsc, Notify};
-
-/// Why a slow watcher was canceled (no etcd counterpart: etcd buffers instead).
-pub const OVERFLOW_REASON: &str =
-    "etcdserver: watcher too slow: watch stream buffer overflowed, events were dropped";
 
 /// The events of one apply for one stream, grouped by watcher.
 pub type Batch = Vec<WatchDelivery>;
@@ -65,14 +67,20 @@ struct Stream {
     hub: WatchHub,
     /// Each live watcher's create request, to re-create it after a snapshot restore.
     requests: BTreeMap<i64, WatchCreateRequest>,
-    tx: mpsc::Sender<Batch>,
+    tx: mpsc::UnboundedSender<Batch>,
+    /// Most deliveries queued at once; a batch into an empty queue is always taken.
+    capacity: usize,
     shared: Arc<Shared>,
 }
 
 #[derive(Default)]
 struct Shared {
     canceled: Mutex<Vec<Canceled>>,
+    /// Ids of the watchers set aside (paused in the hub) as too slow.
+    behind: Mutex<Vec<i64>>,
     notify: Notify,
+    /// Deliveries in the queue now.
+    queued: AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -81,20 +89,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Stream {
-    /// Cancels the watchers whose batch could not be queued.
-    fn overflow(&mut self, batch: &Batch) {
-        let mut canceled = lock(&self.shared.canceled);
+    /// Sets aside the watchers whose batch could not be queued, each to resume from the
+    /// first revision of its part of that batch.
+    fn overflow(&mut self, batch: Batch) {
+        let mut behind = lock(&self.shared.behind);
         for d in batch {
-            if self.hub.cancel(d.watch_id) {
-                self.requests.remove(&d.watch_id);
-                canceled.push(Canceled {
-                    watch_id: d.watch_id,
-                    compact_revision: 0,
-                    reason: OVERFLOW_REASON.to_string(),
-                });
+            let Some(first) = d.events.first().map(Event::revision) else {
+                continue;
+            };
+            if self.hub.pause(d.watch_id, first) {
+                behind.push(d.watch_id);
             }
         }
-        drop(canceled);
+        drop(behind);
         self.shared.notify.notify_one();
     }
 
@@ -102,11 +109,16 @@ impl Stream {
         if batch.is_empty() {
             return;
         }
-        if let Err(e) = self.tx.try_send(batch) {
-            let batch = match e {
-                mpsc::error::TrySendError::Full(b) | mpsc::error::TrySendError::Closed(b) => b,
-            };
-            self.overflow(&batch);
+        let queued = self.shared.queued.load(Ordering::Acquire);
+        if queued > 0 && queued + batch.len() > self.capacity {
+            self.overflow(batch);
+            return;
+        }
+        let len = batch.len();
+        self.shared.queued.fetch_add(len, Ordering::AcqRel);
+        if self.tx.send(batch).is_err() {
+            // The subscriber is gone; it unregisters itself on drop.
+            self.shared.queued.fetch_sub(len, Ordering::AcqRel);
         }
     }
 }
@@ -116,9 +128,10 @@ impl WatchFanout {
         Self::default()
     }
 
-    /// Opens a stream whose channel holds up to `capacity` batches.
+    /// Opens a stream whose queue holds up to `capacity` deliveries (one watcher's events
+    /// of one apply each).
     pub fn register(self: &Arc<Self>, capacity: usize) -> Subscriber {
-        let (tx, rx) = mpsc::channel(capacity.max(1));
+        let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared::default());
         let mut g = lock(&self.inner);
         let id = g.next_id;
@@ -129,6 +142,7 @@ impl WatchFanout {
                 hub: WatchHub::new(),
                 requests: BTreeMap::new(),
                 tx,
+                capacity: capacity.max(1),
                 shared: shared.clone(),
             },
         );
@@ -161,14 +175,12 @@ impl WatchFanout {
             let requests = std::mem::take(&mut s.requests);
             let mut batch = Batch::new();
             let mut canceled = Vec::new();
-            // Ascending ids: an auto-assigned id 0 comes first and gets id 0 again.
             for (id, req) in requests {
                 let mut again = req.clone();
-                again.watch_id = id;
                 if let Some(done) = old.progress_revision(id) {
                     again.start_revision = done + 1;
                 }
-                match s.hub.create(store, &again) {
+                match s.hub.create_with_id(store, &again, id) {
                     Ok(c) => {
                         s.requests.insert(c.watch_id, req);
                         if !c.replay.is_empty() {
@@ -206,7 +218,7 @@ impl WatchFanout {
 pub struct Subscriber {
     id: u64,
     fanout: Arc<WatchFanout>,
-    rx: mpsc::Receiver<Batch>,
+    rx: mpsc::UnboundedReceiver<Batch>,
     shared: Arc<Shared>,
 }
 
@@ -255,6 +267,31 @@ impl Subscriber {
         }
     }
 
+    /// Takes back a watcher set aside as too slow ([`Subscriber::take_behind`]): the
+    /// history it missed, then live events. Call inside `Replicator::read`, after sending
+    /// what was queued before it was set aside. `Compacted` if that history is gone (the
+    /// watcher keeps its id, receiving nothing, until canceled).
+    pub fn resume(&self, store: &KvStore, watch_id: i64) -> Created {
+        let mut g = lock(&self.fanout.inner);
+        let Some(s) = g.streams.get_mut(&self.id) else {
+            return Created::Refused {
+                reason: "etcdserver: watch stream closed".to_string(),
+            };
+        };
+        match s.hub.resume(store, watch_id) {
+            Ok(replay) => Created::Watching { watch_id, replay },
+            Err(WatchError::Compacted { compact_revision }) => Created::Compacted {
+                watch_id,
+                compact_revision,
+            },
+            Err(e @ (WatchError::DuplicateId { .. } | WatchError::EmptyRange)) => {
+                Created::Refused {
+                    reason: e.to_string(),
+                }
+            }
+        }
+    }
+
     /// Removes a watcher; false if this stream has none with that id.
     pub fn cancel(&self, watch_id: i64) -> bool {
         let mut g = lock(&self.fanout.inner);
@@ -267,16 +304,30 @@ impl Subscriber {
 
     /// The next batch (cancel-safe). `None` only if the fan-out dropped this stream.
     pub async fn recv(&mut self) -> Option<Batch> {
-        self.rx.recv().await
+        let batch = self.rx.recv().await?;
+        self.taken(&batch);
+        Some(batch)
     }
 
     /// A batch already queued, without waiting.
     pub fn try_recv(&mut self) -> Option<Batch> {
-        self.rx.try_recv().ok()
+        let batch = self.rx.try_recv().ok()?;
+        self.taken(&batch);
+        Some(batch)
     }
 
-    /// A handle that resolves when the fan-out cancels watchers of this stream; separate
-    /// from the subscriber so a task can wait on it while also receiving batches.
+    /// Batches queued now: those a drain must send before resuming watchers set aside.
+    pub fn queued_batches(&self) -> usize {
+        self.rx.len()
+    }
+
+    fn taken(&self, batch: &Batch) {
+        self.shared.queued.fetch_sub(batch.len(), Ordering::AcqRel);
+    }
+
+    /// A handle that resolves when the fan-out cancels or sets aside watchers of this
+    /// stream; separate from the subscriber so a task can wait on it while also receiving
+    /// batches.
     pub fn cancel_signal(&self) -> CancelSignal {
         CancelSignal(self.shared.clone())
     }
@@ -284,6 +335,16 @@ impl Subscriber {
     /// The watchers the fan-out canceled since the last call.
     pub fn take_canceled(&self) -> Vec<Canceled> {
         std::mem::take(&mut *lock(&self.shared.canceled))
+    }
+
+    /// The watchers set aside as too slow since the last call, to [`Subscriber::resume`].
+    pub fn take_behind(&self) -> Vec<i64> {
+        std::mem::take(&mut *lock(&self.shared.behind))
+    }
+
+    /// Whether any watcher is set aside and not yet taken back.
+    pub fn has_behind(&self) -> bool {
+        !lock(&self.shared.behind).is_empty()
     }
 }
 
@@ -325,10 +386,19 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn slow_watcher_is_canceled_not_waited_for() {
+    fn revisions(batch: &Batch, watch_id: i64) -> Vec<i64> {
+        batch
+            .iter()
+            .filter(|d| d.watch_id == watch_id)
+            .flat_map(|d| d.events.iter().map(Event::revision))
+            .collect()
+    }
+
+    #[test]
+    fn slow_watcher_is_set_aside_then_resumed_from_what_it_missed() {
         let fanout = Arc::new(WatchFanout::new());
         let mut store = KvStore::new();
+        // Two deliveries queued at most.
         let mut slow = fanout.register(2);
         let mut fast = fanout.register(64);
         assert!(matches!(
@@ -347,27 +417,76 @@ mod tests {
             let events = put(&mut store, i, b"a");
             fanout.dispatch(&events);
         }
-        // The slow stream got two batches, then lost watcher 0; watcher 1 still works.
-        assert_eq!(
-            slow.take_canceled()
-                .iter()
-                .map(|c| c.watch_id)
-                .collect::<Vec<_>>(),
-            vec![0]
-        );
-        assert!(slow.try_recv().is_some() && slow.try_recv().is_some());
+        // Revisions 2 and 3 were queued; at 4 watcher 0 was set aside, not canceled.
+        assert_eq!(slow.take_behind(), vec![0]);
+        assert!(slow.take_canceled().is_empty());
+        assert!(!slow.has_behind(), "taken");
+        let queued: Vec<i64> = std::iter::from_fn(|| slow.try_recv())
+            .flat_map(|b| revisions(&b, 0))
+            .collect();
+        assert_eq!(queued, vec![2, 3]);
+        // Set aside, it gets nothing live; watcher 1 still does.
         let events = put(&mut store, 6, b"b");
         fanout.dispatch(&events);
-        let b = slow.try_recv().expect("b's event queued after the drain");
-        assert_eq!(b[0].watch_id, 1);
-        assert!(!slow.cancel(0) && slow.cancel(1));
-        let mut n = 0;
-        while fast.try_recv().is_some() {
-            n += 1;
+        let b = slow.try_recv().expect("b's event");
+        assert_eq!(b.iter().map(|d| d.watch_id).collect::<Vec<_>>(), vec![1]);
+        fanout.dispatch(&put(&mut store, 7, b"a"));
+        assert!(slow.try_recv().is_none(), "nothing live while set aside");
+        // Resumed: the missed history (4 to 6, and 8), then live events again.
+        match slow.resume(&store, 0) {
+            Created::Watching {
+                watch_id: 0,
+                replay,
+            } => assert_eq!(
+                replay.iter().map(Event::revision).collect::<Vec<_>>(),
+                vec![4, 5, 6, 8]
+            ),
+            other => panic!("resume: {other:?}"),
         }
-        assert_eq!(n, 5);
+        fanout.dispatch(&put(&mut store, 8, b"a"));
+        assert_eq!(revisions(&slow.try_recv().expect("live"), 0), vec![9]);
+        // The fast stream was never held up.
+        let fast_revs: Vec<i64> = std::iter::from_fn(|| fast.try_recv())
+            .flat_map(|b| b.into_iter().flat_map(|d| d.events))
+            .map(|e| e.revision())
+            .collect();
+        assert_eq!(fast_revs, vec![2, 3, 4, 5, 6, 8, 9]);
+        assert!(slow.cancel(0) && slow.cancel(1));
         drop(slow);
         assert_eq!(fanout.streams(), 1);
+    }
+
+    #[test]
+    fn a_watcher_set_aside_past_a_compaction_is_canceled_with_its_revision() {
+        let fanout = Arc::new(WatchFanout::new());
+        let mut store = KvStore::new();
+        let mut sub = fanout.register(1);
+        assert!(matches!(
+            sub.create(&store, &watch(b"k")),
+            Created::Watching { watch_id: 0, .. }
+        ));
+        for i in 1..=3 {
+            fanout.dispatch(&put(&mut store, i, b"k"));
+        }
+        assert_eq!(sub.take_behind(), vec![0]);
+        store.apply(
+            4,
+            &Command::Compact(coordbench_kv::CompactionRequest {
+                revision: 4,
+                physical: false,
+            }),
+        );
+        assert_eq!(
+            sub.resume(&store, 0),
+            Created::Compacted {
+                watch_id: 0,
+                compact_revision: 4
+            }
+        );
+        assert!(sub.try_recv().is_some(), "revision 2, queued before");
+        fanout.dispatch(&put(&mut store, 5, b"k"));
+        assert!(sub.try_recv().is_none(), "a compacted watcher gets nothing");
+        assert!(sub.cancel(0), "it holds id 0 until canceled");
     }
 
     #[test]

@@ -27,8 +27,9 @@ pub struct ServeOptions {
     /// How often the leader looks for expired leases and checkpoints due (etcd: every
     /// 500 ms).
     pub lease_tick: Duration,
-    /// Batches of watch events queued per watch stream (per internal waiter) before the
-    /// stream's watchers that receive more are canceled as too slow. Apply never waits.
+    /// Deliveries (one watcher's events of one apply) queued per watch stream (per internal
+    /// waiter) before the stream's watchers that receive more are set aside, to catch up
+    /// from history once the stream has sent what it queued. Apply never waits.
     pub watch_buffer: usize,
     /// How often watchers that asked for progress notifications and got no events are
     /// sent one (etcd's `--experimental-watch-progress-notify-interval`, 10 min).

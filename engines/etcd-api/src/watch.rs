@@ -3,8 +3,11 @@
 //! The task owns the stream's [`Subscriber`] and forwards, in order: `created` responses
 //! with their history replay, live batches from the fan-out, cancel and progress answers.
 //! Responses go to the client through a small bounded channel; while the client does not
-//! read, the task waits there, its fan-out channel fills, and the fan-out cancels its
-//! busy watchers (reported here, after the events queued before the cancel).
+//! read, the task waits there, its fan-out queue fills, and the fan-out sets its busy
+//! watchers aside. Once the client reads again the task sends what was queued, then brings
+//! each of those watchers back from the revision it missed (a history replay), as etcd
+//! catches up its unsynced watchers: the client sees every event, in order, and the
+//! member holds no more for it than the queue.
 //!
 //! With auth on, the stream runs as the user its `token` names, and a watch on keys that
 //! user cannot read is answered created and canceled with etcd's "permission denied".
@@ -129,7 +132,7 @@ impl<R: Replicator<KvStateMachine>> Session<R> {
                         .try_send(Err(Status::unavailable("etcdserver: server stopped")));
                     break;
                 }
-                Step::Canceled => self.report_canceled().await,
+                Step::Canceled => self.catch_up().await,
                 Step::Batch(b) => self.forward(b).await,
                 Step::Request(m) => self.handle(m).await,
                 Step::Tick => self.progress_notify().await,
@@ -186,6 +189,7 @@ impl<R: Replicator<KvStateMachine>> Session<R> {
     /// revision ahead of it is not).
     fn in_step(&self, revision: i64) -> bool {
         !self.watchers.is_empty()
+            && !self.sub.has_behind()
             && self
                 .watchers
                 .values()
@@ -307,9 +311,68 @@ impl<R: Replicator<KvStateMachine>> Session<R> {
         Ok(())
     }
 
-    /// Watchers the fan-out dropped: deliver what was queued for them, then the cancel.
+    /// Sends the batches queued now, not those queued meanwhile (bounded under load).
+    async fn drain_queued(&mut self) -> Result<(), Gone> {
+        for _ in 0..self.sub.queued_batches() {
+            match self.sub.try_recv() {
+                Some(b) => self.forward(b).await?,
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Watchers the fan-out set aside or canceled: first what was queued for them, then
+    /// each set-aside watcher's missed history and its return to live events, and each
+    /// canceled watcher's cancel.
+    async fn catch_up(&mut self) -> Result<(), Gone> {
+        let behind = self.sub.take_behind();
+        self.drain_queued().await?;
+        for watch_id in behind {
+            // The client may have canceled it meanwhile.
+            if self.watchers.contains_key(&watch_id) {
+                self.resume(watch_id).await?;
+            }
+        }
+        self.report_canceled().await
+    }
+
+    /// Brings a set-aside watcher back: its missed events, then live ones.
+    async fn resume(&mut self, watch_id: i64) -> Result<(), Gone> {
+        let sub = &self.sub;
+        // Inside `read`, as a create: replay and live events neither overlap nor gap.
+        let created = self
+            .core
+            .replicator
+            .read(|sm| sub.resume(sm.store(), watch_id));
+        match created {
+            Created::Watching { watch_id, replay } => self.send_events(watch_id, replay).await,
+            Created::Compacted {
+                watch_id,
+                compact_revision,
+            } => {
+                if let Some(w) = self.watchers.get_mut(&watch_id) {
+                    w.compacted = true;
+                }
+                self.send(compacted(self.response(0, watch_id), compact_revision))
+                    .await
+            }
+            Created::Refused { reason } => {
+                self.watchers.remove(&watch_id);
+                let r = PbWatchResponse {
+                    canceled: true,
+                    cancel_reason: reason,
+                    ..self.response(self.core.revision(), watch_id)
+                };
+                self.send(r).await
+            }
+        }
+    }
+
+    /// Watchers the fan-out dropped (their history compacted across a snapshot restore):
+    /// deliver what was queued for them, then the cancel.
     async fn report_canceled(&mut self) -> Result<(), Gone> {
-        self.drain().await?;
+        self.drain_queued().await?;
         let revision = self.core.revision();
         for Canceled {
             watch_id,

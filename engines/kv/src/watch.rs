@@ -77,6 +77,9 @@ struct Watcher {
     progress_notify: bool,
     /// Lowest revision this watcher has not been given yet.
     next_rev: i64,
+    /// Set aside by the runtime (its consumer is behind): dispatch skips it, and
+    /// [`WatchHub::resume`] replays from `next_rev`.
+    paused: bool,
 }
 
 impl Watcher {
@@ -115,16 +118,7 @@ impl WatchHub {
         store: &KvStore,
         req: &WatchCreateRequest,
     ) -> Result<WatchCreated, WatchError> {
-        let to_end = req.range_end.is_empty() || req.range_end == [0];
-        if !to_end && req.key >= req.range_end {
-            return Err(WatchError::EmptyRange);
-        }
         let watch_id = if req.watch_id != 0 {
-            if self.watchers.contains_key(&req.watch_id) {
-                return Err(WatchError::DuplicateId {
-                    watch_id: req.watch_id,
-                });
-            }
             req.watch_id
         } else {
             while self.watchers.contains_key(&self.next_id) {
@@ -132,6 +126,28 @@ impl WatchHub {
             }
             self.next_id
         };
+        let created = self.create_with_id(store, req, watch_id)?;
+        if req.watch_id == 0 {
+            self.next_id = watch_id.wrapping_add(1);
+        }
+        Ok(created)
+    }
+
+    /// Registers a watcher under exactly `watch_id` (0 included, unlike a request's 0,
+    /// which asks for the next free id): how a watcher that was set aside comes back.
+    pub fn create_with_id(
+        &mut self,
+        store: &KvStore,
+        req: &WatchCreateRequest,
+        watch_id: i64,
+    ) -> Result<WatchCreated, WatchError> {
+        let to_end = req.range_end.is_empty() || req.range_end == [0];
+        if !to_end && req.key >= req.range_end {
+            return Err(WatchError::EmptyRange);
+        }
+        if self.watchers.contains_key(&watch_id) {
+            return Err(WatchError::DuplicateId { watch_id });
+        }
         let current = store.revision();
         let mut w = Watcher {
             range: KeyRange::new(&req.key, &req.range_end),
@@ -144,6 +160,7 @@ impl WatchHub {
             } else {
                 current + 1
             },
+            paused: false,
         };
         let mut replay = Vec::new();
         if w.next_rev <= current {
@@ -166,10 +183,46 @@ impl WatchHub {
             w.next_rev = current + 1;
         }
         self.watchers.insert(watch_id, w);
-        if req.watch_id == 0 {
-            self.next_id = watch_id.wrapping_add(1);
-        }
         Ok(WatchCreated { watch_id, replay })
+    }
+
+    /// Sets a watcher aside: it keeps its id but gets nothing until [`WatchHub::resume`],
+    /// which starts at `from_revision` (the first revision its consumer was not given).
+    /// False if there is none with that id.
+    pub fn pause(&mut self, watch_id: i64, from_revision: i64) -> bool {
+        let Some(w) = self.watchers.get_mut(&watch_id) else {
+            return false;
+        };
+        w.paused = true;
+        w.next_rev = w.next_rev.min(from_revision);
+        true
+    }
+
+    /// Takes a paused watcher back: the history it missed, after which dispatch gives it
+    /// live events again (nothing for a watcher that is not paused). On compacted history
+    /// it stays paused, holding its id until canceled, as etcd keeps a compacted watcher's.
+    pub fn resume(&mut self, store: &KvStore, watch_id: i64) -> Result<Vec<Event>, WatchError> {
+        let Some(w) = self.watchers.get_mut(&watch_id).filter(|w| w.paused) else {
+            return Ok(Vec::new());
+        };
+        let current = store.revision();
+        let mut replay = Vec::new();
+        if w.next_rev <= current {
+            let history =
+                store
+                    .events_since(w.next_rev, &w.range)
+                    .map_err(|_| WatchError::Compacted {
+                        compact_revision: store.compact_revision(),
+                    })?;
+            replay = history
+                .iter()
+                .filter(|ev| w.wants(ev))
+                .map(|ev| w.shape(ev))
+                .collect();
+            w.next_rev = current + 1;
+        }
+        w.paused = false;
+        Ok(replay)
     }
 
     /// Removes a watcher; false if there was none with that id.
@@ -184,7 +237,7 @@ impl WatchHub {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for (&watch_id, w) in &mut self.watchers {
+        for (&watch_id, w) in self.watchers.iter_mut().filter(|(_, w)| !w.paused) {
             let matched: Vec<Event> = events
                 .iter()
                 .filter(|ev| w.wants(ev))
