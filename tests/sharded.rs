@@ -139,7 +139,7 @@ fn all_intervals(dirs: &[PathBuf]) -> Histogram<u64> {
 /// intervals.
 fn check_exact_merge(shards: &[PathBuf], merged: &Path) {
     let run = run_json(merged);
-    let shard_ops: u64 = shards_sum(&shards, &["ops"]);
+    let shard_ops: u64 = shards_sum(shards, &["ops"]);
     assert!(shard_ops > 0, "the shards measured nothing");
     assert_eq!(results_u64(&run, &["ops"]), shard_ops);
     let all = all_intervals(shards);

@@ -142,7 +142,7 @@ pub fn merge(args: &MergeArgs) -> Result<RunRecord, MergeError> {
             start_skew_ms: combined.start_skew.as_secs_f64() * 1000.0,
             clock_uncertainty_ms: (outcome.check.lock.is_some()
                 || outcome.check.election.is_some())
-            .then(|| uncertainty.as_secs_f64() * 1000.0),
+            .then_some(uncertainty.as_secs_f64() * 1000.0),
             parts: shards.iter().map(record::merged_shard).collect(),
         }),
     };

@@ -13,6 +13,9 @@ use coordbench_results::files;
 
 use crate::sweep::plan::Point;
 
+/// A run's column of summary.csv beyond the leading ones: (name, value).
+type Column = (String, String);
+
 /// Writes `dir/summary.csv` from the points that have results; returns the rows written.
 pub fn write(dir: &Path, points: &[Point]) -> anyhow::Result<usize> {
     let mut leading = vec!["point".to_string(), "repeat".into(), "target".into()];
@@ -20,7 +23,7 @@ pub fn write(dir: &Path, points: &[Point]) -> anyhow::Result<usize> {
         leading.extend(first.axes.iter().map(|(a, _)| a.name().to_string()));
     }
     let mut run_columns: Vec<String> = Vec::new();
-    let mut rows: Vec<(Vec<String>, Vec<(String, String)>)> = Vec::new();
+    let mut rows: Vec<(Vec<String>, Vec<Column>)> = Vec::new();
     for point in points {
         let path = point.dir.join("summary.csv");
         if !path.exists() {

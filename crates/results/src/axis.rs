@@ -217,6 +217,14 @@ impl Axis {
     }
 }
 
+/// The recipe axis value meaning "the target's herd-free recipe" (etcd-mutex, zk-recipe).
+pub const HERD_FREE: &str = "herd-free";
+
+/// Each API family's herd-free recipe as its runs record it (etcd's, ZooKeeper's, the null
+/// target's), which a report shows as [`HERD_FREE`]. The drivers own the recipes; a test in
+/// the bench crate holds this list to them.
+pub const HERD_FREE_RECIPES: [&str; 3] = ["etcd-mutex", "zk-recipe", "mutex"];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,11 +298,3 @@ mod tests {
         }
     }
 }
-
-/// The recipe axis value meaning "the target's herd-free recipe" (etcd-mutex, zk-recipe).
-pub const HERD_FREE: &str = "herd-free";
-
-/// Each API family's herd-free recipe as its runs record it (etcd's, ZooKeeper's, the null
-/// target's), which a report shows as [`HERD_FREE`]. The drivers own the recipes; a test in
-/// the bench crate holds this list to them.
-pub const HERD_FREE_RECIPES: [&str; 3] = ["etcd-mutex", "zk-recipe", "mutex"];

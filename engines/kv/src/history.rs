@@ -71,11 +71,7 @@ impl Packs {
     fn push(&mut self, p: Packed) {
         match self.chunks.last_mut() {
             Some(chunk) if chunk.len() < CHUNK => chunk.push(p),
-            _ => {
-                let mut chunk = Vec::new();
-                chunk.push(p);
-                self.chunks.push(chunk);
-            }
+            _ => self.chunks.push(vec![p]),
         }
         self.len += 1;
     }

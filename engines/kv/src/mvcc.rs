@@ -56,7 +56,7 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    pub(crate) fn to_kv(&self, key: &[u8], values: &ValueLog) -> Option<KeyValue> {
+    pub(crate) fn to_kv(self, key: &[u8], values: &ValueLog) -> Option<KeyValue> {
         self.put.as_ref().map(|p| KeyValue {
             key: key.to_vec(),
             create_revision: p.create_revision,
@@ -344,7 +344,7 @@ impl Mvcc {
                     .as_ref()
                     .is_some_and(|p| p.create_revision == e.rev.main);
                 let prev_kv = before
-                    .filter(|_| !creates && e.rev.main - 1 >= self.compact_revision)
+                    .filter(|_| !creates && e.rev.main > self.compact_revision)
                     .and_then(|p| p.to_kv(key, &self.values));
                 let ev = match e.to_kv(key, &self.values) {
                     Some(kv) => Event {

@@ -183,7 +183,7 @@ fn watch_replay_matches_live_events() {
                     .iter()
                     .filter(|e| e.revision() >= start && range.contains(&e.kv.key))
                     .map(|e| Event {
-                        prev_kv: e.prev_kv.clone().filter(|_| e.revision() - 1 >= compacted),
+                        prev_kv: e.prev_kv.clone().filter(|_| e.revision() > compacted),
                         ..e.clone()
                     })
                     .collect();

@@ -14,13 +14,13 @@ impl PropRng {
         ))
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0.next_u64()
     }
 
     /// Uniform in `[0, n)`; 0 when `n == 0`.
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.next_u64() % n.max(1)
     }
 
     /// Uniform in `[lo, hi]`.
@@ -53,7 +53,7 @@ mod tests {
         let mut z = state;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        assert_eq!(PropRng::new(1).next(), z ^ (z >> 31));
+        assert_eq!(PropRng::new(1).next_u64(), z ^ (z >> 31));
         let mut r = PropRng::new(3);
         for _ in 0..1000 {
             assert!((-2..=2).contains(&r.between(-2, 2)));

@@ -63,6 +63,9 @@ pub struct UnitCost {
     pub largest: f64,
 }
 
+/// The (target, workload) a unit's points are fitted by.
+type GroupKey = (String, String);
+
 /// Every (target, workload, unit) whose rows hold that unit alone at two or more counts.
 pub fn costs(table: &Table, rows: &[usize]) -> Vec<UnitCost> {
     let mut out = Vec::new();
@@ -70,7 +73,7 @@ pub fn costs(table: &Table, rows: &[usize]) -> Vec<UnitCost> {
         if !table.has(column) {
             continue;
         }
-        let mut groups: Vec<((String, String), Vec<(f64, f64)>)> = Vec::new();
+        let mut groups: Vec<(GroupKey, Vec<(f64, f64)>)> = Vec::new();
         for &r in rows {
             let row = &table.rows[r];
             let others_held = UNITS

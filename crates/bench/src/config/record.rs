@@ -165,8 +165,8 @@ impl ConfigRecord {
             }),
             fault_every_ms: faults.map(|f| f.every.as_millis() as u64),
             fault_duration_ms: faults.map(|f| f.duration.as_millis() as u64),
-            preload: config.preload.clone(),
-            null_service: config.null_service.clone(),
+            preload: config.preload,
+            null_service: config.null_service,
         }
     }
 }

@@ -82,8 +82,8 @@ fn timeline(intervals: &BTreeMap<u64, IntervalStats>, interval: Duration) -> Vec
 fn longest_gap(ticks: &[u32], from: usize, end: usize, t_f: usize) -> Option<(usize, usize)> {
     let mut best: Option<(usize, usize)> = None;
     let mut run_start = None;
-    for t in from..end {
-        match (ticks[t] == 0, run_start) {
+    for (t, &successes) in ticks.iter().enumerate().take(end).skip(from) {
+        match (successes == 0, run_start) {
             (true, None) => run_start = Some(t),
             (false, Some(s)) => {
                 run_start = None;

@@ -105,8 +105,11 @@ pub struct Descriptor {
     pub prepare: Prepare,
     pub connect: Connect,
     /// Standalone targets: a probe of whether the member at an endpoint answers.
-    pub probe: Option<fn(&str) -> Box<dyn Probe>>,
+    pub probe: Option<ProbeFn>,
 }
+
+/// Makes the probe of the member at an endpoint.
+pub type ProbeFn = fn(&str) -> Box<dyn Probe>;
 
 /// The descriptor of `kind`: the one place that maps a target to its module.
 pub fn descriptor(kind: TargetKind) -> &'static Descriptor {

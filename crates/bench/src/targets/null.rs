@@ -36,8 +36,8 @@ pub const NULL: Descriptor = Descriptor {
     default_cluster_size: 3,
     max_cluster_size: None,
     election_timing: |_| Ok(()),
-    prepare: prepare,
-    connect: connect,
+    prepare,
+    connect,
     probe: None,
 };
 
