@@ -304,15 +304,9 @@ impl<R: Replicator<KvStateMachine>> Session<R> {
         Ok(())
     }
 
+    /// Sends the batches queued now, not those queued meanwhile (bounded under load): all
+    /// that was dispatched before the call.
     async fn drain(&mut self) -> Result<(), Gone> {
-        while let Some(b) = self.sub.try_recv() {
-            self.forward(b).await?;
-        }
-        Ok(())
-    }
-
-    /// Sends the batches queued now, not those queued meanwhile (bounded under load).
-    async fn drain_queued(&mut self) -> Result<(), Gone> {
         for _ in 0..self.sub.queued_batches() {
             match self.sub.try_recv() {
                 Some(b) => self.forward(b).await?,
@@ -327,7 +321,7 @@ impl<R: Replicator<KvStateMachine>> Session<R> {
     /// canceled watcher's cancel.
     async fn catch_up(&mut self) -> Result<(), Gone> {
         let behind = self.sub.take_behind();
-        self.drain_queued().await?;
+        self.drain().await?;
         for watch_id in behind {
             // The client may have canceled it meanwhile.
             if self.watchers.contains_key(&watch_id) {
@@ -372,7 +366,7 @@ impl<R: Replicator<KvStateMachine>> Session<R> {
     /// Watchers the fan-out dropped (their history compacted across a snapshot restore):
     /// deliver what was queued for them, then the cancel.
     async fn report_canceled(&mut self) -> Result<(), Gone> {
-        self.drain_queued().await?;
+        self.drain().await?;
         let revision = self.core.revision();
         for Canceled {
             watch_id,

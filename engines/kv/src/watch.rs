@@ -99,6 +99,38 @@ impl Watcher {
         }
         ev
     }
+
+    /// The events of `events` this watcher is to be given, shaped for it.
+    fn matching(&self, events: &[Event]) -> Vec<Event> {
+        events
+            .iter()
+            .filter(|ev| self.wants(ev))
+            .map(|ev| self.shape(ev))
+            .collect()
+    }
+
+    /// The history from `next_rev` up to the store's current revision, after which the
+    /// watcher is at the current revision.
+    fn catch_up(&mut self, store: &KvStore) -> Result<Vec<Event>, WatchError> {
+        let current = store.revision();
+        if self.next_rev > current {
+            return Ok(Vec::new());
+        }
+        let history = store
+            .events_since(self.next_rev, &self.range)
+            .map_err(|e| match e {
+                KvError::Compacted { compact_revision } => {
+                    WatchError::Compacted { compact_revision }
+                }
+                // events_since fails only on compaction; keep the mapping total.
+                _ => WatchError::Compacted {
+                    compact_revision: store.compact_revision(),
+                },
+            })?;
+        let replay = self.matching(&history);
+        self.next_rev = current + 1;
+        Ok(replay)
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -134,7 +166,7 @@ impl WatchHub {
     }
 
     /// Registers a watcher under exactly `watch_id` (0 included, unlike a request's 0,
-    /// which asks for the next free id): how a watcher that was set aside comes back.
+    /// which asks for the next free id): how a watcher is re-created after a restore.
     pub fn create_with_id(
         &mut self,
         store: &KvStore,
@@ -162,26 +194,7 @@ impl WatchHub {
             },
             paused: false,
         };
-        let mut replay = Vec::new();
-        if w.next_rev <= current {
-            let history = store
-                .events_since(w.next_rev, &w.range)
-                .map_err(|e| match e {
-                    KvError::Compacted { compact_revision } => {
-                        WatchError::Compacted { compact_revision }
-                    }
-                    // events_since fails only on compaction; keep the mapping total.
-                    _ => WatchError::Compacted {
-                        compact_revision: store.compact_revision(),
-                    },
-                })?;
-            replay = history
-                .iter()
-                .filter(|ev| w.wants(ev))
-                .map(|ev| w.shape(ev))
-                .collect();
-            w.next_rev = current + 1;
-        }
+        let replay = w.catch_up(store)?;
         self.watchers.insert(watch_id, w);
         Ok(WatchCreated { watch_id, replay })
     }
@@ -205,22 +218,7 @@ impl WatchHub {
         let Some(w) = self.watchers.get_mut(&watch_id).filter(|w| w.paused) else {
             return Ok(Vec::new());
         };
-        let current = store.revision();
-        let mut replay = Vec::new();
-        if w.next_rev <= current {
-            let history =
-                store
-                    .events_since(w.next_rev, &w.range)
-                    .map_err(|_| WatchError::Compacted {
-                        compact_revision: store.compact_revision(),
-                    })?;
-            replay = history
-                .iter()
-                .filter(|ev| w.wants(ev))
-                .map(|ev| w.shape(ev))
-                .collect();
-            w.next_rev = current + 1;
-        }
+        let replay = w.catch_up(store)?;
         w.paused = false;
         Ok(replay)
     }
@@ -238,11 +236,7 @@ impl WatchHub {
         };
         let mut out = Vec::new();
         for (&watch_id, w) in self.watchers.iter_mut().filter(|(_, w)| !w.paused) {
-            let matched: Vec<Event> = events
-                .iter()
-                .filter(|ev| w.wants(ev))
-                .map(|ev| w.shape(ev))
-                .collect();
+            let matched = w.matching(events);
             if w.next_rev <= last {
                 w.next_rev = last + 1;
             }
